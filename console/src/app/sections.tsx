@@ -1,0 +1,19 @@
+import type { ReactNode } from 'react';
+import { ClusterPage } from '../features/cluster';
+
+export interface Section {
+  /** URL fragment: the section lives at `#/<id>`. */
+  id: string;
+  /** Tab label in the header. */
+  label: string;
+  render: () => ReactNode;
+}
+
+/**
+ * The console's sections, in tab order. A new feature (elections, storage, load, keys)
+ * adds one entry here that renders the page exported by its `src/features/<name>/index.ts`.
+ * The first entry is the landing section.
+ */
+export const sections: readonly [Section, ...Section[]] = [
+  { id: 'cluster', label: 'Cluster', render: () => <ClusterPage /> },
+];

@@ -1,0 +1,53 @@
+import { clusterStatus, raftEvent } from '../../../test/fixtures';
+import { parseClusterStatus, parseRaftEventData, parseStatusEventData } from './payloads';
+
+describe('parseStatusEventData', () => {
+  it('accepts a status frame from the contract and keeps every node field', () => {
+    // Proves a well-formed `event: status` payload reaches state unchanged, error text included.
+    const status = clusterStatus(2, 5, {
+      3: { healthy: false, role: 'unknown', error: 'connect: connection refused' },
+    });
+    expect(parseStatusEventData(JSON.stringify(status))).toEqual(status);
+  });
+
+  it('rejects text that is not JSON instead of throwing', () => {
+    expect(parseStatusEventData('{"leader_id": 1, "term"')).toBeNull();
+  });
+
+  it('rejects a status without nodes', () => {
+    expect(parseStatusEventData(JSON.stringify({ leader_id: 1, term: 2 }))).toBeNull();
+  });
+
+  it('rejects a node with a role outside the contract', () => {
+    const status = clusterStatus(1);
+    const bad = { ...status, nodes: [{ ...status.nodes[0], role: 'boss' }] };
+    expect(parseClusterStatus(bad)).toBeNull();
+  });
+
+  it('rejects negative or fractional indexes', () => {
+    const status = clusterStatus(1);
+    expect(parseClusterStatus({ ...status, nodes: [{ ...status.nodes[0], commit_index: -1 }] })).toBeNull();
+    expect(parseClusterStatus({ ...status, term: 1.5 })).toBeNull();
+  });
+
+  it('drops an empty error string so the table shows no blank error line', () => {
+    const status = clusterStatus(1, 3, { 2: { error: '' } });
+    expect(parseClusterStatus(status)?.nodes[1]).not.toHaveProperty('error');
+  });
+});
+
+describe('parseRaftEventData', () => {
+  it('accepts a raft frame from the contract', () => {
+    const event = raftEvent({ kind: 'role_changed', role: 'candidate' });
+    expect(parseRaftEventData(JSON.stringify(event))).toEqual(event);
+  });
+
+  it('rejects an unknown event kind', () => {
+    expect(parseRaftEventData(JSON.stringify({ ...raftEvent(), kind: 'snapshot_sent' }))).toBeNull();
+  });
+
+  it('rejects an event without a timestamp', () => {
+    const { at_ms: _dropped, ...withoutTime } = raftEvent();
+    expect(parseRaftEventData(JSON.stringify(withoutTime))).toBeNull();
+  });
+});

@@ -1,0 +1,94 @@
+import type { ClusterStatus, NodeRole, NodeStatus, RaftEvent, RaftEventKind } from '../../../api/types';
+
+// The live view must survive a half-written or unexpected frame without crashing the
+// page, so every payload that arrives over the wire is checked against the contract
+// before it reaches state. The types come from the generated schema; these guards only
+// check what the contract promises.
+
+const ROLES: readonly NodeRole[] = ['leader', 'follower', 'candidate', 'learner', 'unknown'];
+const RAFT_EVENT_KINDS: readonly RaftEventKind[] = ['leader_changed', 'role_changed', 'term_changed'];
+
+type Fields = Record<string, unknown>;
+
+function isObject(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+function isRole(value: unknown): value is NodeRole {
+  return typeof value === 'string' && (ROLES as readonly string[]).includes(value);
+}
+
+function parseNodeStatus(value: unknown): NodeStatus | null {
+  if (!isObject(value)) return null;
+  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, group_id, error } = value;
+  if (
+    !isCount(id) ||
+    typeof address !== 'string' ||
+    !isRole(role) ||
+    !isCount(term) ||
+    !isCount(commit_index) ||
+    !isCount(applied_index) ||
+    typeof healthy !== 'boolean' ||
+    !isCount(leader_id)
+  ) {
+    return null;
+  }
+  const node: NodeStatus = { id, address, role, term, commit_index, applied_index, healthy, leader_id };
+  if (isCount(group_id)) node.group_id = group_id;
+  if (typeof error === 'string' && error !== '') node.error = error;
+  return node;
+}
+
+/** A ClusterStatus (GET /v1/cluster/status, SSE `status`), or null when malformed. */
+export function parseClusterStatus(value: unknown): ClusterStatus | null {
+  if (!isObject(value)) return null;
+  const { leader_id, term, nodes } = value;
+  if (!isCount(leader_id) || !isCount(term) || !Array.isArray(nodes)) return null;
+  const parsed: NodeStatus[] = [];
+  for (const raw of nodes) {
+    const node = parseNodeStatus(raw);
+    if (!node) return null;
+    parsed.push(node);
+  }
+  return { leader_id, term, nodes: parsed };
+}
+
+/** A RaftEvent (SSE `raft`), or null when malformed. */
+export function parseRaftEvent(value: unknown): RaftEvent | null {
+  if (!isObject(value)) return null;
+  const { kind, node_id, term, leader_id, role, at_ms } = value;
+  if (
+    typeof kind !== 'string' ||
+    !(RAFT_EVENT_KINDS as readonly string[]).includes(kind) ||
+    !isCount(node_id) ||
+    !isCount(term) ||
+    !isCount(leader_id) ||
+    !isRole(role) ||
+    !isCount(at_ms)
+  ) {
+    return null;
+  }
+  return { kind: kind as RaftEventKind, node_id, term, leader_id, role, at_ms };
+}
+
+function parseJson(data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The `data:` of an SSE `status` event, or null when it is not a valid ClusterStatus. */
+export function parseStatusEventData(data: string): ClusterStatus | null {
+  return parseClusterStatus(parseJson(data));
+}
+
+/** The `data:` of an SSE `raft` event, or null when it is not a valid RaftEvent. */
+export function parseRaftEventData(data: string): RaftEvent | null {
+  return parseRaftEvent(parseJson(data));
+}

@@ -1,0 +1,68 @@
+import { LiveIndicator } from '../../../components/LiveIndicator';
+import { Panel } from '../../../components/Panel';
+import { formatClock } from '../../../lib/format';
+import { useClusterEvents, type ClusterEventsOptions } from '../hooks/useClusterEvents';
+import { ClusterSummary } from './ClusterSummary';
+import styles from './ClusterPage.module.css';
+import { MembershipTable } from './MembershipTable';
+import { RaftEventList } from './RaftEventList';
+
+interface ClusterPageProps {
+  /** Tests shorten the reconnect and silence timings; the app uses the defaults. */
+  events?: ClusterEventsOptions;
+}
+
+/** Live membership: who leads, every node's raft position and health, recent elections. */
+export function ClusterPage({ events }: ClusterPageProps) {
+  const live = useClusterEvents(events);
+  const { status } = live;
+
+  let updated = 'waiting for the first status…';
+  if (live.statusReceivedAtMs !== null) {
+    updated = `${live.statusSource === 'snapshot' ? 'snapshot' : 'updated'} ${formatClock(live.statusReceivedAtMs)}`;
+  }
+
+  return (
+    <div className={styles.page}>
+      <div className={styles.titleRow}>
+        <h1 className={styles.title}>Cluster</h1>
+        <LiveIndicator state={live.stream} detail={live.stream === 'reconnecting' ? live.streamError : null} />
+      </div>
+
+      {status ? (
+        <div className={live.stream === 'live' ? '' : styles.stale}>
+          <ClusterSummary status={status} />
+        </div>
+      ) : (
+        <p className={styles.placeholder}>
+          {live.stream === 'reconnecting'
+            ? 'The cluster event stream is unavailable; retrying.'
+            : 'Connecting to the cluster event stream…'}
+        </p>
+      )}
+
+      <div className={styles.columns}>
+        <Panel
+          title="Members"
+          aside={
+            <span data-testid="status-updated" className={live.stream === 'live' ? '' : styles.staleNote}>
+              {updated}
+            </span>
+          }
+        >
+          {status ? (
+            <div className={live.stream === 'live' ? '' : styles.stale}>
+              <MembershipTable status={status} />
+            </div>
+          ) : (
+            <p className={styles.placeholder}>No status yet.</p>
+          )}
+        </Panel>
+
+        <Panel title="Raft events" aside={live.raftEvents.length > 0 ? `last ${live.raftEvents.length}` : undefined}>
+          <RaftEventList events={live.raftEvents} />
+        </Panel>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,2 @@
+// The cluster feature's public surface: the app shell imports only from here.
+export { ClusterPage } from './components/ClusterPage';

@@ -1,0 +1,33 @@
+import react from '@vitejs/plugin-react';
+import { defineConfig } from 'vitest/config';
+
+// Envoy serves the built console and the API on one origin (http://127.0.0.1:8080/),
+// so the app only ever uses relative URLs. In development the same paths are proxied
+// to that Envoy, which keeps the code identical in both setups.
+const gateway = 'http://127.0.0.1:8080';
+
+export default defineConfig({
+  base: '/',
+  plugins: [react()],
+  server: {
+    host: '127.0.0.1',
+    proxy: {
+      '/v1': { target: gateway },
+      '/health': { target: gateway },
+      '/k6': { target: gateway },
+    },
+  },
+  // `npm run preview` is what Envoy routes `/` to; the port must not drift.
+  preview: {
+    host: '127.0.0.1',
+    port: 5173,
+    strictPort: true,
+  },
+  test: {
+    environment: 'jsdom',
+    globals: true,
+    setupFiles: ['./src/setupTests.ts'],
+    restoreMocks: true,
+    unstubGlobals: true,
+  },
+});

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Static validation of the deployment files (no Docker engine, no Kubernetes API server needed):
+#   1. docker-compose.yml        docker-compose config -q (also with the "load" profile)
+#   2. deploy/k8s/*.yaml         kubernetes-validate --strict (schemas bundled, offline)
+#   3. kustomization             kubectl kustomize renders it (only when kubectl is on PATH)
+#   4. generated Envoy configs   envoy --mode validate (only when envoy is found)
+# Tools come from env vars or PATH:
+#   DOCKER_COMPOSE (default: docker-compose)   KUBERNETES_VALIDATE (default: kubernetes-validate)
+#   K8S_VERSION (default: 1.37.0)              KUBECTL (default: kubectl)   ENVOY (default: envoy)
+# Exits non-zero when any check fails (all checks run, failures are listed at the end).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+DOCKER_COMPOSE="${DOCKER_COMPOSE:-docker-compose}"
+KUBERNETES_VALIDATE="${KUBERNETES_VALIDATE:-kubernetes-validate}"
+K8S_VERSION="${K8S_VERSION:-1.37.0}"
+KUBECTL="${KUBECTL:-kubectl}"
+ENVOY="${ENVOY:-envoy}"
+
+failures=()
+step() { printf '== %s\n' "$*"; }
+run() {  # run NAME CMD...: run a check, remember it when it fails
+  local name="$1"; shift
+  if "$@"; then printf 'ok   %s\n' "$name"; else printf 'FAIL %s\n' "$name"; failures+=("$name"); fi
+}
+need() {  # need TOOL: the tool must exist
+  if ! command -v "$1" >/dev/null 2>&1; then
+    printf 'FAIL %s not found (set the env var or put it on PATH)\n' "$1"; failures+=("missing $1"); return 1
+  fi
+}
+
+step "docker-compose"
+if need "$DOCKER_COMPOSE"; then
+  run "docker-compose config" "$DOCKER_COMPOSE" -f docker-compose.yml config -q
+  run "docker-compose config (profile load)" "$DOCKER_COMPOSE" -f docker-compose.yml --profile load config -q
+fi
+
+step "kubernetes manifests (k8s $K8S_VERSION, strict)"
+manifests=()
+for f in deploy/k8s/*.yaml; do
+  [ "$(basename "$f")" = kustomization.yaml ] && continue
+  manifests+=("$f")
+done
+if need "$KUBERNETES_VALIDATE"; then
+  run "kubernetes-validate ${#manifests[@]} files" "$KUBERNETES_VALIDATE" --strict -k "$K8S_VERSION" "${manifests[@]}"
+fi
+if command -v "$KUBECTL" >/dev/null 2>&1; then
+  run "kubectl kustomize deploy/k8s" bash -c "'$KUBECTL' kustomize deploy/k8s >/dev/null"
+else
+  echo "skip kubectl kustomize ($KUBECTL not found)"
+fi
+
+step "generated Envoy configs"
+# The generator's tests regenerate every committed config and compare byte for byte.
+run "generated files are fresh (gateway/test_gen_envoy.py)" \
+  env PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q gateway/test_gen_envoy.py
+if command -v "$ENVOY" >/dev/null 2>&1; then
+  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+  run "envoy validate gateway/envoy.yaml" bash -c "'$ENVOY' --mode validate -c gateway/envoy.yaml -l error >/dev/null"
+  run "envoy validate deploy/envoy-compose.yaml" bash -c "'$ENVOY' --mode validate -c deploy/envoy-compose.yaml -l error >/dev/null"
+  sed -n '/^  envoy.yaml: |$/,$p' deploy/k8s/envoy-configmap.yaml | tail -n +2 | sed 's/^    //' > "$tmp/k8s-envoy.yaml"
+  run "envoy validate k8s ConfigMap payload" bash -c "'$ENVOY' --mode validate -c '$tmp/k8s-envoy.yaml' -l error >/dev/null"
+else
+  echo "skip envoy --mode validate ($ENVOY not found)"
+fi
+
+if [ "${#failures[@]}" -gt 0 ]; then
+  printf '\n%d check(s) failed:\n' "${#failures[@]}"; printf '  - %s\n' "${failures[@]}"
+  exit 1
+fi
+printf '\nall deployment checks passed\n'

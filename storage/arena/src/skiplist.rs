@@ -1,0 +1,411 @@
+//! A skiplist whose nodes, keys and values live in an [`Arena`].
+//!
+//! One [`SkipListWriter`] inserts; any number of [`SkipList`] readers search
+//! and iterate concurrently without locks. A node is fully written before it
+//! is published with a `Release` store into its predecessors' towers, and
+//! readers follow links with `Acquire` loads, so a reader that can reach a
+//! node also sees its key, value and lower links. Nodes are never removed or
+//! changed after publication (except for their links growing), and the arena
+//! outlives every handle because all handles share it through an `Arc`.
+
+use std::cell::UnsafeCell;
+use std::cmp::Ordering as CmpOrdering;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use crate::{Arena, KeyComparator};
+
+/// Maximum tower height; with a branching factor of 4 this suits lists of
+/// tens of millions of entries.
+pub const MAX_HEIGHT: usize = 12;
+
+/// Fixed part of a node. In the arena it is followed by `height` links, then
+/// the key bytes, then the value bytes.
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+}
+
+type Link = AtomicPtr<Node>;
+
+const NODE_ALIGN: usize = {
+    let a = std::mem::align_of::<Node>();
+    let b = std::mem::align_of::<Link>();
+    if a > b { a } else { b }
+};
+const HEADER_BYTES: usize = std::mem::size_of::<Node>();
+const _: () = assert!(HEADER_BYTES.is_multiple_of(std::mem::align_of::<Link>()));
+
+impl Node {
+    /// Returns link `level` of `node`.
+    ///
+    /// # Safety
+    /// `node` must point to an initialised node in a live arena and
+    /// `level < node.height`.
+    unsafe fn link<'a>(node: *const Node, level: usize) -> &'a Link {
+        // SAFETY: the caller guarantees the node is initialised and that the
+        // link exists; links start right after the header and are aligned.
+        unsafe {
+            debug_assert!(level < (*node).height as usize);
+            &*node
+                .cast::<u8>()
+                .add(HEADER_BYTES)
+                .cast::<Link>()
+                .add(level)
+        }
+    }
+
+    /// # Safety
+    /// `node` must point to an initialised node in a live arena.
+    unsafe fn key<'a>(node: *const Node) -> &'a [u8] {
+        // SAFETY: the key was copied right after the links when the node was
+        // built and is never modified afterwards.
+        unsafe {
+            let n = &*node;
+            let start = node
+                .cast::<u8>()
+                .add(HEADER_BYTES + n.height as usize * size_of::<Link>());
+            std::slice::from_raw_parts(start, n.key_len as usize)
+        }
+    }
+
+    /// # Safety
+    /// `node` must point to an initialised node in a live arena.
+    unsafe fn value<'a>(node: *const Node) -> &'a [u8] {
+        // SAFETY: the value follows the key and is immutable after publication.
+        unsafe {
+            let n = &*node;
+            let start = node
+                .cast::<u8>()
+                .add(HEADER_BYTES + n.height as usize * size_of::<Link>() + n.key_len as usize);
+            std::slice::from_raw_parts(start, n.value_len as usize)
+        }
+    }
+}
+
+/// State shared by the writer and all readers.
+struct Shared<C> {
+    cmp: C,
+    head: NonNull<Node>,
+    /// Height of the tallest tower; only grows.
+    height: AtomicUsize,
+    len: AtomicUsize,
+    memory_bytes: AtomicUsize,
+    /// Only the unique [`SkipListWriter`] touches the arena.
+    arena: UnsafeCell<Arena>,
+}
+
+// SAFETY: the arena is mutated only through the single `SkipListWriter`
+// (which is not `Clone`, and takes `&mut self` to insert); readers only read
+// published, immutable node memory and atomics. `C` is `Send + Sync` by the
+// `KeyComparator` bound.
+unsafe impl<C: KeyComparator> Send for Shared<C> {}
+// SAFETY: see the `Send` impl; shared access never mutates non-atomic state.
+unsafe impl<C: KeyComparator> Sync for Shared<C> {}
+
+impl<C: KeyComparator> Shared<C> {
+    /// Returns the first node whose key is `>= key`, or null.
+    fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
+        let mut x: *const Node = self.head.as_ptr();
+        let mut level = self.height.load(Ordering::Acquire) - 1;
+        loop {
+            // SAFETY: `x` is the head or a node reached through links, both
+            // initialised; `level` is below the list height, and every tower
+            // reachable at `level` is at least that tall (head is MAX_HEIGHT).
+            let next = unsafe { Node::link(x, level) }.load(Ordering::Acquire);
+            // SAFETY: a non-null link points to a published node.
+            if !next.is_null()
+                && self.cmp.compare(unsafe { Node::key(next) }, key) == CmpOrdering::Less
+            {
+                x = next;
+            } else if level == 0 {
+                return next;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    fn first(&self) -> *const Node {
+        // SAFETY: the head is initialised and has MAX_HEIGHT links.
+        unsafe { Node::link(self.head.as_ptr(), 0) }.load(Ordering::Acquire)
+    }
+}
+
+/// A read handle: cheap to clone, `Send + Sync`, usable while the writer inserts.
+pub struct SkipList<C: KeyComparator> {
+    shared: Arc<Shared<C>>,
+}
+
+impl<C: KeyComparator> Clone for SkipList<C> {
+    fn clone(&self) -> Self {
+        SkipList {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<C: KeyComparator> SkipList<C> {
+    /// Returns the value stored under exactly `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        let node = self.shared.find_greater_or_equal(key);
+        // SAFETY: non-null results of a search are published nodes kept
+        // alive by `self.shared`.
+        if !node.is_null()
+            && self.shared.cmp.compare(unsafe { Node::key(node) }, key) == CmpOrdering::Equal
+        {
+            // SAFETY: as above.
+            Some(unsafe { Node::value(node) })
+        } else {
+            None
+        }
+    }
+
+    /// Returns an iterator positioned before the first entry (not valid until
+    /// a seek).
+    pub fn iter(&self) -> Iter<C> {
+        Iter {
+            list: self.clone(),
+            node: ptr::null(),
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.shared.len.load(Ordering::Acquire)
+    }
+
+    /// Whether the list has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of arena memory used by nodes, keys and values.
+    pub fn memory_usage_bytes(&self) -> usize {
+        self.shared.memory_bytes.load(Ordering::Acquire)
+    }
+}
+
+/// A cursor over a [`SkipList`] in comparator order. It keeps the list alive.
+pub struct Iter<C: KeyComparator> {
+    list: SkipList<C>,
+    node: *const Node,
+}
+
+// SAFETY: `node` points into the arena kept alive by `list`, whose shared
+// state is `Send + Sync`; the iterator only reads immutable node memory.
+unsafe impl<C: KeyComparator> Send for Iter<C> {}
+// SAFETY: see `Send`.
+unsafe impl<C: KeyComparator> Sync for Iter<C> {}
+
+impl<C: KeyComparator> Iter<C> {
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    /// Moves to the first entry with key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.node = self.list.shared.find_greater_or_equal(key);
+    }
+
+    /// Moves to the first entry.
+    pub fn seek_to_first(&mut self) {
+        self.node = self.list.shared.first();
+    }
+
+    /// Moves to the next entry.
+    ///
+    /// # Panics
+    /// If the cursor is not valid.
+    pub fn next(&mut self) {
+        assert!(self.valid(), "next() on an invalid skiplist iterator");
+        // SAFETY: `node` is a published node kept alive by `self.list`.
+        self.node = unsafe { Node::link(self.node, 0) }.load(Ordering::Acquire);
+    }
+
+    /// Key of the current entry.
+    ///
+    /// # Panics
+    /// If the cursor is not valid.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid(), "key() on an invalid skiplist iterator");
+        // SAFETY: `node` is a published node kept alive by `self.list`.
+        unsafe { Node::key(self.node) }
+    }
+
+    /// Value of the current entry.
+    ///
+    /// # Panics
+    /// If the cursor is not valid.
+    pub fn value(&self) -> &[u8] {
+        assert!(self.valid(), "value() on an invalid skiplist iterator");
+        // SAFETY: `node` is a published node kept alive by `self.list`.
+        unsafe { Node::value(self.node) }
+    }
+}
+
+/// The single write handle of a skiplist.
+pub struct SkipListWriter<C: KeyComparator> {
+    shared: Arc<Shared<C>>,
+    rng_state: u64,
+}
+
+impl<C: KeyComparator> SkipListWriter<C> {
+    /// Creates an empty list whose arena uses blocks of `block_size_bytes`.
+    pub fn new(cmp: C, block_size_bytes: usize) -> SkipListWriter<C> {
+        let mut arena = Arena::new(block_size_bytes);
+        let head = allocate_node(&mut arena, MAX_HEIGHT, &[], &[]);
+        let memory_bytes = arena.used_bytes();
+        let shared = Shared {
+            cmp,
+            head,
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            memory_bytes: AtomicUsize::new(memory_bytes),
+            arena: UnsafeCell::new(arena),
+        };
+        SkipListWriter {
+            shared: Arc::new(shared),
+            rng_state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    /// Returns a read handle sharing this list.
+    pub fn reader(&self) -> SkipList<C> {
+        SkipList {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Inserts `key -> value`. Returns `false` (and changes nothing) if an
+    /// equal key is already present.
+    ///
+    /// # Panics
+    /// If the key or value is longer than `u32::MAX` bytes.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> bool {
+        assert!(
+            u32::try_from(key.len()).is_ok() && u32::try_from(value.len()).is_ok(),
+            "entry too large"
+        );
+        let height = self.random_height();
+        let shared = &*self.shared;
+        let head: *const Node = shared.head.as_ptr();
+        let list_height = shared.height.load(Ordering::Relaxed);
+        let mut prev = [head; MAX_HEIGHT];
+        let mut x = head;
+        for level in (0..list_height).rev() {
+            loop {
+                // SAFETY: `x` is the head or a published node at least
+                // `level + 1` tall, since we reached it at this level.
+                let next = unsafe { Node::link(x, level) }.load(Ordering::Acquire);
+                // SAFETY: non-null links point to published nodes.
+                if !next.is_null()
+                    && shared.cmp.compare(unsafe { Node::key(next) }, key) == CmpOrdering::Less
+                {
+                    x = next;
+                } else {
+                    break;
+                }
+            }
+            prev[level] = x;
+        }
+        // SAFETY: `prev[0]` is the head or a published node.
+        let successor = unsafe { Node::link(prev[0], 0) }.load(Ordering::Acquire);
+        // SAFETY: non-null links point to published nodes.
+        if !successor.is_null()
+            && shared.cmp.compare(unsafe { Node::key(successor) }, key) == CmpOrdering::Equal
+        {
+            return false;
+        }
+
+        // SAFETY: this writer is the only handle that touches the arena (it
+        // is unique and we hold `&mut self`); readers never access it.
+        let arena = unsafe { &mut *shared.arena.get() };
+        let node = allocate_node(arena, height, key, value).as_ptr();
+        for (level, &p) in prev.iter().enumerate().take(height) {
+            // SAFETY: `node` is initialised with `height` links, and `p` is
+            // the head or a node at least `level + 1` tall. The node is not
+            // yet reachable, so relaxed stores into it are private.
+            unsafe {
+                let next = Node::link(p, level).load(Ordering::Relaxed);
+                Node::link(node, level).store(next, Ordering::Relaxed);
+            }
+        }
+        for (level, &p) in prev.iter().enumerate().take(height) {
+            // SAFETY: as above; the `Release` store publishes the node's
+            // contents to readers that `Acquire` this link.
+            unsafe { Node::link(p, level) }.store(node, Ordering::Release);
+        }
+        if height > list_height {
+            shared.height.store(height, Ordering::Release);
+        }
+        shared.len.fetch_add(1, Ordering::Release);
+        shared
+            .memory_bytes
+            .store(arena.used_bytes(), Ordering::Release);
+        true
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.shared.len.load(Ordering::Relaxed)
+    }
+
+    /// Whether the list has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of arena memory used by nodes, keys and values.
+    pub fn memory_usage_bytes(&self) -> usize {
+        self.shared.memory_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Picks a tower height: 1 with probability 3/4, 2 with 3/16, and so on.
+    fn random_height(&mut self) -> usize {
+        let mut height = 1;
+        while height < MAX_HEIGHT {
+            // xorshift64: cheap, allocation-free, good enough for towers.
+            self.rng_state ^= self.rng_state << 13;
+            self.rng_state ^= self.rng_state >> 7;
+            self.rng_state ^= self.rng_state << 17;
+            if self.rng_state & 3 != 0 {
+                break;
+            }
+            height += 1;
+        }
+        height
+    }
+}
+
+/// Allocates and initialises a node with null links.
+fn allocate_node(arena: &mut Arena, height: usize, key: &[u8], value: &[u8]) -> NonNull<Node> {
+    let links_bytes = height * size_of::<Link>();
+    let size = HEADER_BYTES + links_bytes + key.len() + value.len();
+    let base = arena.allocate(size, NODE_ALIGN);
+    let node = base.cast::<Node>();
+    // SAFETY: `base` points to `size` writable bytes aligned for `Node` and
+    // `Link`, exclusively ours until the node is published; the writes below
+    // stay within `size`.
+    unsafe {
+        node.as_ptr().write(Node {
+            key_len: key.len() as u32,
+            value_len: value.len() as u32,
+            height: height as u32,
+            _pad: 0,
+        });
+        let links = base.as_ptr().add(HEADER_BYTES).cast::<Link>();
+        for level in 0..height {
+            links.add(level).write(AtomicPtr::new(ptr::null_mut()));
+        }
+        let key_dst = base.as_ptr().add(HEADER_BYTES + links_bytes);
+        ptr::copy_nonoverlapping(key.as_ptr(), key_dst, key.len());
+        ptr::copy_nonoverlapping(value.as_ptr(), key_dst.add(key.len()), value.len());
+    }
+    node
+}

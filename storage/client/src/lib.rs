@@ -1,0 +1,224 @@
+//! A Rust client for Strata's gRPC API (`strata.v1.KV` and
+//! `strata.v1.Cluster`). Point it at the gateway (Envoy) or at any node.
+
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use strata_proto::v1::cluster_client::ClusterClient;
+use strata_proto::v1::kv_client::KvClient;
+use strata_proto::v1::{
+    BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
+    KeyRange, KeyValue, PutOp, PutRequest, ResponseHeader, ScanRequest, StatusRequest,
+    StatusResponse, batch_op, scan_request,
+};
+use tonic::transport::{Channel, Endpoint};
+
+pub use strata_proto::v1 as proto;
+
+/// A client error: the transport failed, or the server answered with a status.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach {endpoint}: {source}")]
+    Connect {
+        endpoint: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("{}: {}", .0.code(), .0.message())]
+    Status(#[from] tonic::Status),
+}
+
+impl ClientError {
+    /// True when the server said nothing was applied, so a retry is safe.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ClientError::Status(s) if s.code() == tonic::Code::Unavailable)
+    }
+}
+
+/// Which keys a scan covers.
+#[derive(Debug, Clone)]
+pub enum ScanSelector {
+    All,
+    Prefix(Vec<u8>),
+    /// `[start, end)`; an empty end means to the end of the key space.
+    Range {
+        start: Vec<u8>,
+        end: Vec<u8>,
+    },
+}
+
+/// One page of a scan.
+#[derive(Debug, Clone)]
+pub struct ScanPage {
+    pub kvs: Vec<KeyValue>,
+    /// Pass back to continue; empty when the scan is complete.
+    pub next_page_token: Vec<u8>,
+}
+
+/// A cheap-to-clone client over one HTTP/2 connection.
+#[derive(Clone)]
+pub struct Client {
+    kv: KvClient<Channel>,
+    cluster: ClusterClient<Channel>,
+}
+
+impl Client {
+    /// Connects to `endpoint` such as `http://127.0.0.1:8080`.
+    pub async fn connect(endpoint: &str) -> Result<Self, ClientError> {
+        let channel = Endpoint::from_shared(endpoint.to_string())
+            .map_err(|source| ClientError::Connect {
+                endpoint: endpoint.to_string(),
+                source,
+            })?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .map_err(|source| ClientError::Connect {
+                endpoint: endpoint.to_string(),
+                source,
+            })?;
+        Ok(Self::from_channel(channel))
+    }
+
+    pub fn from_channel(channel: Channel) -> Self {
+        Client {
+            kv: KvClient::new(channel.clone())
+                .max_decoding_message_size(64 << 20)
+                .max_encoding_message_size(64 << 20),
+            cluster: ClusterClient::new(channel),
+        }
+    }
+
+    pub async fn put(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+    ) -> Result<ResponseHeader, ClientError> {
+        let r = self
+            .kv
+            .clone()
+            .put(PutRequest {
+                key: key.into(),
+                value: value.into(),
+            })
+            .await?;
+        Ok(r.into_inner().header.unwrap_or_default())
+    }
+
+    /// Reads a key; `stale` serves from whichever node answers without a
+    /// ReadIndex round.
+    pub async fn get(
+        &self,
+        key: impl Into<Bytes>,
+        stale: bool,
+    ) -> Result<Option<Bytes>, ClientError> {
+        let consistency = if stale {
+            Consistency::Stale
+        } else {
+            Consistency::Linearizable
+        };
+        let r = self
+            .kv
+            .clone()
+            .get(GetRequest {
+                key: key.into(),
+                consistency: consistency as i32,
+            })
+            .await?
+            .into_inner();
+        Ok(r.found.then_some(r.value))
+    }
+
+    /// Deletes a key; returns whether it existed.
+    pub async fn delete(&self, key: impl Into<Bytes>) -> Result<bool, ClientError> {
+        let r = self
+            .kv
+            .clone()
+            .delete(DeleteRequest { key: key.into() })
+            .await?;
+        Ok(r.into_inner().deleted)
+    }
+
+    pub async fn scan(
+        &self,
+        selector: ScanSelector,
+        limit: u32,
+        page_token: Vec<u8>,
+        keys_only: bool,
+    ) -> Result<ScanPage, ClientError> {
+        let selector = match selector {
+            ScanSelector::All => None,
+            ScanSelector::Prefix(p) => Some(scan_request::Selector::Prefix(p.into())),
+            ScanSelector::Range { start, end } => Some(scan_request::Selector::Range(KeyRange {
+                start: start.into(),
+                end: end.into(),
+            })),
+        };
+        let r = self
+            .kv
+            .clone()
+            .scan(ScanRequest {
+                selector,
+                limit,
+                page_token: page_token.into(),
+                consistency: Consistency::Linearizable as i32,
+                keys_only,
+            })
+            .await?
+            .into_inner();
+        Ok(ScanPage {
+            kvs: r.kvs,
+            next_page_token: r.next_page_token.to_vec(),
+        })
+    }
+
+    /// Applies puts (`Some(value)`) and deletes (`None`) atomically.
+    pub async fn batch(
+        &self,
+        ops: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<ResponseHeader, ClientError> {
+        let ops = ops
+            .into_iter()
+            .map(|(key, value)| BatchOp {
+                op: Some(match value {
+                    Some(value) => batch_op::Op::Put(PutOp { key, value }),
+                    None => batch_op::Op::Delete(DeleteOp { key }),
+                }),
+            })
+            .collect();
+        let r = self.kv.clone().batch(BatchRequest { ops }).await?;
+        Ok(r.into_inner().header.unwrap_or_default())
+    }
+
+    /// Compare-and-swap; returns whether it succeeded and the value before.
+    pub async fn compare_and_swap(
+        &self,
+        key: impl Into<Bytes>,
+        expected: Option<Bytes>,
+        value: Option<Bytes>,
+    ) -> Result<(bool, Option<Bytes>), ClientError> {
+        let r = self
+            .kv
+            .clone()
+            .compare_and_swap(CompareAndSwapRequest {
+                key: key.into(),
+                expected,
+                value,
+            })
+            .await?
+            .into_inner();
+        Ok((r.succeeded, r.current))
+    }
+
+    pub async fn status(&self) -> Result<StatusResponse, ClientError> {
+        Ok(self
+            .cluster
+            .clone()
+            .status(StatusRequest {})
+            .await?
+            .into_inner())
+    }
+}

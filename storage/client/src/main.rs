@@ -1,0 +1,186 @@
+//! `strata`: the command-line client. Talks gRPC to the gateway by default.
+
+use std::io::Write;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use strata_client::proto::Role;
+use strata_client::{Client, ScanSelector};
+
+#[derive(Parser)]
+#[command(name = "strata", version, about = "Command-line client for Strata")]
+struct Cli {
+    /// gRPC endpoint: the gateway or any node.
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_ENDPOINT",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    endpoint: String,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Store a value (from the argument, or stdin with `-`).
+    Put { key: String, value: String },
+    /// Print a value to stdout (raw bytes).
+    Get {
+        key: String,
+        /// Serve from the answering replica without a ReadIndex round.
+        #[arg(long)]
+        stale: bool,
+    },
+    /// Delete a key.
+    #[command(alias = "delete")]
+    Del { key: String },
+    /// List keys by prefix or range, one `key<TAB>value` per line.
+    Scan {
+        #[arg(long, conflicts_with_all = ["start", "end"])]
+        prefix: Option<String>,
+        #[arg(long)]
+        start: Option<String>,
+        #[arg(long)]
+        end: Option<String>,
+        /// At most this many pairs in all.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[arg(long)]
+        keys_only: bool,
+    },
+    /// Show every node's role, term and indexes.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let client = Client::connect(&cli.endpoint).await?;
+    let mut out = std::io::stdout().lock();
+    match cli.command {
+        Cmd::Put { key, value } => {
+            let value = if value == "-" {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
+                    .context("reading stdin")?;
+                buf
+            } else {
+                value.into_bytes()
+            };
+            let h = client.put(key.into_bytes(), value).await?;
+            writeln!(
+                out,
+                "OK index={} term={} node={}",
+                h.index, h.term, h.node_id
+            )?;
+        }
+        Cmd::Get { key, stale } => match client.get(key.clone().into_bytes(), stale).await? {
+            Some(v) => {
+                out.write_all(&v)?;
+                if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    writeln!(out)?;
+                }
+            }
+            None => anyhow::bail!("key not found: {key}"),
+        },
+        Cmd::Del { key } => {
+            let existed = client.delete(key.into_bytes()).await?;
+            writeln!(out, "{}", if existed { "deleted" } else { "not found" })?;
+        }
+        Cmd::Scan {
+            prefix,
+            start,
+            end,
+            limit,
+            keys_only,
+        } => {
+            let selector = match (prefix, start, end) {
+                (Some(p), _, _) => ScanSelector::Prefix(p.into_bytes()),
+                (None, None, None) => ScanSelector::All,
+                (None, s, e) => ScanSelector::Range {
+                    start: s.unwrap_or_default().into_bytes(),
+                    end: e.unwrap_or_default().into_bytes(),
+                },
+            };
+            let mut token = Vec::new();
+            let mut left = limit;
+            while left > 0 {
+                let page_limit = left.min(1000) as u32;
+                let page = client
+                    .scan(selector.clone(), page_limit, token, keys_only)
+                    .await?;
+                left -= page.kvs.len().min(left);
+                for kv in &page.kvs {
+                    out.write_all(&kv.key)?;
+                    if !keys_only {
+                        out.write_all(b"\t")?;
+                        out.write_all(&kv.value)?;
+                    }
+                    out.write_all(b"\n")?;
+                }
+                if page.next_page_token.is_empty() {
+                    break;
+                }
+                token = page.next_page_token;
+            }
+        }
+        Cmd::Status { json } => {
+            let st = client.status().await?;
+            if json {
+                let nodes: Vec<_> = st
+                    .nodes
+                    .iter()
+                    .map(|n| {
+                        serde_json::json!({"id": n.id, "address": n.address, "role": role(n.role), "term": n.term,
+                        "commit_index": n.commit_index, "applied_index": n.applied_index, "healthy": n.healthy})
+                    })
+                    .collect();
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({"leader_id": st.leader_id, "term": st.term, "nodes": nodes})
+                )?;
+            } else {
+                writeln!(out, "leader {} term {}", st.leader_id, st.term)?;
+                writeln!(
+                    out,
+                    "{:<4} {:<22} {:<10} {:>6} {:>10} {:>10} HEALTH",
+                    "ID", "ADDRESS", "ROLE", "TERM", "COMMIT", "APPLIED"
+                )?;
+                for n in &st.nodes {
+                    writeln!(
+                        out,
+                        "{:<4} {:<22} {:<10} {:>6} {:>10} {:>10} {}",
+                        n.id,
+                        n.address,
+                        role(n.role),
+                        n.term,
+                        n.commit_index,
+                        n.applied_index,
+                        if n.healthy {
+                            "ok".to_string()
+                        } else {
+                            format!("DOWN {}", n.error)
+                        }
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn role(r: i32) -> &'static str {
+    match Role::try_from(r).unwrap_or(Role::Unknown) {
+        Role::Leader => "leader",
+        Role::Follower => "follower",
+        Role::Candidate => "candidate",
+        Role::Learner => "learner",
+        Role::Unknown => "unknown",
+    }
+}

@@ -1,0 +1,319 @@
+//! The background thread: flushes frozen memtables and runs compactions.
+//! Any failure poisons the engine; the thread then idles until shutdown.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::{Frozen, Inner, ReadView, VersionSet};
+use crate::compaction::{CompactionTask, pick_compaction, write_compaction_outputs};
+use crate::error::{EngineError, Result};
+use crate::filename::{manifest_name, table_path, wal_path};
+use crate::fs::FileSystem;
+use crate::iter::{InternalIterator, LevelIter, MergeIterator};
+use crate::manifest::{ManifestWriter, VersionEdit};
+use crate::memtable::Memtable;
+use crate::options::{Options, WalMode};
+use crate::sstable::{Table, TableBuilder};
+use crate::version::{FileMeta, TableFile};
+
+/// How long the idle thread sleeps before re-checking for work.
+const IDLE_WAIT: Duration = Duration::from_millis(500);
+
+pub(crate) fn run(inner: &Inner) {
+    loop {
+        if !inner.is_poisoned() {
+            match step(inner) {
+                Ok(true) => {
+                    inner.bg_done.notify_all();
+                    inner.stall.notify_all();
+                    if inner.bg.lock().shutdown {
+                        return;
+                    }
+                    continue;
+                }
+                Ok(false) => {}
+                Err(e) => inner.poison(&e),
+            }
+        }
+        let mut bg = inner.bg.lock();
+        if bg.shutdown {
+            return;
+        }
+        if !bg.wake {
+            inner.bg_wake.wait_for(&mut bg, IDLE_WAIT);
+        }
+        bg.wake = false;
+    }
+}
+
+/// Does one unit of work; `Ok(false)` when there was none.
+fn step(inner: &Inner) -> Result<bool> {
+    let view = inner.read_view();
+    if let Some(frozen) = view.imms.first() {
+        flush_frozen(inner, frozen)?;
+        return Ok(true);
+    }
+    let force = inner.bg.lock().manual_compaction;
+    let task = pick_compaction(
+        &view.version.layout(),
+        inner.opts.l0_compaction_trigger,
+        force,
+    );
+    let did_work = match task {
+        Some(task) => {
+            compact(inner, &view, &task)?;
+            true
+        }
+        None => false,
+    };
+    if force {
+        inner.bg.lock().manual_compaction = false;
+        inner.bg_done.notify_all();
+    }
+    Ok(did_work)
+}
+
+/// Writes a memtable into table `number`, fsynced; the caller syncs the
+/// directory.
+pub(crate) fn write_memtable_table(
+    fs: &dyn FileSystem,
+    dir: &std::path::Path,
+    opts: &Options,
+    mem: &Memtable,
+    number: u64,
+) -> Result<(FileMeta, Arc<Table>)> {
+    let path = table_path(dir, number);
+    let context = || format!("writing {}", path.display());
+    let file = fs
+        .create(&path)
+        .map_err(|e| EngineError::io(context(), e))?;
+    let mut builder = TableBuilder::new(
+        file,
+        opts.block_size_bytes,
+        opts.block_restart_interval,
+        opts.bloom_bits_per_key,
+    );
+    let mut it = mem.iter();
+    it.seek_to_first();
+    while it.valid() {
+        builder
+            .add(it.key(), it.value())
+            .map_err(|e| EngineError::io(context(), e))?;
+        it.next();
+    }
+    let summary = builder
+        .finish()
+        .map_err(|e| EngineError::io(context(), e))?;
+    let meta = FileMeta {
+        number,
+        size_bytes: summary.size_bytes,
+        smallest: summary.smallest,
+        largest: summary.largest,
+    };
+    let table = open_table(fs, dir, number)?;
+    Ok((meta, table))
+}
+
+/// Opens table `number`; a missing file is corruption (the manifest names it).
+pub(crate) fn open_table(
+    fs: &dyn FileSystem,
+    dir: &std::path::Path,
+    number: u64,
+) -> Result<Arc<Table>> {
+    let path = table_path(dir, number);
+    let file = fs.open(&path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            EngineError::corruption(format!("table {} is missing", path.display()))
+        } else {
+            EngineError::io(format!("opening {}", path.display()), e)
+        }
+    })?;
+    Ok(Arc::new(Table::open(file, path.display().to_string())?))
+}
+
+fn flush_frozen(inner: &Inner, frozen: &Arc<Frozen>) -> Result<()> {
+    let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
+    let (meta, table) = write_memtable_table(
+        inner.fs.as_ref(),
+        &inner.dir,
+        &inner.opts,
+        &frozen.mem,
+        number,
+    )?;
+    inner
+        .fs
+        .sync_dir(&inner.dir)
+        .map_err(|e| EngineError::io("syncing the directory after a flush", e))?;
+    let edit = VersionEdit {
+        log_number: Some(frozen.next_log_number),
+        next_file_number: Some(inner.next_file_number.load(Ordering::Acquire)),
+        last_seq: Some(frozen.last_seq),
+        new_files: vec![(0, meta)],
+        ..VersionEdit::default()
+    };
+    let mut vs = inner.versions.lock();
+    log_and_apply(
+        inner,
+        &mut vs,
+        &edit,
+        HashMap::from([(number, table)]),
+        |view| {
+            let first = view.imms.remove(0);
+            assert!(
+                Arc::ptr_eq(&first, frozen),
+                "frozen memtables must be flushed in order"
+            );
+        },
+    )?;
+    drop(vs);
+    inner.flush_count.fetch_add(1, Ordering::Relaxed);
+    if inner.opts.wal != WalMode::Disabled {
+        // Best effort: a leftover segment below the log number is deleted
+        // at the next open.
+        let _ = inner
+            .fs
+            .remove_file(&wal_path(&inner.dir, frozen.mem.wal_number()));
+    }
+    Ok(())
+}
+
+fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> {
+    let find = |level: usize, metas: &[FileMeta]| -> Vec<Arc<TableFile>> {
+        view.version.levels[level]
+            .iter()
+            .filter(|f| metas.iter().any(|m| m.number == f.meta.number))
+            .cloned()
+            .collect()
+    };
+    let inputs = find(task.level, &task.inputs);
+    let next_inputs = find(task.output_level(), &task.next_inputs);
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    if task.level == 0 {
+        children.extend(
+            inputs
+                .iter()
+                .map(|f| Box::new(f.table.iter()) as Box<dyn InternalIterator>),
+        );
+    } else {
+        children.push(Box::new(LevelIter::new(inputs.clone())));
+    }
+    children.push(Box::new(LevelIter::new(next_inputs.clone())));
+    let mut merged = MergeIterator::new(children);
+    let outputs = write_compaction_outputs(&mut merged, task.bottommost, &inner.opts, || {
+        let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
+        let path = table_path(&inner.dir, number);
+        let file = inner
+            .fs
+            .create(&path)
+            .map_err(|e| EngineError::io(format!("creating {}", path.display()), e))?;
+        Ok((number, file))
+    })?;
+    inner
+        .fs
+        .sync_dir(&inner.dir)
+        .map_err(|e| EngineError::io("syncing the directory after a compaction", e))?;
+    let mut tables = HashMap::new();
+    for meta in &outputs {
+        tables.insert(
+            meta.number,
+            open_table(inner.fs.as_ref(), &inner.dir, meta.number)?,
+        );
+    }
+    let edit = VersionEdit {
+        next_file_number: Some(inner.next_file_number.load(Ordering::Acquire)),
+        deleted_files: inputs
+            .iter()
+            .map(|f| (task.level, f.meta.number))
+            .chain(
+                next_inputs
+                    .iter()
+                    .map(|f| (task.output_level(), f.meta.number)),
+            )
+            .collect(),
+        new_files: outputs
+            .into_iter()
+            .map(|m| (task.output_level(), m))
+            .collect(),
+        ..VersionEdit::default()
+    };
+    let mut vs = inner.versions.lock();
+    log_and_apply(inner, &mut vs, &edit, tables, |_| {})?;
+    drop(vs);
+    inner.compaction_count.fetch_add(1, Ordering::Relaxed);
+    for (_, number) in &edit.deleted_files {
+        // Readers holding an older view keep their open handles; unlinking
+        // does not disturb them. Leftovers are collected at the next open.
+        let _ = inner.fs.remove_file(&table_path(&inner.dir, *number));
+    }
+    Ok(())
+}
+
+/// Size above which the manifest is rewritten as a single snapshot edit.
+const MANIFEST_ROTATE_BYTES: u64 = 4 << 20;
+
+/// Starts a new manifest holding the state after `edit` (already appended
+/// to the old one), then deletes the old manifest.
+fn rotate_manifest(inner: &Inner, vs: &mut VersionSet, edit: &VersionEdit) -> Result<()> {
+    let mut state = vs.state.clone();
+    if let Err(reason) = state.apply(edit) {
+        return inner.fail(EngineError::corruption(format!(
+            "manifest edit does not apply: {reason}"
+        )));
+    }
+    let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
+    state.next_file_number = state
+        .next_file_number
+        .max(inner.next_file_number.load(Ordering::Acquire));
+    let manifest =
+        match ManifestWriter::create(&inner.fs, &inner.dir, number, &state.snapshot_edit()) {
+            Ok(m) => m,
+            Err(e) => return inner.fail(e),
+        };
+    let old = std::mem::replace(&mut vs.manifest, manifest);
+    let _ = inner
+        .fs
+        .remove_file(&inner.dir.join(manifest_name(old.number())));
+    Ok(())
+}
+
+/// Makes `edit` durable in the manifest, then installs the new version (and
+/// whatever `update_view` changes) for readers. A manifest failure poisons
+/// the engine: the in-memory state can no longer be trusted to match disk.
+pub(crate) fn log_and_apply(
+    inner: &Inner,
+    vs: &mut VersionSet,
+    edit: &VersionEdit,
+    tables: HashMap<u64, Arc<Table>>,
+    update_view: impl FnOnce(&mut ReadView),
+) -> Result<()> {
+    if let Err(e) = vs.manifest.append(edit) {
+        return inner.fail(e);
+    }
+    if vs.manifest.size_bytes() > MANIFEST_ROTATE_BYTES {
+        rotate_manifest(inner, vs, edit)?;
+    }
+    if let Err(reason) = vs.state.apply(edit) {
+        return inner.fail(EngineError::corruption(format!(
+            "manifest edit does not apply: {reason}"
+        )));
+    }
+    let version = vs
+        .version
+        .apply(edit, |meta| match tables.get(&meta.number) {
+            Some(table) => Ok(Arc::clone(table)),
+            None => open_table(inner.fs.as_ref(), &inner.dir, meta.number),
+        });
+    let version = match version {
+        Ok(v) => Arc::new(v),
+        Err(e) => return inner.fail(e),
+    };
+    vs.version = Arc::clone(&version);
+    let mut view = inner.view.write();
+    let mut next = (**view).clone();
+    next.version = version;
+    update_view(&mut next);
+    *view = Arc::new(next);
+    Ok(())
+}

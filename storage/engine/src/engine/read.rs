@@ -1,0 +1,130 @@
+//! The read path: point lookups and range scans over memtables and tables.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{Inner, KvPair, ReadView};
+use crate::error::{EngineError, Result};
+use crate::iter::{InternalIterator, LevelIter, MemtableIter, MergeIterator, VisibleIter};
+use crate::key::{SeqNo, ValueKind, lookup_key, parse_internal_key, user_key};
+use crate::memtable::Lookup;
+use crate::sstable::Table;
+use crate::version::find_file;
+
+impl Inner {
+    /// Takes a consistent read point. The view is taken before the sequence
+    /// number: data only moves from memtables to tables, and the view keeps
+    /// its memtables alive, so everything up to the sequence number that
+    /// belongs to this view is reachable from it.
+    fn read_point(&self) -> (Arc<ReadView>, SeqNo) {
+        let view = self.read_view();
+        let snapshot = self.visible_seq.load(Ordering::Acquire);
+        (view, snapshot)
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let (view, snapshot) = self.read_point();
+        let memtables = std::iter::once(&view.mem).chain(view.imms.iter().rev().map(|f| &f.mem));
+        for mem in memtables {
+            match mem.get(key, snapshot) {
+                Some(Lookup::Value(v)) => return Ok(Some(v)),
+                Some(Lookup::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        let lookup = lookup_key(key, snapshot);
+        let levels = &view.version.levels;
+        for file in &levels[0] {
+            if file.meta.overlaps(key, key)
+                && let Some(found) = table_get(&file.table, key, &lookup)?
+            {
+                return Ok(found);
+            }
+        }
+        for files in levels.iter().skip(1) {
+            let i = find_file(files, &lookup);
+            if let Some(file) = files.get(i)
+                && user_key(&file.meta.smallest) <= key
+                && let Some(found) = table_get(&file.table, key, &lookup)?
+            {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) fn scan(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<KvPair>> {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        let (view, snapshot) = self.read_point();
+        let mut it = VisibleIter::new(MergeIterator::new(sources(&view)), snapshot);
+        match start {
+            Bound::Included(k) => it.seek(k)?,
+            Bound::Excluded(k) => {
+                it.seek(k)?;
+                if it.valid() && it.key() == k {
+                    it.next()?;
+                }
+            }
+            Bound::Unbounded => it.seek_to_first()?,
+        }
+        while it.valid() && out.len() < limit {
+            let past_end = match end {
+                Bound::Included(e) => it.key() > e,
+                Bound::Excluded(e) => it.key() >= e,
+                Bound::Unbounded => false,
+            };
+            if past_end {
+                break;
+            }
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next()?;
+        }
+        Ok(out)
+    }
+}
+
+/// Every source of a view, newest first.
+fn sources(view: &ReadView) -> Vec<Box<dyn InternalIterator>> {
+    let mut children: Vec<Box<dyn InternalIterator>> =
+        vec![Box::new(MemtableIter::new(Arc::clone(&view.mem)))];
+    for frozen in view.imms.iter().rev() {
+        children.push(Box::new(MemtableIter::new(Arc::clone(&frozen.mem))));
+    }
+    for file in &view.version.levels[0] {
+        children.push(Box::new(file.table.iter()));
+    }
+    for files in view.version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
+        children.push(Box::new(LevelIter::new(files.clone())));
+    }
+    children
+}
+
+/// Looks `key` up in one table: `Some(Some(v))` found a value, `Some(None)`
+/// found a tombstone, `None` means the table says nothing about the key.
+fn table_get(table: &Arc<Table>, key: &[u8], lookup: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+    if !table.may_contain(key) {
+        return Ok(None);
+    }
+    let Some((ikey, value)) = table.seek_entry(lookup)? else {
+        return Ok(None);
+    };
+    let parsed = parse_internal_key(&ikey).ok_or_else(|| {
+        EngineError::corruption(format!("{}: malformed internal key", table.name()))
+    })?;
+    if parsed.user_key != key {
+        return Ok(None);
+    }
+    Ok(Some(match parsed.kind {
+        ValueKind::Put => Some(value),
+        ValueKind::Tombstone => None,
+    }))
+}

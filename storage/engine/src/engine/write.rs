@@ -1,0 +1,221 @@
+//! The write path: sequence numbers, WAL append, group commit, memtable
+//! insert, and freezing full memtables.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use parking_lot::MutexGuard;
+
+use super::{Frozen, Inner, WalTail, WriteState};
+use crate::WriteBatch;
+use crate::error::{EngineError, Result};
+use crate::filename::wal_path;
+use crate::key::{MAX_SEQ_NO, SeqNo};
+use crate::log::LogWriter;
+use crate::memtable::MemtableWriter;
+use crate::options::WalMode;
+
+/// Largest batch encoding accepted (a WAL record length is a `u32`).
+const MAX_BATCH_BYTES: usize = 1 << 30;
+
+/// How long a stalled writer or a flush waiter sleeps between checks; the
+/// background thread also signals, this only bounds a missed wake-up.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+impl Inner {
+    pub(crate) fn write(&self, batch: &WriteBatch) -> Result<SeqNo> {
+        self.check_writable()?;
+        if batch.approximate_size_bytes() > MAX_BATCH_BYTES {
+            return Err(EngineError::InvalidArgument(format!(
+                "batch of {} bytes exceeds the {MAX_BATCH_BYTES}-byte limit",
+                batch.approximate_size_bytes()
+            )));
+        }
+        let mut guard = self.write.lock();
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(guard.last_seq);
+        }
+        self.make_room(&mut guard)?;
+        let first = guard.last_seq + 1;
+        let last = guard.last_seq + batch.len() as u64;
+        if last > MAX_SEQ_NO {
+            return Err(EngineError::InvalidArgument(
+                "sequence numbers exhausted".to_string(),
+            ));
+        }
+        let w = &mut *guard;
+        let mut sync_target = None;
+        if let Some(wal) = &mut w.wal {
+            batch.encode_into(first, &mut w.scratch);
+            let end = match wal.add_record(&w.scratch) {
+                Ok(end) => end,
+                Err(e) => return self.fail(EngineError::io("appending to the WAL", e)),
+            };
+            sync_target = Some((w.wal_number, end));
+        }
+        for (i, op) in batch.ops().enumerate() {
+            let op = op.expect("a batch built through its API is well-formed");
+            w.mem.add(first + i as u64, op.kind, op.key, op.value);
+        }
+        // Publish the new WAL end only after the memtable holds the whole
+        // batch: a concurrent syncer makes everything up to `last_seq`
+        // visible, and readers must never see half a batch.
+        if let (Some((_, end)), Some(tail)) = (sync_target, &mut *self.wal_tail.lock()) {
+            tail.end = end;
+            tail.last_seq = last;
+        }
+        assert!(last > w.last_seq, "sequence numbers must increase");
+        w.last_seq = last;
+        let sync = self.opts.wal == WalMode::Sync;
+        if !sync {
+            self.visible_seq.store(last, Ordering::Release);
+        }
+        // Release the write lock before fsyncing, so that writers arriving
+        // meanwhile append behind us and share the next fsync.
+        drop(guard);
+        match sync_target {
+            Some(target) if sync => self.sync_to(target),
+            _ => Ok(()),
+        }
+        .map(|()| last)
+    }
+
+    /// Makes the WAL durable up to `target` (segment, offset), sharing the
+    /// fsync with every writer that appended before it started.
+    fn sync_to(&self, target: (u64, u64)) -> Result<()> {
+        let mut sync = self.wal_sync.lock();
+        if sync.synced >= target {
+            return Ok(());
+        }
+        // A failed fsync poisons the engine and leaves `synced` behind, so
+        // every writer still waiting here gets the failure too.
+        self.check_writable()?;
+        let Some((file, position, last_seq)) = self
+            .wal_tail
+            .lock()
+            .as_ref()
+            .map(|t| (Arc::clone(&t.file), (t.number, t.end), t.last_seq))
+        else {
+            return Ok(());
+        };
+        if let Err(e) = file.sync() {
+            return self.fail(EngineError::io("syncing the WAL", e));
+        }
+        sync.synced = position;
+        self.visible_seq.fetch_max(last_seq, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        self.check_writable()?;
+        let target = self.wal_tail.lock().as_ref().map(|t| (t.number, t.end));
+        match target {
+            Some(target) => self.sync_to(target),
+            None => Ok(()),
+        }
+    }
+
+    /// Freezes the memtable when it is full, first waiting while too many
+    /// frozen memtables are queued (back-pressure instead of unbounded
+    /// memory).
+    fn make_room(&self, w: &mut MutexGuard<'_, WriteState>) -> Result<()> {
+        while w.mem.memory_usage_bytes() >= self.opts.memtable_size_bytes {
+            if self.read_view().imms.len() < self.opts.max_immutable_memtables {
+                return self.freeze(w);
+            }
+            self.check_writable()?;
+            self.wake_background();
+            self.stall.wait_for(w, WAIT_SLICE);
+        }
+        Ok(())
+    }
+
+    /// Moves the active memtable to the flush queue and starts a new WAL
+    /// segment. The old segment is fsynced first, so every older segment is
+    /// complete and only the newest one can have a torn tail.
+    pub(crate) fn freeze(&self, w: &mut WriteState) -> Result<()> {
+        if w.mem.is_empty() {
+            return Ok(());
+        }
+        let new_number = self.next_file_number.fetch_add(1, Ordering::AcqRel);
+        if let Some(wal) = &w.wal {
+            let mut sync = self.wal_sync.lock();
+            if let Err(e) = wal.sync() {
+                return self.fail(EngineError::io("syncing the WAL before rotating it", e));
+            }
+            sync.synced = (w.wal_number, wal.len_bytes());
+            let path = wal_path(&self.dir, new_number);
+            let created = self
+                .fs
+                .create(&path)
+                .and_then(|f| self.fs.sync_dir(&self.dir).map(|()| f));
+            let file = match created {
+                Ok(f) => f,
+                Err(e) => {
+                    return self.fail(EngineError::io(format!("creating {}", path.display()), e));
+                }
+            };
+            *self.wal_tail.lock() = Some(WalTail {
+                file: Arc::clone(&file),
+                number: new_number,
+                end: 0,
+                last_seq: w.last_seq,
+            });
+            w.wal = Some(LogWriter::new(file));
+        }
+        self.visible_seq.fetch_max(w.last_seq, Ordering::AcqRel);
+        let fresh = MemtableWriter::new(new_number, self.opts.arena_block_size_bytes());
+        let old = std::mem::replace(&mut w.mem, fresh);
+        w.wal_number = new_number;
+        let frozen = Arc::new(Frozen {
+            mem: Arc::clone(old.memtable()),
+            next_log_number: new_number,
+            last_seq: w.last_seq,
+        });
+        {
+            let mut view = self.view.write();
+            let mut next = (**view).clone();
+            next.mem = Arc::clone(w.mem.memtable());
+            next.imms.push(frozen);
+            *view = Arc::new(next);
+        }
+        self.wake_background();
+        Ok(())
+    }
+
+    /// Freezes the memtable and waits until it and every older frozen one
+    /// are in tables.
+    pub(crate) fn flush(&self) -> Result<()> {
+        self.check_writable()?;
+        let target = {
+            let mut w = self.write.lock();
+            self.check_writable()?;
+            self.freeze(&mut w)?;
+            w.last_seq
+        };
+        self.wake_background();
+        let mut bg = self.bg.lock();
+        loop {
+            self.check_writable()?;
+            if self.read_view().imms.iter().all(|f| f.last_seq > target) {
+                return Ok(());
+            }
+            self.bg_done.wait_for(&mut bg, WAIT_SLICE);
+        }
+    }
+
+    /// Asks the background thread to merge all of L0 into L1 and waits.
+    pub(crate) fn compact_l0(&self) -> Result<()> {
+        let mut bg = self.bg.lock();
+        bg.manual_compaction = true;
+        bg.wake = true;
+        self.bg_wake.notify_one();
+        while bg.manual_compaction {
+            self.check_writable()?;
+            self.bg_done.wait_for(&mut bg, WAIT_SLICE);
+        }
+        self.check_writable()
+    }
+}

@@ -1,0 +1,41 @@
+//! The Strata storage engine: an LSM tree over the arena memtable.
+//!
+//! Writes get a sequence number, go to the write-ahead log and then to the
+//! memtable (an arena skiplist); full memtables are frozen and flushed to
+//! SSTables in L0 by a background thread, which also compacts L0 into
+//! sorted, non-overlapping L1 tables. The manifest records the level layout.
+//! Reads merge memtables and tables, newest first. All file I/O goes through
+//! [`FileSystem`], so tests can simulate crashes with [`FaultFs`].
+//!
+//! Byte layouts and the fsync protocol are in `storage/docs/format.md`.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod batch;
+mod coding;
+mod compaction;
+mod engine;
+mod error;
+mod filename;
+pub mod fs;
+mod iter;
+mod key;
+mod log;
+mod manifest;
+mod memtable;
+mod options;
+mod sstable;
+mod stats;
+mod version;
+
+pub use batch::WriteBatch;
+pub use engine::{Engine, KvPair};
+pub use error::EngineError;
+pub use fs::{FaultFs, FileSystem, StdFs};
+pub use key::SeqNo;
+pub use options::{Options, WalMode};
+pub use stats::{EngineStats, LevelStats};
+
+/// Result type of the engine's API.
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -1,0 +1,83 @@
+//! Engine configuration.
+
+/// How the engine's own write-ahead log is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalMode {
+    /// Every write is fsynced before it returns; concurrent writers share
+    /// fsyncs (group commit).
+    Sync,
+    /// Writes reach the OS before they return; the log is fsynced at flush,
+    /// close and [`crate::Engine::sync_wal`].
+    NoSync,
+    /// No log: the memtable is lost on crash. For callers that keep their own
+    /// log (the raft layer).
+    Disabled,
+}
+
+/// Tuning knobs. Construct with `Options { field: x, ..Options::default() }`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Size at which the active memtable is frozen and flushed.
+    pub memtable_size_bytes: usize,
+    /// Write-ahead log mode.
+    pub wal: WalMode,
+    /// Target uncompressed size of an SSTable data block.
+    pub block_size_bytes: usize,
+    /// Bloom filter bits per key; 0 disables the filter.
+    pub bloom_bits_per_key: u32,
+    /// Number of L0 tables above which L0 is compacted into L1.
+    pub l0_compaction_trigger: usize,
+    /// Size at which a compaction output table is cut.
+    pub target_file_size_bytes: u64,
+    /// Frozen memtables allowed to wait for flushing before writes stall.
+    pub max_immutable_memtables: usize,
+    /// Keys between full (not prefix-compressed) keys in a block.
+    pub block_restart_interval: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            memtable_size_bytes: 64 << 20,
+            wal: WalMode::Sync,
+            block_size_bytes: 4096,
+            bloom_bits_per_key: 10,
+            l0_compaction_trigger: 4,
+            target_file_size_bytes: 8 << 20,
+            max_immutable_memtables: 2,
+            block_restart_interval: 16,
+        }
+    }
+}
+
+impl Options {
+    /// Rejects settings the engine cannot work with.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let fail = |m: &str| Err(crate::EngineError::InvalidArgument(m.to_string()));
+        if self.memtable_size_bytes == 0 {
+            return fail("memtable_size_bytes must be positive");
+        }
+        if self.block_size_bytes == 0 {
+            return fail("block_size_bytes must be positive");
+        }
+        if self.block_restart_interval == 0 {
+            return fail("block_restart_interval must be positive");
+        }
+        if self.l0_compaction_trigger == 0 {
+            return fail("l0_compaction_trigger must be positive");
+        }
+        if self.max_immutable_memtables == 0 {
+            return fail("max_immutable_memtables must be positive");
+        }
+        if self.target_file_size_bytes == 0 {
+            return fail("target_file_size_bytes must be positive");
+        }
+        Ok(())
+    }
+
+    /// Arena block size for memtables: small memtables get small blocks so
+    /// that tests with tiny memtables do not reserve a MiB each.
+    pub(crate) fn arena_block_size_bytes(&self) -> usize {
+        (self.memtable_size_bytes / 4).clamp(4096, strata_arena::DEFAULT_BLOCK_SIZE_BYTES)
+    }
+}

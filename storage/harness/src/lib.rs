@@ -1,0 +1,314 @@
+//! Runs real Strata clusters for tests: `strata-node` processes on
+//! 127.0.0.1 behind a real Envoy, each in a temporary directory. Every
+//! process is killed when the [`Cluster`] is dropped, also when a test fails.
+//!
+//! The node binary comes from `STRATA_NODE_BIN` (set by `./dev test`) or
+//! from the target directory next to the test binary; Envoy from
+//! `STRATA_ENVOY` or `envoy` on the PATH.
+
+#![forbid(unsafe_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn node_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("STRATA_NODE_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    // Test binaries live in target/<profile>/deps; the node in target/<profile>.
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("test binary has no target directory")?;
+    let p = profile_dir.join("strata-node");
+    if !p.exists() {
+        bail!(
+            "{} is missing: run `cargo build --bins` first (./dev test does)",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+fn envoy_binary() -> PathBuf {
+    std::env::var_os("STRATA_ENVOY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("envoy"))
+}
+
+/// A free port on 127.0.0.1 (bound, then released for the child to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+struct NodeProc {
+    id: u64,
+    port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A running cluster. Nodes have ids `1..=n`.
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    nodes: Vec<NodeProc>,
+    envoy: Option<Child>,
+    gateway_port: u16,
+    admin_port: u16,
+    http: reqwest::Client,
+}
+
+impl Cluster {
+    /// Starts `n` nodes and Envoy and waits until the gateway reaches a leader.
+    pub async fn start(n: usize) -> Result<Cluster> {
+        let dir = tempfile::Builder::new()
+            .prefix("strata-cluster-")
+            .tempdir()?;
+        let nodes = (1..=n as u64)
+            .map(|id| NodeProc {
+                id,
+                port: free_port(),
+                data_dir: dir.path().join(format!("node{id}")),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Cluster {
+            dir,
+            nodes,
+            envoy: None,
+            gateway_port: free_port(),
+            admin_port: free_port(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .pool_max_idle_per_host(0)
+                .build()?,
+        };
+        for id in 1..=n as u64 {
+            cluster.start_node(id)?;
+        }
+        cluster.start_envoy()?;
+        cluster.wait_gateway_leader(Duration::from_secs(30)).await?;
+        Ok(cluster)
+    }
+
+    fn peers_arg(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("{}=127.0.0.1:{}", n.id, n.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn log_file(&self, name: &str) -> Result<std::fs::File> {
+        Ok(std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{name}.log")))?)
+    }
+
+    /// Starts (or restarts) node `id` on its port with its data directory.
+    pub fn start_node(&mut self, id: u64) -> Result<()> {
+        let peers = self.peers_arg();
+        let log = self.log_file(&format!("node{id}"))?;
+        let bin = node_binary()?;
+        let node = self.node_mut(id)?;
+        if node.child.is_some() {
+            bail!("node {id} is already running");
+        }
+        let child = Command::new(bin)
+            .args(["--id", &id.to_string()])
+            .args(["--listen", &format!("127.0.0.1:{}", node.port)])
+            .args(["--peers", &peers])
+            .arg("--data-dir")
+            .arg(&node.data_dir)
+            .env("STRATA_LOG", "info,raft=info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning strata-node")?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    fn start_envoy(&mut self) -> Result<()> {
+        let cfg = self.dir.path().join("envoy.yaml");
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let status = Command::new("python3")
+            .arg(repo_root().join("gateway/gen_envoy.py"))
+            .args(["--nodes", &nodes])
+            .args(["--listen", &format!("127.0.0.1:{}", self.gateway_port)])
+            .args(["--admin", &format!("127.0.0.1:{}", self.admin_port)])
+            .args(["--console", &format!("127.0.0.1:{}", free_port())])
+            .arg("--out")
+            .arg(&cfg)
+            .status()
+            .context("running gateway/gen_envoy.py")?;
+        if !status.success() {
+            bail!("gen_envoy.py failed");
+        }
+        let log = self.log_file("envoy")?;
+        let child = Command::new(envoy_binary())
+            .arg("-c")
+            .arg(&cfg)
+            .args(["--disable-hot-restart", "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning envoy (set STRATA_ENVOY, or run ./dev test)")?;
+        self.envoy = Some(child);
+        Ok(())
+    }
+
+    fn node_mut(&mut self, id: u64) -> Result<&mut NodeProc> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .with_context(|| format!("no node {id}"))
+    }
+
+    /// `kill -9` of node `id`.
+    pub fn kill(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id)?;
+        if let Some(mut c) = node.child.take() {
+            c.kill()?;
+            c.wait()?;
+        }
+        Ok(())
+    }
+
+    pub fn node_ids(&self) -> Vec<u64> {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    pub fn gateway_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.gateway_port)
+    }
+
+    pub fn node_url(&self, id: u64) -> String {
+        let port = self.nodes.iter().find(|n| n.id == id).map_or(0, |n| n.port);
+        format!("http://127.0.0.1:{port}")
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The id of the node that answers 200 on `/health/leader`, if exactly one does.
+    pub async fn leader(&self) -> Option<u64> {
+        let mut leaders = Vec::new();
+        for n in &self.nodes {
+            if n.child.is_none() {
+                continue;
+            }
+            let url = format!("{}/health/leader", self.node_url(n.id));
+            let ok = self
+                .http
+                .get(&url)
+                .timeout(Duration::from_millis(500))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                leaders.push(n.id);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    }
+
+    /// Waits until one running node leads and returns its id.
+    pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(id) = self.leader().await {
+                return Ok(id);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "no leader within {timeout:?}; logs in {}",
+                    self.dir.path().display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the gateway routes `/health/leader` to a leader.
+    pub async fn wait_gateway_leader(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let url = format!("{}/health/leader", self.gateway_url());
+        loop {
+            let ok = self
+                .http
+                .get(&url)
+                .timeout(Duration::from_millis(500))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if ok {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "gateway found no leader within {timeout:?}; logs in {}",
+                    self.dir.path().display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A node that is running and is not the leader.
+    pub async fn follower(&self) -> Result<u64> {
+        let leader = self.wait_leader(Duration::from_secs(10)).await?;
+        self.nodes
+            .iter()
+            .find(|n| n.id != leader && n.child.is_some())
+            .map(|n| n.id)
+            .context("no running follower")
+    }
+
+    /// Keeps the logs of a failed test: call before panicking to print where.
+    pub fn log_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if let Some(mut e) = self.envoy.take() {
+            let _ = e.kill();
+            let _ = e.wait();
+        }
+        if std::thread::panicking() {
+            // Keep the logs of a failing test for inspection.
+            let path =
+                std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
+            eprintln!("cluster logs kept in {}", path.display());
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! The commands carried in raft entries and their binary encoding.
+//!
+//! ```text
+//! version u8 (=1) | request_id u64 | tag u8 | body
+//! Put:    key | value          Delete: key
+//! Batch:  count u32 | (op_tag u8 | key [| value])*
+//! Cas:    key | has_expected u8 [| expected] | has_value u8 [| value]
+//! ```
+//! Byte strings are a u32 length followed by the bytes; integers are
+//! little-endian. Decoding checks every length against the buffer.
+
+const VERSION: u8 = 1;
+const TAG_PUT: u8 = 1;
+const TAG_DELETE: u8 = 2;
+const TAG_BATCH: u8 = 3;
+const TAG_CAS: u8 = 4;
+
+/// One write inside a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Put { key: Vec<u8>, value: Vec<u8> },
+    Delete { key: Vec<u8> },
+}
+
+/// A state-machine command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        key: Vec<u8>,
+    },
+    /// Applied atomically and in order.
+    Batch(Vec<Op>),
+    /// Replace (or delete, when `value` is `None`) `key` only if it currently
+    /// holds `expected` (`None`: only if it does not exist).
+    Cas {
+        key: Vec<u8>,
+        expected: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+    },
+}
+
+/// What applying a command produced, returned to the proposer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyResult {
+    Written,
+    Deleted {
+        existed: bool,
+    },
+    Cas {
+        succeeded: bool,
+        current: Option<Vec<u8>>,
+    },
+}
+
+/// A command tagged with the id its proposer waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    pub request_id: u64,
+    pub command: Command,
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+fn put_opt(out: &mut Vec<u8>, b: &Option<Vec<u8>>) {
+    match b {
+        Some(b) => {
+            out.push(1);
+            put_bytes(out, b);
+        }
+        None => out.push(0),
+    }
+}
+
+impl Proposal {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + self.command.approximate_size());
+        out.push(VERSION);
+        out.extend_from_slice(&self.request_id.to_le_bytes());
+        match &self.command {
+            Command::Put { key, value } => {
+                out.push(TAG_PUT);
+                put_bytes(&mut out, key);
+                put_bytes(&mut out, value);
+            }
+            Command::Delete { key } => {
+                out.push(TAG_DELETE);
+                put_bytes(&mut out, key);
+            }
+            Command::Batch(ops) => {
+                out.push(TAG_BATCH);
+                out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+                for op in ops {
+                    match op {
+                        Op::Put { key, value } => {
+                            out.push(TAG_PUT);
+                            put_bytes(&mut out, key);
+                            put_bytes(&mut out, value);
+                        }
+                        Op::Delete { key } => {
+                            out.push(TAG_DELETE);
+                            put_bytes(&mut out, key);
+                        }
+                    }
+                }
+            }
+            Command::Cas {
+                key,
+                expected,
+                value,
+            } => {
+                out.push(TAG_CAS);
+                put_bytes(&mut out, key);
+                put_opt(&mut out, expected);
+                put_opt(&mut out, value);
+            }
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
+        let mut r = Reader { buf };
+        if r.u8()? != VERSION {
+            return Err(DecodeError("unknown command version"));
+        }
+        let request_id = r.u64()?;
+        let command = match r.u8()? {
+            TAG_PUT => Command::Put {
+                key: r.bytes()?,
+                value: r.bytes()?,
+            },
+            TAG_DELETE => Command::Delete { key: r.bytes()? },
+            TAG_BATCH => {
+                let n = r.u32()? as usize;
+                // Every op takes at least 5 bytes, which bounds the allocation.
+                if n > r.buf.len() / 5 {
+                    return Err(DecodeError("batch count exceeds the buffer"));
+                }
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ops.push(match r.u8()? {
+                        TAG_PUT => Op::Put {
+                            key: r.bytes()?,
+                            value: r.bytes()?,
+                        },
+                        TAG_DELETE => Op::Delete { key: r.bytes()? },
+                        _ => return Err(DecodeError("unknown batch op")),
+                    });
+                }
+                Command::Batch(ops)
+            }
+            TAG_CAS => Command::Cas {
+                key: r.bytes()?,
+                expected: r.opt()?,
+                value: r.opt()?,
+            },
+            _ => return Err(DecodeError("unknown command tag")),
+        };
+        if !r.buf.is_empty() {
+            return Err(DecodeError("trailing bytes after command"));
+        }
+        Ok(Proposal {
+            request_id,
+            command,
+        })
+    }
+}
+
+impl Command {
+    /// Bytes of keys and values, for sizing buffers and limits.
+    pub fn approximate_size(&self) -> usize {
+        match self {
+            Command::Put { key, value } => key.len() + value.len(),
+            Command::Delete { key } => key.len(),
+            Command::Batch(ops) => ops
+                .iter()
+                .map(|op| match op {
+                    Op::Put { key, value } => key.len() + value.len() + 9,
+                    Op::Delete { key } => key.len() + 5,
+                })
+                .sum(),
+            Command::Cas {
+                key,
+                expected,
+                value,
+            } => {
+                key.len()
+                    + expected.as_ref().map_or(0, Vec::len)
+                    + value.as_ref().map_or(0, Vec::len)
+            }
+        }
+    }
+}
+
+/// A command that does not decode: the entry was not written by this code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed command: {0}")]
+pub struct DecodeError(&'static str);
+
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
+        if self.buf.len() < n {
+            return Err(DecodeError("command cut short"));
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let n = self.u32()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn opt(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.bytes()?)),
+            _ => Err(DecodeError("bad option flag")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..40)
+    }
+
+    fn command() -> impl Strategy<Value = Command> {
+        let op = prop_oneof![
+            (bytes(), bytes()).prop_map(|(key, value)| Op::Put { key, value }),
+            bytes().prop_map(|key| Op::Delete { key }),
+        ];
+        prop_oneof![
+            (bytes(), bytes()).prop_map(|(key, value)| Command::Put { key, value }),
+            bytes().prop_map(|key| Command::Delete { key }),
+            proptest::collection::vec(op, 0..10).prop_map(Command::Batch),
+            (
+                bytes(),
+                proptest::option::of(bytes()),
+                proptest::option::of(bytes())
+            )
+                .prop_map(|(key, expected, value)| Command::Cas {
+                    key,
+                    expected,
+                    value
+                }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn proposals_round_trip(request_id in any::<u64>(), command in command()) {
+            let p = Proposal { request_id, command };
+            prop_assert_eq!(Proposal::decode(&p.encode()).unwrap(), p);
+        }
+
+        #[test]
+        fn truncated_proposals_never_decode(command in command(), cut_frac in 0.0f64..1.0) {
+            let enc = Proposal { request_id: 7, command }.encode();
+            let cut = ((enc.len() as f64) * cut_frac) as usize;
+            prop_assert!(Proposal::decode(&enc[..cut]).is_err());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(buf in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = Proposal::decode(&buf);
+        }
+    }
+}

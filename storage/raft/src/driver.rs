@@ -1,0 +1,531 @@
+//! The driver thread of one peer: owns the `RawNode`, turns inbox inputs into
+//! raft steps, and handles each Ready (send, persist with one fsync, apply,
+//! answer waiters).
+//!
+//! Everything that arrives while the thread is busy (for instance in
+//! `fdatasync`) is drained in one go before the next Ready, so concurrent
+//! proposals share one log write and one sync.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Message};
+use raft::{RawNode, StateRole};
+use tokio::sync::oneshot;
+
+use crate::command::{ApplyResult, Command, Proposal};
+use crate::error::{ProposeError, StartError};
+use crate::log::RaftLogStore;
+use crate::logger::raft_logger;
+use crate::peer::{PeerConfig, Shared};
+use crate::state_machine::{Committed, StateMachine};
+use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role, now_ms};
+use crate::transport::Transport;
+
+/// Inputs to the driver.
+pub(crate) enum Input {
+    Propose {
+        request_id: u64,
+        command: Command,
+        tx: oneshot::Sender<Result<(u64, ApplyResult), ProposeError>>,
+    },
+    Read {
+        tx: oneshot::Sender<Result<u64, ProposeError>>,
+    },
+    Step(Message),
+    Unreachable(u64),
+    Shutdown,
+}
+
+type ProposeTx = oneshot::Sender<Result<(u64, ApplyResult), ProposeError>>;
+type ReadTx = oneshot::Sender<Result<u64, ProposeError>>;
+
+struct PendingProposal {
+    request_id: u64,
+    tx: ProposeTx,
+}
+
+/// The most inputs handled before the next Ready, bounding one round's work.
+const MAX_INPUTS_PER_ROUND: usize = 8192;
+
+pub(crate) struct Driver {
+    id: u64,
+    group_id: u64,
+    node: RawNode<RaftLogStore>,
+    state_machine: Arc<StateMachine>,
+    inbox: Receiver<Input>,
+    transport: Box<dyn Transport>,
+    tick: Duration,
+    read_timeout: Duration,
+    /// Proposals waiting for the entry at their index to be applied.
+    proposals: BTreeMap<u64, PendingProposal>,
+    /// Readers not yet covered by a ReadIndex request.
+    reads_unissued: Vec<ReadTx>,
+    /// ReadIndex requests in flight, by context id.
+    reads_issued: HashMap<u64, (Instant, Vec<ReadTx>)>,
+    /// Readers whose read index is known, waiting for apply to reach it.
+    reads_ready: Vec<(u64, Vec<ReadTx>)>,
+    next_read_ctx: u64,
+    failure: Option<String>,
+    last_status: PeerStatus,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        config: &PeerConfig,
+        state_machine: Arc<StateMachine>,
+        inbox: Receiver<Input>,
+        transport: Box<dyn Transport>,
+    ) -> Result<Self, StartError> {
+        let mut store = RaftLogStore::open(
+            &config.log_dir,
+            config.max_segment_bytes,
+            &config.bootstrap_voters,
+        )?;
+        let applied = state_machine.applied_index()?;
+        let last = store.last_index();
+        if applied > last {
+            return Err(StartError::Config(format!(
+                "engine applied index {applied} is beyond the raft log's last index {last}"
+            )));
+        }
+        // Entries are applied only once committed, so an applied index above
+        // the recorded commit means the commit record was not yet synced.
+        if applied > store.hard_state().commit {
+            store.set_commit(applied);
+            store.persist()?;
+        }
+        let raft_config = raft::Config {
+            id: config.id,
+            election_tick: config.election_ticks,
+            heartbeat_tick: config.heartbeat_ticks,
+            applied,
+            check_quorum: true,
+            pre_vote: true,
+            max_inflight_msgs: config.max_inflight_msgs,
+            max_size_per_msg: config.max_size_per_msg_bytes,
+            ..Default::default()
+        };
+        raft_config.validate()?;
+        let node = RawNode::new(&raft_config, store, &raft_logger(config.id))?;
+        let mut driver = Driver {
+            id: config.id,
+            group_id: config.group_id,
+            node,
+            state_machine,
+            inbox,
+            transport,
+            tick: config.tick,
+            read_timeout: config.read_timeout,
+            proposals: BTreeMap::new(),
+            reads_unissued: Vec::new(),
+            reads_issued: HashMap::new(),
+            reads_ready: Vec::new(),
+            next_read_ctx: 1,
+            failure: None,
+            last_status: PeerStatus {
+                id: config.id,
+                group_id: config.group_id,
+                role: Role::Follower,
+                term: 0,
+                leader_id: 0,
+                commit_index: 0,
+                applied_index: 0,
+                last_index: 0,
+                voters: Vec::new(),
+                learners: Vec::new(),
+                failure: None,
+            },
+        };
+        driver.last_status = driver.compute_status();
+        Ok(driver)
+    }
+
+    pub(crate) fn status(&self) -> PeerStatus {
+        self.last_status.clone()
+    }
+
+    fn compute_status(&self) -> PeerStatus {
+        let raft = &self.node.raft;
+        let conf = raft.prs().conf();
+        let mut voters: Vec<u64> = conf.voters().ids().iter().collect();
+        voters.sort_unstable();
+        let mut learners: Vec<u64> = conf.learners().iter().copied().collect();
+        learners.sort_unstable();
+        PeerStatus {
+            id: self.id,
+            group_id: self.group_id,
+            role: Role::from_raft(raft.state, learners.contains(&self.id)),
+            term: raft.term,
+            leader_id: raft.leader_id,
+            commit_index: raft.raft_log.committed,
+            applied_index: raft.raft_log.applied,
+            last_index: raft.raft_log.last_index(),
+            voters,
+            learners,
+            failure: self.failure.clone(),
+        }
+    }
+
+    pub(crate) fn run(mut self, shared: Arc<Shared>) {
+        let mut next_tick = Instant::now() + self.tick;
+        loop {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(wait) {
+                Ok(Input::Shutdown) => break,
+                Ok(input) => {
+                    self.handle(input);
+                    let mut stop = false;
+                    for _ in 0..MAX_INPUTS_PER_ROUND {
+                        match self.inbox.try_recv() {
+                            Ok(Input::Shutdown) => {
+                                stop = true;
+                                break;
+                            }
+                            Ok(input) => self.handle(input),
+                            Err(_) => break,
+                        }
+                    }
+                    if stop {
+                        break;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                // A node whose storage failed stops ticking so it never
+                // campaigns; it still answers votes and appends.
+                if self.failure.is_none() {
+                    self.node.tick();
+                }
+                next_tick = now + self.tick;
+                self.expire_reads(now);
+            }
+            self.issue_reads();
+            self.on_ready();
+            self.publish(&shared);
+        }
+        self.fail_all_waiters(ProposeError::Stopped);
+    }
+
+    fn handle(&mut self, input: Input) {
+        match input {
+            Input::Propose {
+                request_id,
+                command,
+                tx,
+            } => self.propose(request_id, command, tx),
+            Input::Read { tx } => {
+                if let Some(f) = &self.failure {
+                    let _ = tx.send(Err(ProposeError::Storage(f.clone())));
+                } else if self.node.raft.leader_id == 0 {
+                    let _ = tx.send(Err(ProposeError::NotLeader { leader_id: 0 }));
+                } else {
+                    self.reads_unissued.push(tx);
+                }
+            }
+            Input::Step(m) => {
+                if m.to != self.id {
+                    tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
+                    return;
+                }
+                if let Err(e) = self.node.step(m) {
+                    tracing::debug!(error = %e, "raft step failed");
+                }
+            }
+            Input::Unreachable(id) => self.node.report_unreachable(id),
+            Input::Shutdown => {}
+        }
+    }
+
+    fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
+        if let Some(f) = &self.failure {
+            let _ = tx.send(Err(ProposeError::Storage(f.clone())));
+            return;
+        }
+        if self.node.raft.state != StateRole::Leader {
+            let _ = tx.send(Err(ProposeError::NotLeader {
+                leader_id: self.node.raft.leader_id,
+            }));
+            return;
+        }
+        let data = Proposal {
+            request_id,
+            command,
+        }
+        .encode();
+        let before = self.node.raft.raft_log.last_index();
+        match self.node.propose(Vec::new(), data) {
+            Ok(()) => {
+                let index = self.node.raft.raft_log.last_index();
+                debug_assert_eq!(index, before + 1, "one proposal appends one entry");
+                self.proposals
+                    .insert(index, PendingProposal { request_id, tx });
+            }
+            Err(e) => {
+                let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
+            }
+        }
+    }
+
+    /// Covers every waiting reader with one ReadIndex request.
+    fn issue_reads(&mut self) {
+        if self.reads_unissued.is_empty() {
+            return;
+        }
+        let ctx = self.next_read_ctx;
+        self.next_read_ctx += 1;
+        let readers = std::mem::take(&mut self.reads_unissued);
+        self.reads_issued.insert(ctx, (Instant::now(), readers));
+        self.node.read_index(ctx.to_le_bytes().to_vec());
+    }
+
+    fn expire_reads(&mut self, now: Instant) {
+        let timeout = self.read_timeout;
+        self.reads_issued.retain(|_, (at, readers)| {
+            if now.duration_since(*at) < timeout {
+                return true;
+            }
+            for tx in readers.drain(..) {
+                let _ = tx.send(Err(ProposeError::Dropped(
+                    "read index request expired".into(),
+                )));
+            }
+            false
+        });
+    }
+
+    fn on_ready(&mut self) {
+        while self.node.has_ready() {
+            let mut ready = self.node.ready();
+            if let Some(ss) = ready.ss()
+                && ss.leader_id != self.last_status.leader_id
+            {
+                // ReadIndex requests in flight may have gone to the old
+                // leader and will never be answered: let them retry.
+                for (_, (_, readers)) in self.reads_issued.drain() {
+                    for tx in readers {
+                        let _ = tx.send(Err(ProposeError::Dropped("leader changed".into())));
+                    }
+                }
+            }
+            // A leader may send before its own append is durable (raft
+            // counts its own vote only after persistence).
+            self.transport.send(ready.take_messages());
+            if !ready.snapshot().is_empty() {
+                // The log is never compacted yet, so no peer is ever sent a
+                // snapshot it would have to install.
+                tracing::error!("unexpected snapshot in ready");
+            }
+            for rs in ready.take_read_states() {
+                let ctx = rs
+                    .request_ctx
+                    .as_slice()
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .unwrap_or(0);
+                if let Some((_, readers)) = self.reads_issued.remove(&ctx) {
+                    self.reads_ready.push((rs.index, readers));
+                }
+            }
+            let committed = ready.take_committed_entries();
+            self.apply(committed);
+            let store = self.node.mut_store();
+            store.append(ready.entries());
+            if let Some(hs) = ready.hs() {
+                store.set_hard_state(hs);
+            }
+            if let Err(e) = store.persist() {
+                self.fail_log(e.to_string());
+                return;
+            }
+            self.transport.send(ready.take_persisted_messages());
+            let mut light = self.node.advance(ready);
+            if let Some(commit) = light.commit_index() {
+                self.node.mut_store().set_commit(commit);
+            }
+            self.transport.send(light.take_messages());
+            let committed = light.take_committed_entries();
+            self.apply(committed);
+            self.node.advance_apply();
+            self.answer_reads();
+        }
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) {
+        if entries.is_empty() || self.failure.is_some() {
+            return;
+        }
+        let mut batch = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let proposal = match entry.get_entry_type() {
+                EntryType::EntryNormal if entry.data.is_empty() => None,
+                EntryType::EntryNormal => match Proposal::decode(&entry.data) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        self.fail_storage(format!("entry {} does not decode: {e}", entry.index));
+                        return;
+                    }
+                },
+                EntryType::EntryConfChange => {
+                    let mut cc = ConfChange::default();
+                    if let Err(e) = cc.merge_from_bytes(&entry.data) {
+                        self.fail_storage(format!(
+                            "conf change {} does not decode: {e}",
+                            entry.index
+                        ));
+                        return;
+                    }
+                    self.apply_conf_change(&cc);
+                    None
+                }
+                EntryType::EntryConfChangeV2 => {
+                    let mut cc = ConfChangeV2::default();
+                    if let Err(e) = cc.merge_from_bytes(&entry.data) {
+                        self.fail_storage(format!(
+                            "conf change {} does not decode: {e}",
+                            entry.index
+                        ));
+                        return;
+                    }
+                    self.apply_conf_change(&cc);
+                    None
+                }
+            };
+            batch.push(Committed {
+                index: entry.index,
+                proposal,
+            });
+        }
+        let last = entries.last().map_or(0, |e| e.index);
+        match self.state_machine.apply(&batch) {
+            Ok(results) => {
+                let mut results = results.into_iter().peekable();
+                let done: Vec<u64> = self.proposals.range(..=last).map(|(i, _)| *i).collect();
+                for index in done {
+                    let Some(p) = self.proposals.remove(&index) else {
+                        continue;
+                    };
+                    while results.peek().is_some_and(|r| r.index < index) {
+                        results.next();
+                    }
+                    let outcome = match results.peek() {
+                        Some(r) if r.index == index && r.request_id == p.request_id => {
+                            Ok((index, r.result.clone()))
+                        }
+                        _ => Err(ProposeError::Dropped(format!(
+                            "entry {index} was replaced by another leader's entry"
+                        ))),
+                    };
+                    let _ = p.tx.send(outcome);
+                }
+            }
+            Err(e) => {
+                let err = ProposeError::from_engine(&e);
+                self.fail_storage(format!("applying up to {last}: {e}"));
+                self.fail_all_waiters(err);
+            }
+        }
+    }
+
+    fn apply_conf_change(&mut self, cc: &impl raft_proto::ConfChangeI) {
+        match self.node.apply_conf_change(cc) {
+            Ok(cs) => self.node.mut_store().set_conf_state(&cs),
+            Err(e) => tracing::error!(error = %e, "conf change rejected"),
+        }
+    }
+
+    fn answer_reads(&mut self) {
+        let applied = self.node.raft.raft_log.applied;
+        self.reads_ready.retain_mut(|(index, readers)| {
+            if *index > applied {
+                return true;
+            }
+            for tx in readers.drain(..) {
+                let _ = tx.send(Ok(applied));
+            }
+            false
+        });
+    }
+
+    /// The engine failed: stop applying and acknowledging, hand leadership
+    /// away, and report unhealthy until restarted.
+    fn fail_storage(&mut self, reason: String) {
+        tracing::error!(reason, "storage failed; this peer stops acknowledging");
+        self.failure = Some(reason);
+        if self.node.raft.state == StateRole::Leader {
+            let target = self
+                .node
+                .raft
+                .prs()
+                .iter()
+                .filter(|(id, _)| **id != self.id)
+                .max_by_key(|(_, pr)| pr.matched)
+                .map(|(id, _)| *id);
+            if let Some(t) = target {
+                self.node.transfer_leader(t);
+            }
+        }
+    }
+
+    /// The raft log failed to persist: nothing more may be acknowledged or
+    /// promised to peers.
+    fn fail_log(&mut self, reason: String) {
+        tracing::error!(reason, "raft log write failed");
+        self.failure = Some(format!("raft log: {reason}"));
+        self.fail_all_waiters(ProposeError::Storage(reason));
+    }
+
+    fn fail_all_waiters(&mut self, err: ProposeError) {
+        for (_, p) in std::mem::take(&mut self.proposals) {
+            let _ = p.tx.send(Err(err.clone()));
+        }
+        for tx in self.reads_unissued.drain(..) {
+            let _ = tx.send(Err(err.clone()));
+        }
+        for (_, (_, readers)) in self.reads_issued.drain() {
+            for tx in readers {
+                let _ = tx.send(Err(err.clone()));
+            }
+        }
+        for (_, readers) in self.reads_ready.drain(..) {
+            for tx in readers {
+                let _ = tx.send(Err(err.clone()));
+            }
+        }
+    }
+
+    fn publish(&mut self, shared: &Shared) {
+        let status = self.compute_status();
+        if status == self.last_status {
+            return;
+        }
+        let mut events = Vec::new();
+        if status.leader_id != self.last_status.leader_id {
+            events.push(RaftEventKind::LeaderChanged);
+        }
+        if status.role != self.last_status.role {
+            events.push(RaftEventKind::RoleChanged);
+        }
+        if status.failure.is_some() && self.last_status.failure.is_none() {
+            events.push(RaftEventKind::StorageFailed);
+        }
+        *shared.status.write() = status.clone();
+        for kind in events {
+            let _ = shared.events.send(RaftEvent {
+                kind,
+                node_id: self.id,
+                term: status.term,
+                leader_id: status.leader_id,
+                role: status.role,
+                at_ms: now_ms(),
+            });
+        }
+        self.last_status = status;
+    }
+}

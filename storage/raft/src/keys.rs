@@ -1,0 +1,80 @@
+//! How user keys and replica metadata map onto engine keys.
+//!
+//! Every engine key starts with a one-byte namespace and the big-endian raft
+//! group id, so that many groups can later share one engine without a format
+//! change:
+//! - `d | group | user key` holds user data;
+//! - `m | group | name` holds replica metadata such as the applied index.
+
+const DATA: u8 = b'd';
+const META: u8 = b'm';
+
+/// The engine key of a user key in `group`.
+pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + user_key.len());
+    k.push(DATA);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(user_key);
+    k
+}
+
+/// The first engine key of `group`'s data.
+pub fn data_start(group: u64) -> Vec<u8> {
+    data_key(group, b"")
+}
+
+/// The first engine key after `group`'s data.
+pub fn data_end(group: u64) -> Vec<u8> {
+    match group.checked_add(1) {
+        Some(next) => data_key(next, b""),
+        None => vec![DATA + 1],
+    }
+}
+
+/// Strips the namespace and group from a data key.
+pub fn user_key(engine_key: &[u8]) -> &[u8] {
+    &engine_key[9..]
+}
+
+/// The engine key of a metadata item of `group`.
+pub fn meta_key(group: u64, name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + name.len());
+    k.push(META);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+/// The smallest key greater than every key that starts with `prefix`, or
+/// `None` when no such key exists (the prefix is all 0xff).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_ranges_do_not_overlap() {
+        let k = data_key(1, &[0xff; 8]);
+        assert!(data_start(1) <= k && k < data_end(1));
+        assert!(data_key(2, b"") >= data_end(1));
+        assert_eq!(user_key(&data_key(5, b"abc")), b"abc");
+    }
+
+    #[test]
+    fn prefix_end_bounds_the_prefix() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[b'a', 0xff]), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
+        assert_eq!(prefix_end(b""), None);
+    }
+}

@@ -1,0 +1,206 @@
+//! [`Peer`]: starts a raft group member, and [`PeerHandle`], how the rest of
+//! the node talks to it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Sender, TrySendError};
+use parking_lot::RwLock;
+use raft::eraftpb::Message;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::command::{ApplyResult, Command};
+use crate::driver::{Driver, Input};
+use crate::error::{ProposeError, StartError};
+use crate::state_machine::StateMachine;
+use crate::status::{PeerStatus, RaftEvent};
+use crate::transport::Transport;
+
+/// How a peer is set up.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    pub id: u64,
+    pub group_id: u64,
+    /// The voters of a brand-new group. Ignored once the log has a
+    /// configuration.
+    pub bootstrap_voters: Vec<u64>,
+    /// Where the raft log lives.
+    pub log_dir: PathBuf,
+    pub max_segment_bytes: u64,
+    /// The logical clock: one raft tick.
+    pub tick: Duration,
+    /// Election timeout in ticks; the effective timeout is randomized in
+    /// `[election_ticks, 2 * election_ticks)`.
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+    /// Bounded inbox; a full inbox turns proposals away as retryable.
+    pub inbox_capacity: usize,
+    /// How long a ReadIndex request may wait for its answer before the peer
+    /// gives up on it (a lost message, a partition).
+    pub read_timeout: Duration,
+    pub max_inflight_msgs: usize,
+    pub max_size_per_msg_bytes: u64,
+}
+
+impl PeerConfig {
+    pub fn new(id: u64, group_id: u64, bootstrap_voters: Vec<u64>, log_dir: PathBuf) -> Self {
+        PeerConfig {
+            id,
+            group_id,
+            bootstrap_voters,
+            log_dir,
+            max_segment_bytes: crate::log::DEFAULT_SEGMENT_BYTES,
+            tick: Duration::from_millis(10),
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            inbox_capacity: 16 * 1024,
+            read_timeout: Duration::from_secs(2),
+            max_inflight_msgs: 256,
+            max_size_per_msg_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A running raft peer. Dropping it stops the driver thread.
+pub struct Peer {
+    handle: PeerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The cloneable front of a peer.
+#[derive(Clone)]
+pub struct PeerHandle {
+    inner: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) inbox: Sender<Input>,
+    pub(crate) status: RwLock<PeerStatus>,
+    pub(crate) events: broadcast::Sender<RaftEvent>,
+    pub(crate) state_machine: Arc<StateMachine>,
+    next_request_id: AtomicU64,
+}
+
+impl Peer {
+    /// Opens the raft log, recovers the state machine's position and starts
+    /// the driver thread.
+    pub fn start(
+        config: PeerConfig,
+        state_machine: Arc<StateMachine>,
+        transport: impl Transport,
+    ) -> Result<Peer, StartError> {
+        let (tx, rx) = crossbeam_channel::bounded(config.inbox_capacity);
+        let (events, _) = broadcast::channel(256);
+        let driver = Driver::new(&config, state_machine.clone(), rx, Box::new(transport))?;
+        // Request ids only need to be unique per proposer and restart: start
+        // from a random point so a restarted node does not reuse old ids.
+        let seed = rand::random::<u64>() >> 1;
+        let shared = Arc::new(Shared {
+            inbox: tx,
+            status: RwLock::new(driver.status()),
+            events,
+            state_machine,
+            next_request_id: AtomicU64::new(seed),
+        });
+        let handle = PeerHandle { inner: shared };
+        let thread_handle = handle.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("raft-{}-{}", config.group_id, config.id))
+            .spawn(move || driver.run(thread_handle.inner))
+            .map_err(|e| StartError::Config(format!("cannot start raft thread: {e}")))?;
+        Ok(Peer {
+            handle,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn handle(&self) -> PeerHandle {
+        self.handle.clone()
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.handle.inner.inbox.send(Input::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl PeerHandle {
+    fn submit(&self, input: Input) -> Result<(), ProposeError> {
+        match self.inner.inbox.try_send(input) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(ProposeError::Dropped("raft inbox is full".into())),
+            Err(TrySendError::Disconnected(_)) => Err(ProposeError::Stopped),
+        }
+    }
+
+    /// Proposes a command and waits until it is applied on this node.
+    /// Returns the log index it was applied at and its result.
+    ///
+    /// The caller bounds the wait; a caller that gives up must report the
+    /// outcome as unknown.
+    pub async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
+        let status = self.status();
+        if let Some(f) = status.failure {
+            return Err(ProposeError::Storage(f));
+        }
+        if status.leader_id != status.id {
+            return Err(ProposeError::NotLeader {
+                leader_id: status.leader_id,
+            });
+        }
+        let (tx, rx) = oneshot::channel();
+        let request_id = self.inner.next_request_id.fetch_add(1, Ordering::Relaxed);
+        self.submit(Input::Propose {
+            request_id,
+            command,
+            tx,
+        })?;
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
+    /// Waits until this node has applied everything committed before the
+    /// call (a ReadIndex round), so a read of local state afterwards is
+    /// linearizable. Returns the applied index.
+    pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        let status = self.status();
+        if let Some(f) = status.failure {
+            return Err(ProposeError::Storage(f));
+        }
+        if status.leader_id == 0 {
+            return Err(ProposeError::NotLeader { leader_id: 0 });
+        }
+        let (tx, rx) = oneshot::channel();
+        self.submit(Input::Read { tx })?;
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
+    /// Hands a message from the network to the peer.
+    pub fn step(&self, message: Message) {
+        // A full inbox drops the message; raft retransmits.
+        let _ = self.inner.inbox.try_send(Input::Step(message));
+    }
+
+    /// Tells raft that a peer could not be reached, so it stops pipelining to it.
+    pub fn report_unreachable(&self, peer_id: u64) {
+        let _ = self.inner.inbox.try_send(Input::Unreachable(peer_id));
+    }
+
+    pub fn status(&self) -> PeerStatus {
+        self.inner.status.read().clone()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<RaftEvent> {
+        self.inner.events.subscribe()
+    }
+
+    pub fn state_machine(&self) -> &Arc<StateMachine> {
+        &self.inner.state_machine
+    }
+}

@@ -1,0 +1,322 @@
+//! The replicated state machine: applies committed commands to the engine.
+//!
+//! All entries of one apply round become one atomic engine write that also
+//! records the applied index, so the engine's state and its applied index can
+//! never disagree after a crash. Replaying the raft log from that index
+//! restores anything the engine lost.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use strata_engine::{Engine, EngineError, WriteBatch};
+
+use crate::command::{ApplyResult, Command, Op, Proposal};
+use crate::keys;
+
+/// A committed entry as the state machine sees it.
+#[derive(Debug)]
+pub struct Committed {
+    pub index: u64,
+    /// `None` for entries without a command (a new leader's empty entry, a
+    /// configuration change).
+    pub proposal: Option<Proposal>,
+}
+
+/// The outcome of one applied command.
+#[derive(Debug)]
+pub struct Applied {
+    pub index: u64,
+    pub request_id: u64,
+    pub result: ApplyResult,
+}
+
+/// A user key-value pair.
+pub type KvPair = (Vec<u8>, Vec<u8>);
+
+/// The state of one raft group, stored in the shared engine.
+pub struct StateMachine {
+    engine: Arc<Engine>,
+    group: u64,
+    applied_key: Vec<u8>,
+}
+
+impl StateMachine {
+    pub fn new(engine: Arc<Engine>, group: u64) -> Self {
+        StateMachine {
+            engine,
+            group,
+            applied_key: keys::meta_key(group, "applied_index"),
+        }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The index of the last entry whose effects the engine holds.
+    pub fn applied_index(&self) -> Result<u64, EngineError> {
+        match self.engine.get(&self.applied_key)? {
+            None => Ok(0),
+            Some(v) => {
+                let arr: [u8; 8] =
+                    v.as_slice()
+                        .try_into()
+                        .map_err(|_| EngineError::Corruption {
+                            context: format!(
+                                "applied index of group {} has {} bytes",
+                                self.group,
+                                v.len()
+                            ),
+                        })?;
+                Ok(u64::from_be_bytes(arr))
+            }
+        }
+    }
+
+    /// Applies `entries` (consecutive, ascending) in one atomic engine write.
+    pub fn apply(&self, entries: &[Committed]) -> Result<Vec<Applied>, EngineError> {
+        let Some(last) = entries.last() else {
+            return Ok(Vec::new());
+        };
+        let mut batch = WriteBatch::default();
+        // Writes of this round that later commands in it must see.
+        let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+        let mut out = Vec::new();
+        for entry in entries {
+            let Some(p) = &entry.proposal else { continue };
+            let result = match &p.command {
+                Command::Put { key, value } => {
+                    self.stage_put(&mut batch, &mut overlay, key, value);
+                    ApplyResult::Written
+                }
+                Command::Delete { key } => {
+                    let existed = self.read(&overlay, key)?.is_some();
+                    self.stage_delete(&mut batch, &mut overlay, key);
+                    ApplyResult::Deleted { existed }
+                }
+                Command::Batch(ops) => {
+                    for op in ops {
+                        match op {
+                            Op::Put { key, value } => {
+                                self.stage_put(&mut batch, &mut overlay, key, value)
+                            }
+                            Op::Delete { key } => self.stage_delete(&mut batch, &mut overlay, key),
+                        }
+                    }
+                    ApplyResult::Written
+                }
+                Command::Cas {
+                    key,
+                    expected,
+                    value,
+                } => {
+                    let current = self.read(&overlay, key)?;
+                    let succeeded = current == *expected;
+                    if succeeded {
+                        match value {
+                            Some(v) => self.stage_put(&mut batch, &mut overlay, key, v),
+                            None => self.stage_delete(&mut batch, &mut overlay, key),
+                        }
+                    }
+                    ApplyResult::Cas { succeeded, current }
+                }
+            };
+            out.push(Applied {
+                index: entry.index,
+                request_id: p.request_id,
+                result,
+            });
+        }
+        batch.put(&self.applied_key, &last.index.to_be_bytes());
+        self.engine.write(&batch)?;
+        Ok(out)
+    }
+
+    fn stage_put(
+        &self,
+        batch: &mut WriteBatch,
+        overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        key: &[u8],
+        value: &[u8],
+    ) {
+        batch.put(&keys::data_key(self.group, key), value);
+        overlay.insert(key.to_vec(), Some(value.to_vec()));
+    }
+
+    fn stage_delete(
+        &self,
+        batch: &mut WriteBatch,
+        overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        key: &[u8],
+    ) {
+        batch.delete(&keys::data_key(self.group, key));
+        overlay.insert(key.to_vec(), None);
+    }
+
+    fn read(
+        &self,
+        overlay: &HashMap<Vec<u8>, Option<Vec<u8>>>,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        match overlay.get(key) {
+            Some(v) => Ok(v.clone()),
+            None => self.get(key),
+        }
+    }
+
+    /// The value of a user key.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+        self.engine.get(&keys::data_key(self.group, key))
+    }
+
+    /// User pairs in `[start, end)` (`end = None`: to the end), ascending.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<KvPair>, EngineError> {
+        let lo = keys::data_key(self.group, start);
+        let hi = match end {
+            Some(e) => keys::data_key(self.group, e),
+            None => keys::data_end(self.group),
+        };
+        let pairs = self
+            .engine
+            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?;
+        Ok(pairs
+            .into_iter()
+            .map(|(k, v)| (keys::user_key(&k).to_vec(), v))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_engine::Options;
+
+    fn committed(index: u64, request_id: u64, command: Command) -> Committed {
+        Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id,
+                command,
+            }),
+        }
+    }
+
+    fn put(k: &str, v: &str) -> Command {
+        Command::Put {
+            key: k.into(),
+            value: v.into(),
+        }
+    }
+
+    fn open(dir: &std::path::Path) -> StateMachine {
+        StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
+    }
+
+    #[test]
+    fn commands_in_one_round_see_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let out = sm
+            .apply(&[
+                committed(1, 10, put("a", "1")),
+                committed(
+                    2,
+                    11,
+                    Command::Cas {
+                        key: "a".into(),
+                        expected: Some("1".into()),
+                        value: Some("2".into()),
+                    },
+                ),
+                committed(3, 12, Command::Delete { key: "a".into() }),
+                Committed {
+                    index: 4,
+                    proposal: None,
+                },
+            ])
+            .unwrap();
+        assert_eq!(
+            out[1].result,
+            ApplyResult::Cas {
+                succeeded: true,
+                current: Some(b"1".to_vec())
+            }
+        );
+        assert_eq!(out[2].result, ApplyResult::Deleted { existed: true });
+        assert_eq!(sm.get(b"a").unwrap(), None);
+        assert_eq!(sm.applied_index().unwrap(), 4);
+    }
+
+    #[test]
+    fn failed_cas_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        sm.apply(&[committed(1, 1, put("k", "v"))]).unwrap();
+        let out = sm
+            .apply(&[committed(
+                2,
+                2,
+                Command::Cas {
+                    key: "k".into(),
+                    expected: None,
+                    value: Some("w".into()),
+                },
+            )])
+            .unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::Cas {
+                succeeded: false,
+                current: Some(b"v".to_vec())
+            }
+        );
+        assert_eq!(sm.get(b"k").unwrap(), Some(b"v".to_vec()));
+    }
+
+    #[test]
+    fn scan_stays_inside_the_group_and_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::open(dir.path(), Options::default()).unwrap());
+        let g1 = StateMachine::new(engine.clone(), 1);
+        let g2 = StateMachine::new(engine, 2);
+        g1.apply(&[committed(
+            1,
+            1,
+            Command::Batch(vec![
+                Op::Put {
+                    key: "a".into(),
+                    value: "1".into(),
+                },
+                Op::Put {
+                    key: "b".into(),
+                    value: "2".into(),
+                },
+                Op::Put {
+                    key: "c".into(),
+                    value: "3".into(),
+                },
+            ]),
+        )])
+        .unwrap();
+        g2.apply(&[committed(1, 1, put("a", "other"))]).unwrap();
+        let got = g1.scan(b"b", None, 10).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (b"b".to_vec(), b"2".to_vec()),
+                (b"c".to_vec(), b"3".to_vec())
+            ]
+        );
+        assert_eq!(g1.scan(b"a", Some(b"b"), 10).unwrap().len(), 1);
+        assert_eq!(
+            g2.scan(b"", None, 10).unwrap(),
+            vec![(b"a".to_vec(), b"other".to_vec())]
+        );
+    }
+}

@@ -1,0 +1,96 @@
+//! What a peer reports about itself, and the events it emits.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use raft::StateRole;
+
+/// A peer's role in its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+    Learner,
+}
+
+impl Role {
+    pub(crate) fn from_raft(state: StateRole, is_learner: bool) -> Self {
+        match state {
+            StateRole::Leader => Role::Leader,
+            StateRole::Candidate | StateRole::PreCandidate => Role::Candidate,
+            StateRole::Follower if is_learner => Role::Learner,
+            StateRole::Follower => Role::Follower,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Candidate => "candidate",
+            Role::Learner => "learner",
+        }
+    }
+}
+
+/// A snapshot of a peer's state, refreshed by its driver after every step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerStatus {
+    pub id: u64,
+    pub group_id: u64,
+    pub role: Role,
+    pub term: u64,
+    /// 0 when no leader is known.
+    pub leader_id: u64,
+    pub commit_index: u64,
+    pub applied_index: u64,
+    pub last_index: u64,
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
+    /// Set once the peer's storage failed; the peer then acknowledges nothing.
+    pub failure: Option<String>,
+}
+
+impl PeerStatus {
+    pub fn healthy(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// Something that happened to a peer, for the event stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RaftEvent {
+    pub kind: RaftEventKind,
+    pub node_id: u64,
+    pub term: u64,
+    pub leader_id: u64,
+    pub role: Role,
+    pub at_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaftEventKind {
+    /// The peer learned of a new leader (or lost its leader: `leader_id` 0).
+    LeaderChanged,
+    /// The peer's own role changed.
+    RoleChanged,
+    /// The peer's storage failed.
+    StorageFailed,
+}
+
+impl RaftEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RaftEventKind::LeaderChanged => "leader_changed",
+            RaftEventKind::RoleChanged => "role_changed",
+            RaftEventKind::StorageFailed => "storage_failed",
+        }
+    }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

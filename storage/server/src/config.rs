@@ -1,0 +1,199 @@
+//! Node configuration: command-line flags, each also an environment variable.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// One storage node of a Strata cluster.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "strata-node", version, about)]
+pub struct NodeConfig {
+    /// This node's id (non-zero, unique in the cluster).
+    #[arg(long, env = "STRATA_ID")]
+    pub id: u64,
+    /// Address to listen on for REST, gRPC and raft traffic.
+    #[arg(long, env = "STRATA_LISTEN", default_value = "127.0.0.1:7001")]
+    pub listen: SocketAddr,
+    /// Address peers and clients use to reach this node (defaults to the
+    /// entry for this id in --peers, then to --listen).
+    #[arg(long, env = "STRATA_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Every member of the initial cluster as `id=host:port`, comma separated.
+    #[arg(long, env = "STRATA_PEERS", value_delimiter = ',', value_parser = parse_peer)]
+    pub peers: Vec<(u64, String)>,
+    /// Directory for the raft log and the engine.
+    #[arg(long, env = "STRATA_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Raft group id of the node's single group.
+    #[arg(long, env = "STRATA_GROUP_ID", default_value_t = 1)]
+    pub group_id: u64,
+    #[command(flatten)]
+    pub limits: Limits,
+    #[command(flatten)]
+    pub timing: Timing,
+}
+
+/// Bounds on what a request may carry.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Limits {
+    #[arg(long, env = "STRATA_MAX_KEY_BYTES", default_value_t = 4096)]
+    pub max_key_bytes: usize,
+    #[arg(long, env = "STRATA_MAX_VALUE_BYTES", default_value_t = 1 << 20)]
+    pub max_value_bytes: usize,
+    /// Largest request body (REST) or message (gRPC).
+    #[arg(long, env = "STRATA_MAX_REQUEST_BYTES", default_value_t = 16 << 20)]
+    pub max_request_bytes: usize,
+    #[arg(long, env = "STRATA_MAX_BATCH_OPS", default_value_t = 10_000)]
+    pub max_batch_ops: usize,
+    #[arg(long, env = "STRATA_DEFAULT_SCAN_LIMIT", default_value_t = 100)]
+    pub default_scan_limit: u32,
+    #[arg(long, env = "STRATA_MAX_SCAN_LIMIT", default_value_t = 1000)]
+    pub max_scan_limit: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_key_bytes: 4096,
+            max_value_bytes: 1 << 20,
+            max_request_bytes: 16 << 20,
+            max_batch_ops: 10_000,
+            default_scan_limit: 100,
+            max_scan_limit: 1000,
+        }
+    }
+}
+
+/// Raft and request timing.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Timing {
+    /// One raft tick, in milliseconds.
+    #[arg(long, env = "STRATA_TICK_MS", default_value_t = 10)]
+    pub tick_ms: u64,
+    /// Election timeout in ticks (randomized up to twice this).
+    #[arg(long, env = "STRATA_ELECTION_TICKS", default_value_t = 10)]
+    pub election_ticks: usize,
+    #[arg(long, env = "STRATA_HEARTBEAT_TICKS", default_value_t = 2)]
+    pub heartbeat_ticks: usize,
+    /// How long a write may wait for its outcome before answering
+    /// OUTCOME_UNKNOWN.
+    #[arg(long, env = "STRATA_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
+    pub request_timeout_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            tick_ms: 10,
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            request_timeout_ms: 5000,
+        }
+    }
+}
+
+impl Timing {
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+}
+
+fn parse_peer(s: &str) -> Result<(u64, String), String> {
+    let (id, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("peer `{s}` is not of the form id=host:port"))?;
+    let id: u64 = id
+        .trim()
+        .parse()
+        .map_err(|_| format!("peer id `{id}` is not a number"))?;
+    if id == 0 {
+        return Err("peer id 0 is reserved".into());
+    }
+    let addr = addr.trim();
+    if !addr.contains(':') {
+        return Err(format!("peer address `{addr}` has no port"));
+    }
+    Ok((id, addr.to_string()))
+}
+
+impl NodeConfig {
+    /// Members by id, including this node.
+    pub fn members(&self) -> Result<BTreeMap<u64, String>, String> {
+        if self.id == 0 {
+            return Err("--id must be non-zero".into());
+        }
+        let mut members = BTreeMap::new();
+        for (id, addr) in &self.peers {
+            if members.insert(*id, addr.clone()).is_some() {
+                return Err(format!("peer {id} is listed twice"));
+            }
+        }
+        let own = self.advertise_address();
+        members.entry(self.id).or_insert(own);
+        Ok(members)
+    }
+
+    pub fn advertise_address(&self) -> String {
+        self.advertise
+            .clone()
+            .or_else(|| {
+                self.peers
+                    .iter()
+                    .find(|(id, _)| *id == self.id)
+                    .map(|(_, a)| a.clone())
+            })
+            .unwrap_or_else(|| self.listen.to_string())
+    }
+
+    /// A config for tests and embedding: one node, everything else default.
+    pub fn single(id: u64, listen: SocketAddr, data_dir: PathBuf) -> Self {
+        NodeConfig {
+            id,
+            listen,
+            advertise: None,
+            peers: Vec::new(),
+            data_dir,
+            group_id: 1,
+            limits: Limits::default(),
+            timing: Timing::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse_and_include_self() {
+        let cfg = NodeConfig::try_parse_from([
+            "strata-node",
+            "--id",
+            "2",
+            "--peers",
+            "1=127.0.0.1:7001,2=127.0.0.1:7002,3=127.0.0.1:7003",
+        ])
+        .unwrap();
+        let m = cfg.members().unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(cfg.advertise_address(), "127.0.0.1:7002");
+    }
+
+    #[test]
+    fn malformed_peers_are_rejected() {
+        for bad in [
+            "x=127.0.0.1:1",
+            "1:127.0.0.1",
+            "0=127.0.0.1:1",
+            "1=localhost",
+        ] {
+            assert!(
+                NodeConfig::try_parse_from(["strata-node", "--id", "1", "--peers", bad]).is_err(),
+                "{bad} accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The service core: every KV operation, validated and routed once, behind
+//! both the REST and the gRPC front ends so their behaviour cannot drift.
+//!
+//! Writes are proposed on the leader. A follower forwards a write once to the
+//! leader over the pooled channel; a forwarded request is never forwarded
+//! again. Reads are linearizable (ReadIndex) unless they ask for stale.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use strata_engine::EngineError;
+use strata_proto::v1::kv_client::KvClient;
+use strata_proto::v1::{
+    self as pb, BatchRequest, BatchResponse, CompareAndSwapRequest, CompareAndSwapResponse,
+    Consistency, DeleteRequest, DeleteResponse, GetRequest, GetResponse, KeyValue, PutRequest,
+    PutResponse, ResponseHeader, ScanRequest, ScanResponse, batch_op, scan_request,
+};
+use strata_raft::keys::prefix_end;
+use strata_raft::{ApplyResult, Command, Op, PeerHandle, ProposeError};
+use tonic::transport::Channel;
+
+use crate::config::{Limits, Timing};
+use crate::error::{ApiError, ErrorCode};
+use crate::peers::PeerChannels;
+
+/// Metadata key marking a request a follower forwarded to the leader.
+pub const FORWARDED_HEADER: &str = "x-strata-forwarded";
+
+/// Whether a request may still be forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// From a client: a follower may forward it to the leader.
+    Client,
+    /// Already forwarded once: serve it here or fail.
+    Forwarded,
+}
+
+pub struct Core {
+    id: u64,
+    peer: PeerHandle,
+    peers: Arc<PeerChannels>,
+    limits: Limits,
+    timing: Timing,
+}
+
+/// Where a write goes.
+enum Route {
+    Here,
+    Leader(KvClient<Channel>),
+}
+
+impl Core {
+    pub fn new(peer: PeerHandle, peers: Arc<PeerChannels>, limits: Limits, timing: Timing) -> Self {
+        Core {
+            id: peers.self_id(),
+            peer,
+            peers,
+            limits,
+            timing,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn peer(&self) -> &PeerHandle {
+        &self.peer
+    }
+
+    pub fn peers(&self) -> &PeerChannels {
+        &self.peers
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn header(&self, index: u64) -> ResponseHeader {
+        let st = self.peer.status();
+        ResponseHeader {
+            node_id: self.id,
+            term: st.term,
+            index,
+            leader_id: st.leader_id,
+        }
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<(), ApiError> {
+        if key.is_empty() {
+            return Err(ApiError::invalid("key must not be empty"));
+        }
+        if key.len() > self.limits.max_key_bytes {
+            return Err(ApiError::too_large(format!(
+                "key is {} bytes; the limit is {}",
+                key.len(),
+                self.limits.max_key_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_value(&self, value: &[u8]) -> Result<(), ApiError> {
+        if value.len() > self.limits.max_value_bytes {
+            return Err(ApiError::too_large(format!(
+                "value is {} bytes; the limit is {}",
+                value.len(),
+                self.limits.max_value_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    fn route(&self, hop: Hop) -> Result<Route, ApiError> {
+        let st = self.peer.status();
+        if let Some(f) = st.failure {
+            return Err(ApiError::new(
+                ErrorCode::StorageFailed,
+                format!("storage failed: {f}"),
+            ));
+        }
+        if st.leader_id == self.id {
+            return Ok(Route::Here);
+        }
+        if st.leader_id == 0 {
+            return Err(ApiError::unavailable("no leader is known; retry shortly"));
+        }
+        let address = self.peers.address(st.leader_id).map(str::to_string);
+        if hop == Hop::Forwarded {
+            return Err(ApiError::unavailable("this node is no longer the leader")
+                .with_leader(st.leader_id, address));
+        }
+        let channel = self.peers.channel(st.leader_id).ok_or_else(|| {
+            ApiError::unavailable(format!("leader {} is not a known member", st.leader_id))
+        })?;
+        let client = KvClient::new(channel)
+            .max_decoding_message_size(self.limits.max_request_bytes)
+            .max_encoding_message_size(self.limits.max_request_bytes);
+        Ok(Route::Leader(client))
+    }
+
+    fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(body);
+        req.metadata_mut().insert(
+            FORWARDED_HEADER,
+            tonic::metadata::MetadataValue::from(self.id),
+        );
+        req.set_timeout(self.timing.request_timeout() + Duration::from_millis(500));
+        req
+    }
+
+    async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ApiError> {
+        match tokio::time::timeout(self.timing.request_timeout(), self.peer.propose(command)).await
+        {
+            Ok(r) => r.map_err(|e| self.propose_error(e, true)),
+            Err(_) => Err(ApiError::from_propose(ProposeError::Timeout, true)),
+        }
+    }
+
+    fn propose_error(&self, e: ProposeError, write: bool) -> ApiError {
+        let err = ApiError::from_propose(e, write);
+        match err.leader_id {
+            Some(id) => {
+                let addr = self.peers.address(id).map(str::to_string);
+                err.with_leader(id, addr)
+            }
+            None => err,
+        }
+    }
+
+    /// Waits until local state reflects every write committed before the
+    /// call, unless the read asked for stale data. Returns the applied index.
+    async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
+        let consistency = Consistency::try_from(consistency)
+            .map_err(|_| ApiError::invalid(format!("unknown consistency {consistency}")))?;
+        let st = self.peer.status();
+        if let Some(f) = st.failure {
+            return Err(ApiError::new(
+                ErrorCode::StorageFailed,
+                format!("storage failed: {f}"),
+            ));
+        }
+        match consistency {
+            Consistency::Stale => Ok(st.applied_index),
+            Consistency::Linearizable => {
+                match tokio::time::timeout(self.timing.request_timeout(), self.peer.read_index())
+                    .await
+                {
+                    Ok(r) => r.map_err(|e| self.propose_error(e, false)),
+                    Err(_) => Err(ApiError::from_propose(ProposeError::Timeout, false)),
+                }
+            }
+        }
+    }
+
+    pub async fn put(&self, req: PutRequest, hop: Hop) -> Result<PutResponse, ApiError> {
+        self.check_key(&req.key)?;
+        self.check_value(&req.value)?;
+        match self.route(hop)? {
+            Route::Leader(mut c) => c
+                .put(self.forward_request(req))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| ApiError::from_status(&s)),
+            Route::Here => {
+                let command = Command::Put {
+                    key: req.key.to_vec(),
+                    value: req.value.to_vec(),
+                };
+                let (index, _) = self.propose(command).await?;
+                Ok(PutResponse {
+                    header: Some(self.header(index)),
+                })
+            }
+        }
+    }
+
+    pub async fn delete(&self, req: DeleteRequest, hop: Hop) -> Result<DeleteResponse, ApiError> {
+        self.check_key(&req.key)?;
+        match self.route(hop)? {
+            Route::Leader(mut c) => c
+                .delete(self.forward_request(req))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| ApiError::from_status(&s)),
+            Route::Here => {
+                let (index, result) = self
+                    .propose(Command::Delete {
+                        key: req.key.to_vec(),
+                    })
+                    .await?;
+                let deleted = matches!(result, ApplyResult::Deleted { existed: true });
+                Ok(DeleteResponse {
+                    header: Some(self.header(index)),
+                    deleted,
+                })
+            }
+        }
+    }
+
+    pub async fn batch(&self, req: BatchRequest, hop: Hop) -> Result<BatchResponse, ApiError> {
+        if req.ops.is_empty() {
+            return Err(ApiError::invalid("a batch needs at least one operation"));
+        }
+        if req.ops.len() > self.limits.max_batch_ops {
+            return Err(ApiError::too_large(format!(
+                "batch has {} operations; the limit is {}",
+                req.ops.len(),
+                self.limits.max_batch_ops
+            )));
+        }
+        let mut ops = Vec::with_capacity(req.ops.len());
+        for (i, op) in req.ops.iter().enumerate() {
+            let op = match &op.op {
+                Some(batch_op::Op::Put(p)) => {
+                    self.check_key(&p.key).map_err(|e| at_op(i, e))?;
+                    self.check_value(&p.value).map_err(|e| at_op(i, e))?;
+                    Op::Put {
+                        key: p.key.to_vec(),
+                        value: p.value.to_vec(),
+                    }
+                }
+                Some(batch_op::Op::Delete(d)) => {
+                    self.check_key(&d.key).map_err(|e| at_op(i, e))?;
+                    Op::Delete {
+                        key: d.key.to_vec(),
+                    }
+                }
+                None => {
+                    return Err(ApiError::invalid(format!(
+                        "operation {i} is neither put nor delete"
+                    )));
+                }
+            };
+            ops.push(op);
+        }
+        match self.route(hop)? {
+            Route::Leader(mut c) => c
+                .batch(self.forward_request(req))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| ApiError::from_status(&s)),
+            Route::Here => {
+                let (index, _) = self.propose(Command::Batch(ops)).await?;
+                Ok(BatchResponse {
+                    header: Some(self.header(index)),
+                })
+            }
+        }
+    }
+
+    pub async fn compare_and_swap(
+        &self,
+        req: CompareAndSwapRequest,
+        hop: Hop,
+    ) -> Result<CompareAndSwapResponse, ApiError> {
+        self.check_key(&req.key)?;
+        for v in [&req.expected, &req.value].into_iter().flatten() {
+            self.check_value(v)?;
+        }
+        match self.route(hop)? {
+            Route::Leader(mut c) => c
+                .compare_and_swap(self.forward_request(req))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| ApiError::from_status(&s)),
+            Route::Here => {
+                let command = Command::Cas {
+                    key: req.key.to_vec(),
+                    expected: req.expected.map(|b| b.to_vec()),
+                    value: req.value.map(|b| b.to_vec()),
+                };
+                let (index, result) = self.propose(command).await?;
+                let ApplyResult::Cas { succeeded, current } = result else {
+                    return Err(ApiError::new(
+                        ErrorCode::Internal,
+                        "compare-and-swap applied as another command",
+                    ));
+                };
+                Ok(CompareAndSwapResponse {
+                    header: Some(self.header(index)),
+                    succeeded,
+                    current: current.map(Bytes::from),
+                })
+            }
+        }
+    }
+
+    pub async fn get(&self, req: GetRequest) -> Result<GetResponse, ApiError> {
+        self.check_key(&req.key)?;
+        let index = self.read_barrier(req.consistency).await?;
+        let value = self
+            .peer
+            .state_machine()
+            .get(&req.key)
+            .map_err(engine_error)?;
+        Ok(GetResponse {
+            header: Some(self.header(index)),
+            found: value.is_some(),
+            value: value.map(Bytes::from).unwrap_or_default(),
+        })
+    }
+
+    pub async fn scan(&self, req: ScanRequest) -> Result<ScanResponse, ApiError> {
+        let limit = match req.limit {
+            0 => self.limits.default_scan_limit,
+            n if n > self.limits.max_scan_limit => {
+                return Err(ApiError::invalid(format!(
+                    "limit {n} is above the maximum {}",
+                    self.limits.max_scan_limit
+                )));
+            }
+            n => n,
+        } as usize;
+        let (mut start, end): (Vec<u8>, Option<Vec<u8>>) = match &req.selector {
+            None => (Vec::new(), None),
+            Some(scan_request::Selector::Prefix(p)) => (p.to_vec(), prefix_end(p)),
+            Some(scan_request::Selector::Range(r)) => {
+                let end = (!r.end.is_empty()).then(|| r.end.to_vec());
+                if let Some(e) = &end
+                    && r.start.as_ref() > e.as_slice()
+                {
+                    return Err(ApiError::invalid("range start is after its end"));
+                }
+                (r.start.to_vec(), end)
+            }
+        };
+        if !req.page_token.is_empty() {
+            let token = req.page_token.to_vec();
+            let inside = token >= start && end.as_ref().is_none_or(|e| token <= *e);
+            if !inside {
+                return Err(ApiError::invalid("page_token does not belong to this scan"));
+            }
+            start = token;
+        }
+        let index = self.read_barrier(req.consistency).await?;
+        let mut pairs = self
+            .peer
+            .state_machine()
+            .scan(&start, end.as_deref(), limit + 1)
+            .map_err(engine_error)?;
+        let next_page_token = if pairs.len() > limit {
+            pairs.truncate(limit);
+            // The smallest key after the last one returned.
+            let mut next = pairs.last().map(|(k, _)| k.clone()).unwrap_or_default();
+            next.push(0);
+            Bytes::from(next)
+        } else {
+            Bytes::new()
+        };
+        let kvs = pairs
+            .into_iter()
+            .map(|(k, v)| KeyValue {
+                key: Bytes::from(k),
+                value: if req.keys_only {
+                    Bytes::new()
+                } else {
+                    Bytes::from(v)
+                },
+            })
+            .collect();
+        Ok(ScanResponse {
+            header: Some(self.header(index)),
+            kvs,
+            next_page_token,
+        })
+    }
+
+    /// This node's own view of its group.
+    pub fn local_status(&self) -> pb::NodeStatus {
+        let st = self.peer.status();
+        let role = match st.role {
+            strata_raft::Role::Leader => pb::Role::Leader,
+            strata_raft::Role::Follower => pb::Role::Follower,
+            strata_raft::Role::Candidate => pb::Role::Candidate,
+            strata_raft::Role::Learner => pb::Role::Learner,
+        };
+        let engine_health = self.peer.state_machine().engine().health();
+        let error = match (&st.failure, &engine_health) {
+            (Some(f), _) => f.clone(),
+            (None, Err(e)) => e.to_string(),
+            (None, Ok(())) => String::new(),
+        };
+        pb::NodeStatus {
+            id: self.id,
+            address: self.peers.address(self.id).unwrap_or_default().to_string(),
+            role: role as i32,
+            term: st.term,
+            commit_index: st.commit_index,
+            applied_index: st.applied_index,
+            healthy: error.is_empty(),
+            leader_id: st.leader_id,
+            group_id: st.group_id,
+            error,
+        }
+    }
+}
+
+fn at_op(i: usize, mut e: ApiError) -> ApiError {
+    e.message = format!("operation {i}: {}", e.message);
+    e
+}
+
+fn engine_error(e: EngineError) -> ApiError {
+    match e {
+        EngineError::NoSpace { .. } => ApiError::new(ErrorCode::StorageFull, e.to_string()),
+        other => ApiError::new(ErrorCode::StorageFailed, other.to_string()),
+    }
+}

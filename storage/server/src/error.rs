@@ -1,0 +1,257 @@
+//! The one error type of the API edge. It maps to an HTTP response
+//! (`{"code","message"}` with the right status) and to a `tonic::Status`, so
+//! REST and gRPC report every failure the same way.
+//!
+//! `Unavailable` always means "nothing was applied, safe to retry": it is the
+//! only error the gateway retries for non-idempotent requests.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use strata_raft::ProposeError;
+use tonic::Code;
+use tonic::metadata::MetadataValue;
+
+/// Header set on every error that is safe to retry.
+pub const RETRYABLE_HEADER: &str = "x-strata-retryable";
+/// Header naming the leader, when known.
+pub const LEADER_HEADER: &str = "x-strata-leader";
+/// Suggested retry delay for retryable errors.
+pub const RETRY_AFTER_MS: u64 = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidArgument,
+    NotFound,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Unavailable,
+    OutcomeUnknown,
+    StorageFull,
+    StorageFailed,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::StorageFull => "STORAGE_FULL",
+            ErrorCode::StorageFailed => "STORAGE_FAILED",
+            ErrorCode::Internal => "INTERNAL",
+        }
+    }
+
+    pub fn http_status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::OutcomeUnknown => StatusCode::GATEWAY_TIMEOUT,
+            ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
+            ErrorCode::StorageFailed | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn grpc_code(self) -> Code {
+        match self {
+            ErrorCode::InvalidArgument
+            | ErrorCode::PayloadTooLarge
+            | ErrorCode::UnsupportedMediaType => Code::InvalidArgument,
+            ErrorCode::NotFound => Code::NotFound,
+            ErrorCode::MethodNotAllowed => Code::Unimplemented,
+            ErrorCode::Unavailable => Code::Unavailable,
+            ErrorCode::OutcomeUnknown => Code::DeadlineExceeded,
+            ErrorCode::StorageFull => Code::ResourceExhausted,
+            ErrorCode::StorageFailed | ErrorCode::Internal => Code::Internal,
+        }
+    }
+
+    fn from_grpc(code: Code) -> Self {
+        match code {
+            Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidArgument,
+            Code::NotFound => ErrorCode::NotFound,
+            Code::Unimplemented => ErrorCode::MethodNotAllowed,
+            Code::Unavailable => ErrorCode::Unavailable,
+            Code::DeadlineExceeded | Code::Cancelled => ErrorCode::OutcomeUnknown,
+            Code::ResourceExhausted => ErrorCode::StorageFull,
+            _ => ErrorCode::Internal,
+        }
+    }
+}
+
+/// An API failure: what went wrong, and who leads, when that helps.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub leader_id: Option<u64>,
+    pub leader_address: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            leader_id: None,
+            leader_address: None,
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArgument, message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::PayloadTooLarge, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
+    pub fn with_leader(mut self, id: u64, address: Option<String>) -> Self {
+        if id != 0 {
+            self.leader_id = Some(id);
+            self.leader_address = address;
+        }
+        self
+    }
+
+    /// Maps a replication failure. `write` says whether the request was a
+    /// write, for which a timeout leaves the outcome unknown.
+    pub fn from_propose(e: ProposeError, write: bool) -> Self {
+        match e {
+            ProposeError::NotLeader { leader_id: 0 } => {
+                Self::unavailable("no leader is known; retry shortly")
+            }
+            ProposeError::NotLeader { leader_id } => Self::unavailable(format!(
+                "node {leader_id} leads; this node cannot serve the request"
+            ))
+            .with_leader(leader_id, None),
+            ProposeError::Dropped(why) => Self::unavailable(format!("not applied: {why}; retry")),
+            ProposeError::Timeout if write => Self::new(
+                ErrorCode::OutcomeUnknown,
+                "the write was proposed but not confirmed in time; it may or may not be applied",
+            ),
+            ProposeError::Timeout => Self::unavailable("the read did not complete in time; retry"),
+            ProposeError::Storage(why) => {
+                Self::new(ErrorCode::StorageFailed, format!("storage failed: {why}"))
+            }
+            ProposeError::NoSpace(why) => {
+                Self::new(ErrorCode::StorageFull, format!("storage full: {why}"))
+            }
+            ProposeError::Stopped => Self::unavailable("the node is shutting down"),
+        }
+    }
+
+    /// Maps an error a leader returned to a forwarded request.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        let code = ErrorCode::from_grpc(status.code());
+        let leader_id = status
+            .metadata()
+            .get(LEADER_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        ApiError {
+            code,
+            message: status.message().to_string(),
+            leader_id,
+            leader_address: None,
+        }
+    }
+
+    pub fn retryable(&self) -> bool {
+        self.code == ErrorCode::Unavailable
+    }
+
+    fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({ "code": self.code.as_str(), "message": self.message });
+        if let Some(id) = self.leader_id {
+            body["leader_id"] = id.into();
+        }
+        if let Some(addr) = &self.leader_address {
+            body["leader_address"] = addr.clone().into();
+        }
+        body
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.code.http_status(), axum::Json(self.body())).into_response();
+        let headers = resp.headers_mut();
+        if self.retryable() {
+            headers.insert(RETRYABLE_HEADER, HeaderValue::from_static("true"));
+            headers.insert("retry-after-ms", HeaderValue::from(RETRY_AFTER_MS));
+        }
+        if let Some(id) = self.leader_id {
+            headers.insert(LEADER_HEADER, HeaderValue::from(id));
+        }
+        resp
+    }
+}
+
+impl From<ApiError> for tonic::Status {
+    fn from(e: ApiError) -> Self {
+        let mut status = tonic::Status::new(e.code.grpc_code(), e.message.clone());
+        let md = status.metadata_mut();
+        if e.retryable() {
+            md.insert(RETRYABLE_HEADER, MetadataValue::from_static("true"));
+        }
+        if let Some(id) = e.leader_id
+            && let Ok(v) = MetadataValue::try_from(id.to_string())
+        {
+            md.insert(LEADER_HEADER, v);
+        }
+        status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_is_retryable_on_both_edges() {
+        let e = ApiError::from_propose(ProposeError::NotLeader { leader_id: 0 }, true);
+        let resp = e.clone().into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[RETRYABLE_HEADER], "true");
+        let status = tonic::Status::from(e);
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(status.metadata().get(RETRYABLE_HEADER).unwrap(), "true");
+    }
+
+    #[test]
+    fn write_timeout_is_outcome_unknown_and_not_retryable() {
+        let e = ApiError::from_propose(ProposeError::Timeout, true);
+        assert_eq!(e.code, ErrorCode::OutcomeUnknown);
+        let resp = e.into_response();
+        assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
+        assert!(resp.headers().get(RETRYABLE_HEADER).is_none());
+    }
+
+    #[test]
+    fn forwarded_status_keeps_code_and_leader() {
+        let original = ApiError::unavailable("x").with_leader(3, None);
+        let back = ApiError::from_status(&tonic::Status::from(original));
+        assert_eq!(back.code, ErrorCode::Unavailable);
+        assert_eq!(back.leader_id, Some(3));
+    }
+}

@@ -1,0 +1,60 @@
+//! `strata.v1.Cluster`.
+
+use std::sync::Arc;
+
+use strata_proto::v1::cluster_server::Cluster;
+use strata_proto::v1::*;
+use tonic::{Request, Response, Status};
+
+use crate::cluster::gather;
+use crate::core::Core;
+
+pub struct ClusterService {
+    core: Arc<Core>,
+}
+
+impl ClusterService {
+    pub fn new(core: Arc<Core>) -> Self {
+        ClusterService { core }
+    }
+}
+
+/// The members as configured, with their voting rights from raft.
+pub fn members(core: &Core) -> Vec<Member> {
+    let st = core.peer().status();
+    core.peers()
+        .members()
+        .iter()
+        .map(|(&id, address)| Member {
+            id,
+            address: address.clone(),
+            voter: st.voters.contains(&id),
+        })
+        .collect()
+}
+
+#[tonic::async_trait]
+impl Cluster for ClusterService {
+    async fn status(
+        &self,
+        _req: Request<StatusRequest>,
+    ) -> Result<Response<StatusResponse>, Status> {
+        Ok(Response::new(gather(&self.core).await))
+    }
+
+    async fn local_status(
+        &self,
+        _req: Request<LocalStatusRequest>,
+    ) -> Result<Response<NodeStatus>, Status> {
+        Ok(Response::new(self.core.local_status()))
+    }
+
+    async fn members(
+        &self,
+        _req: Request<MembersRequest>,
+    ) -> Result<Response<MembersResponse>, Status> {
+        Ok(Response::new(MembersResponse {
+            members: members(&self.core),
+        }))
+    }
+}

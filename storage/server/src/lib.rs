@@ -1,0 +1,18 @@
+//! The Strata storage node: REST and gRPC front ends over one service core,
+//! a raft peer per group, and the storage engine underneath.
+
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod cluster;
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod grpc;
+pub mod node;
+pub mod peers;
+pub mod rest;
+pub mod transport;
+
+pub use config::NodeConfig;
+pub use node::run;

@@ -1,0 +1,125 @@
+//! Assembles a node: engine, raft peer, transport and the API on one port.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use strata_engine::{Engine, Options as EngineOptions, WalMode};
+use strata_proto::v1::cluster_server::ClusterServer;
+use strata_proto::v1::kv_server::KvServer;
+use strata_proto::v1::raft_server::RaftServer;
+use strata_raft::{Peer, PeerConfig, StateMachine};
+use tokio::net::TcpListener;
+
+use crate::app::{fallback, with_grpc};
+use crate::cluster::spawn_watch;
+use crate::config::NodeConfig;
+use crate::core::Core;
+use crate::grpc::cluster::ClusterService;
+use crate::grpc::kv::KvService;
+use crate::grpc::raft::RaftService;
+use crate::peers::PeerChannels;
+use crate::rest::{self, AppState};
+use crate::transport::GrpcTransport;
+
+/// How often the cluster-wide status behind the event stream is refreshed.
+const CLUSTER_WATCH_PERIOD: Duration = Duration::from_millis(250);
+/// How long in-flight requests get to finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs a node on `listener` until `shutdown` resolves.
+pub async fn run(
+    listener: TcpListener,
+    config: NodeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let members = config.members().map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+    // The raft log is the write-ahead log: the engine's own WAL is written
+    // without fsync, and anything it loses is replayed from the raft log.
+    let engine_opts = EngineOptions {
+        wal: WalMode::NoSync,
+        ..EngineOptions::default()
+    };
+    let engine = Arc::new(
+        Engine::open(config.data_dir.join("engine"), engine_opts)
+            .context("opening the storage engine")?,
+    );
+    let state_machine = Arc::new(StateMachine::new(engine.clone(), config.group_id));
+    let channels = Arc::new(PeerChannels::new(config.id, members.clone())?);
+    let slot = Arc::new(OnceLock::new());
+    let transport = GrpcTransport::start(&channels, config.group_id, slot.clone());
+    let mut peer_config = PeerConfig::new(
+        config.id,
+        config.group_id,
+        members.keys().copied().collect(),
+        config.data_dir.join(format!("raft-{}", config.group_id)),
+    );
+    peer_config.tick = Duration::from_millis(config.timing.tick_ms);
+    peer_config.election_ticks = config.timing.election_ticks;
+    peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
+    let peer =
+        Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
+    let handle = peer.handle();
+    let _ = slot.set(handle.clone());
+
+    let core = Arc::new(Core::new(
+        handle.clone(),
+        channels.clone(),
+        config.limits.clone(),
+        config.timing.clone(),
+    ));
+    let cluster = spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD);
+    let state = AppState {
+        core: core.clone(),
+        cluster,
+    };
+    let max_msg = config.limits.max_request_bytes;
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<KvServer<KvService>>().await;
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let mut app = rest::router(state);
+    app = with_grpc(
+        app,
+        KvServer::new(KvService::new(core.clone()))
+            .max_decoding_message_size(max_msg)
+            .max_encoding_message_size(max_msg),
+    );
+    app = with_grpc(app, ClusterServer::new(ClusterService::new(core.clone())));
+    app = with_grpc(
+        app,
+        RaftServer::new(RaftService::new(config.id, config.group_id, handle))
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20),
+    );
+    app = with_grpc(app, health_service);
+    app = with_grpc(app, reflection_v1);
+    app = with_grpc(app, reflection_v1alpha);
+    let app = app.fallback(fallback);
+
+    tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = stop_rx.await;
+    });
+    let server = tokio::spawn(async move { server.await });
+    shutdown.await;
+    tracing::info!(id = config.id, "shutting down");
+    let _ = stop_tx.send(());
+    // Event streams never end by themselves: give requests a grace period.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
+    drop(core);
+    drop(peer);
+    if let Err(e) = engine.sync_wal() {
+        tracing::warn!(error = %e, "final WAL sync failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! REST handlers of `/v1/cluster/*`, including the server-sent event stream
+//! the console listens to.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde_json::{Value, json};
+use strata_proto::v1::{NodeStatus, Role, StatusResponse};
+use strata_raft::RaftEvent;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::AppState;
+use crate::cluster::gather;
+use crate::grpc::cluster::members as member_list;
+
+/// Status events go out at least this often even when nothing changed.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+
+pub fn role_name(role: i32) -> &'static str {
+    match Role::try_from(role).unwrap_or(Role::Unknown) {
+        Role::Leader => "leader",
+        Role::Follower => "follower",
+        Role::Candidate => "candidate",
+        Role::Learner => "learner",
+        Role::Unknown => "unknown",
+    }
+}
+
+fn node_json(n: &NodeStatus) -> Value {
+    let mut v = json!({
+        "id": n.id,
+        "address": n.address,
+        "role": role_name(n.role),
+        "term": n.term,
+        "commit_index": n.commit_index,
+        "applied_index": n.applied_index,
+        "healthy": n.healthy,
+        "leader_id": n.leader_id,
+    });
+    if !n.error.is_empty() {
+        v["error"] = n.error.clone().into();
+    }
+    v
+}
+
+pub fn status_json(s: &StatusResponse) -> Value {
+    json!({
+        "leader_id": s.leader_id,
+        "term": s.term,
+        "nodes": s.nodes.iter().map(node_json).collect::<Vec<_>>(),
+    })
+}
+
+fn event_json(e: &RaftEvent) -> Value {
+    json!({
+        "kind": e.kind.as_str(),
+        "node_id": e.node_id,
+        "term": e.term,
+        "leader_id": e.leader_id,
+        "role": e.role.as_str(),
+        "at_ms": e.at_ms,
+    })
+}
+
+pub async fn status(State(s): State<AppState>) -> Json<Value> {
+    Json(status_json(&gather(&s.core).await))
+}
+
+pub async fn members(State(s): State<AppState>) -> Json<Value> {
+    let members: Vec<Value> = member_list(&s.core)
+        .iter()
+        .map(|m| json!({ "id": m.id, "address": m.address, "voter": m.voter }))
+        .collect();
+    Json(json!({ "members": members }))
+}
+
+pub async fn events(
+    State(s): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    let mut status_rx = s.cluster.clone();
+    let mut raft_rx = s.core.peer().subscribe();
+    tokio::spawn(async move {
+        let status_event = |st: &StatusResponse| {
+            Event::default()
+                .event("status")
+                .data(status_json(st).to_string())
+        };
+        let initial = status_event(&status_rx.borrow_and_update());
+        if tx.send(initial).await.is_err() {
+            return;
+        }
+        let mut every = tokio::time::interval(STATUS_EVERY);
+        every.tick().await;
+        loop {
+            let event = tokio::select! {
+                changed = status_rx.changed() => {
+                    if changed.is_err() { return; }
+                    status_event(&status_rx.borrow_and_update())
+                }
+                ev = raft_rx.recv() => match ev {
+                    Ok(e) => Event::default().event("raft").data(event_json(&e).to_string()),
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = every.tick() => status_event(&status_rx.borrow()),
+            };
+            if tx.send(event).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+}
