@@ -75,7 +75,7 @@ check: lint test-all
 # The whole test suite (what CI runs).
 test: setup lint test-all
 
-test-all: test-rust test-console test-gateway test-deploy test-smoke
+test-all: test-rust test-console test-gateway test-deploy test-smoke test-e2e
 
 # Rust unit and multi-node integration tests (real processes behind real Envoy).
 test-rust:
@@ -109,8 +109,27 @@ test-smoke: setup-k6
     set -euo pipefail
     cd storage && cargo build --bins && cd ..
     dir="{{run}}/smoke"
-    trap 'python3 deploy/local/cluster.py down --run-dir "$dir"' EXIT
-    python3 deploy/local/cluster.py up --run-dir "$dir" --bin-dir "{{target}}/debug" --envoy "{{envoy}}" \
+    trap 'python3 {{root}}/deploy/local/cluster.py down --run-dir "$dir"' EXIT
+    python3 deploy/local/cluster.py up --fresh --run-dir "$dir" --bin-dir "{{target}}/debug" --envoy "{{envoy}}" \
         --base-port 17101 --gateway-port 18180 --admin-port 19911
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
+
+# The console in Debian's Chromium against a real cluster: live membership,
+# and the leader highlight moving after kill -9 of the leader.
+test-e2e: console-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -x /usr/bin/chromium ]; then
+      if [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >/dev/null
+      else
+        echo "Chromium is missing; install it (apt-get install chromium)" >&2; exit 1
+      fi
+    fi
+    cd storage && cargo build --bins && cd ..
+    dir="{{run}}/e2e"
+    trap 'python3 {{root}}/deploy/local/cluster.py down --run-dir "$dir"' EXIT
+    python3 deploy/local/cluster.py up --fresh --run-dir "$dir" --bin-dir "{{target}}/debug" --envoy "{{envoy}}" \
+        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-port 15273 --console-dir console/dist
+    cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e

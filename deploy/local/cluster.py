@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -105,6 +106,8 @@ def tail(path: Path, lines: int = 20) -> str:
 def up(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     down(run_dir, quiet=True)
+    if args.fresh:
+        shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True, exist_ok=True)
     bin_dir = Path(args.bin_dir).resolve()
     node_bin = bin_dir / "strata-node"
@@ -193,6 +196,7 @@ def main() -> int:
     u.add_argument("--console-port", type=int, default=5173)
     u.add_argument("--console-dir", help="built console to serve (omit for no console)")
     u.add_argument("--timeout", type=float, default=60)
+    u.add_argument("--fresh", action="store_true", help="delete the run directory (data and logs) first")
     d = sub.add_parser("down", help="stop every process `up` started")
     d.add_argument("--run-dir", required=True)
     args = p.parse_args()

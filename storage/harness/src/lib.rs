@@ -19,17 +19,20 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn node_binary() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("STRATA_NODE_BIN") {
+/// A binary of this workspace: `strata-node` or `strata`.
+pub fn workspace_binary(name: &str) -> Result<PathBuf> {
+    if name == "strata-node"
+        && let Some(p) = std::env::var_os("STRATA_NODE_BIN")
+    {
         return Ok(PathBuf::from(p));
     }
-    // Test binaries live in target/<profile>/deps; the node in target/<profile>.
+    // Test binaries live in target/<profile>/deps; the others in target/<profile>.
     let exe = std::env::current_exe()?;
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .context("test binary has no target directory")?;
-    let p = profile_dir.join("strata-node");
+    let p = profile_dir.join(name);
     if !p.exists() {
         bail!(
             "{} is missing: run `cargo build --bins` first (./dev test does)",
@@ -122,7 +125,7 @@ impl Cluster {
     pub fn start_node(&mut self, id: u64) -> Result<()> {
         let peers = self.peers_arg();
         let log = self.log_file(&format!("node{id}"))?;
-        let bin = node_binary()?;
+        let bin = workspace_binary("strata-node")?;
         let node = self.node_mut(id)?;
         if node.child.is_some() {
             bail!("node {id} is already running");

@@ -207,7 +207,7 @@ impl Driver {
                 self.expire_reads(now);
             }
             self.issue_reads();
-            self.on_ready();
+            self.on_ready(&shared);
             self.publish(&shared);
         }
         self.fail_all_waiters(ProposeError::Stopped);
@@ -300,7 +300,7 @@ impl Driver {
         });
     }
 
-    fn on_ready(&mut self) {
+    fn on_ready(&mut self, shared: &Shared) {
         while self.node.has_ready() {
             let mut ready = self.node.ready();
             if let Some(ss) = ready.ss()
@@ -340,9 +340,17 @@ impl Driver {
             if let Some(hs) = ready.hs() {
                 store.set_hard_state(hs);
             }
-            if let Err(e) = store.persist() {
-                self.fail_log(e.to_string());
-                return;
+            match store.persist() {
+                Ok(true) => {
+                    shared
+                        .log_syncs
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    self.fail_log(e.to_string());
+                    return;
+                }
             }
             self.transport.send(ready.take_persisted_messages());
             let mut light = self.node.advance(ready);

@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     pub(crate) status: RwLock<PeerStatus>,
     pub(crate) events: broadcast::Sender<RaftEvent>,
     pub(crate) state_machine: Arc<StateMachine>,
+    /// How many times the raft log was fsynced.
+    pub(crate) log_syncs: AtomicU64,
     next_request_id: AtomicU64,
 }
 
@@ -103,6 +105,7 @@ impl Peer {
             status: RwLock::new(driver.status()),
             events,
             state_machine,
+            log_syncs: AtomicU64::new(0),
             next_request_id: AtomicU64::new(seed),
         });
         let handle = PeerHandle { inner: shared };
@@ -198,6 +201,11 @@ impl PeerHandle {
 
     pub fn subscribe(&self) -> broadcast::Receiver<RaftEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// How many times this peer has fsynced its raft log since it started.
+    pub fn log_sync_count(&self) -> u64 {
+        self.inner.log_syncs.load(Ordering::Relaxed)
     }
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {

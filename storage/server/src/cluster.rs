@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{LocalStatusRequest, NodeStatus, Role, StatusResponse};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::core::Core;
 
@@ -66,14 +66,24 @@ pub async fn gather(core: &Core) -> StatusResponse {
     }
 }
 
-/// Keeps a fresh cluster status for subscribers, refreshed every `period`.
+/// Keeps a fresh cluster status for subscribers: refreshed every `period`,
+/// and at once whenever the local peer reports a raft event (a leader
+/// change), so watchers see elections without waiting for the next tick.
 pub fn spawn_watch(core: Arc<Core>, period: Duration) -> watch::Receiver<StatusResponse> {
     let (tx, rx) = watch::channel(StatusResponse::default());
+    let mut events = core.peer().subscribe();
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticker.tick().await;
+            tokio::select! {
+                _ = ticker.tick() => {}
+                ev = events.recv() => {
+                    if matches!(ev, Err(broadcast::error::RecvError::Closed)) {
+                        break;
+                    }
+                }
+            }
             let status = gather(&core).await;
             tx.send_if_modified(|old| {
                 if *old == status {

@@ -79,8 +79,9 @@ pub struct Timing {
     #[arg(long, env = "STRATA_HEARTBEAT_TICKS", default_value_t = 2)]
     pub heartbeat_ticks: usize,
     /// How long a write may wait for its outcome before answering
-    /// OUTCOME_UNKNOWN.
-    #[arg(long, env = "STRATA_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
+    /// OUTCOME_UNKNOWN. Keep it below the gateway's per-try timeout (5 s) so
+    /// the client gets the node's answer rather than the gateway's.
+    #[arg(long, env = "STRATA_REQUEST_TIMEOUT_MS", default_value_t = 4000)]
     pub request_timeout_ms: u64,
 }
 
@@ -90,7 +91,7 @@ impl Default for Timing {
             tick_ms: 10,
             election_ticks: 10,
             heartbeat_ticks: 2,
-            request_timeout_ms: 5000,
+            request_timeout_ms: 4000,
         }
     }
 }

@@ -18,6 +18,7 @@ use strata_proto::v1::{
 };
 use strata_raft::keys::prefix_end;
 use strata_raft::{ApplyResult, Command, Op, PeerHandle, ProposeError};
+use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::config::{Limits, Timing};
@@ -202,7 +203,7 @@ impl Core {
                 .put(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
-                .map_err(|s| ApiError::from_status(&s)),
+                .map_err(|s| forward_error(&s)),
             Route::Here => {
                 let command = Command::Put {
                     key: req.key.to_vec(),
@@ -223,7 +224,7 @@ impl Core {
                 .delete(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
-                .map_err(|s| ApiError::from_status(&s)),
+                .map_err(|s| forward_error(&s)),
             Route::Here => {
                 let (index, result) = self
                     .propose(Command::Delete {
@@ -280,7 +281,7 @@ impl Core {
                 .batch(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
-                .map_err(|s| ApiError::from_status(&s)),
+                .map_err(|s| forward_error(&s)),
             Route::Here => {
                 let (index, _) = self.propose(Command::Batch(ops)).await?;
                 Ok(BatchResponse {
@@ -304,7 +305,7 @@ impl Core {
                 .compare_and_swap(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
-                .map_err(|s| ApiError::from_status(&s)),
+                .map_err(|s| forward_error(&s)),
             Route::Here => {
                 let command = Command::Cas {
                     key: req.key.to_vec(),
@@ -437,6 +438,54 @@ impl Core {
     }
 }
 
+/// Maps the outcome of a forwarded write. A status the leader produced is
+/// passed on as is. A transport failure is "not applied" only when the
+/// connection was never made; otherwise the leader may have applied the
+/// write, so the outcome is unknown.
+fn forward_error(status: &tonic::Status) -> ApiError {
+    let from_leader = status
+        .metadata()
+        .contains_key(crate::error::RETRYABLE_HEADER)
+        || !matches!(
+            status.code(),
+            Code::Unavailable | Code::Unknown | Code::Cancelled | Code::Internal
+        );
+    if from_leader {
+        return ApiError::from_status(status);
+    }
+    if never_connected(status) {
+        return ApiError::unavailable(format!("the leader is unreachable: {}", status.message()));
+    }
+    ApiError::new(
+        ErrorCode::OutcomeUnknown,
+        format!(
+            "the connection to the leader failed mid-request ({}); the write may or may not be applied",
+            status.message()
+        ),
+    )
+}
+
+/// Whether a transport failure happened before any byte of the request left.
+fn never_connected(status: &tonic::Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        let text = e.to_string().to_ascii_lowercase();
+        if text.contains("tcp connect error")
+            || text.contains("(connect)")
+            || text.contains("connection refused")
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 fn at_op(i: usize, mut e: ApiError) -> ApiError {
     e.message = format!("operation {i}: {}", e.message);
     e
@@ -446,5 +495,51 @@ fn engine_error(e: EngineError) -> ApiError {
     match e {
         EngineError::NoSpace { .. } => ApiError::new(ErrorCode::StorageFull, e.to_string()),
         other => ApiError::new(ErrorCode::StorageFailed, other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::RETRYABLE_HEADER;
+
+    #[tokio::test]
+    async fn refused_connection_to_the_leader_is_retryable() {
+        // A port nothing listens on: the request never leaves this node.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+            .unwrap()
+            .connect_lazy();
+        let status = KvClient::new(channel)
+            .put(PutRequest::default())
+            .await
+            .expect_err("nothing listens there");
+        assert_eq!(
+            forward_error(&status).code,
+            ErrorCode::Unavailable,
+            "{status:?}"
+        );
+    }
+
+    #[test]
+    fn broken_stream_to_the_leader_is_outcome_unknown() {
+        let status = tonic::Status::unavailable("connection reset");
+        assert_eq!(forward_error(&status).code, ErrorCode::OutcomeUnknown);
+    }
+
+    #[test]
+    fn the_leaders_own_answers_pass_through() {
+        let mut status = tonic::Status::unavailable("no leader");
+        status.metadata_mut().insert(
+            RETRYABLE_HEADER,
+            tonic::metadata::MetadataValue::from_static("true"),
+        );
+        assert_eq!(forward_error(&status).code, ErrorCode::Unavailable);
+        let invalid = tonic::Status::invalid_argument("empty key");
+        assert_eq!(forward_error(&invalid).code, ErrorCode::InvalidArgument);
     }
 }

@@ -162,15 +162,16 @@ impl RaftLogStore {
         !self.pending.is_empty()
     }
 
-    /// Writes every pending record and fsyncs once.
-    pub fn persist(&mut self) -> Result<(), LogError> {
+    /// Writes every pending record and fsyncs once. Returns whether it
+    /// synced (nothing was pending otherwise).
+    pub fn persist(&mut self) -> Result<bool, LogError> {
         if self.pending.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         self.segments.write(&self.pending)?;
         self.segments.sync()?;
         self.pending.clear();
-        Ok(())
+        Ok(true)
     }
 
     pub fn hard_state(&self) -> &HardState {
