@@ -218,35 +218,44 @@ impl Cluster {
     /// The id of the node that answers 200 on `/health/leader`, if exactly one does.
     pub async fn leader(&self) -> Option<u64> {
         let mut leaders = Vec::new();
-        for n in &self.nodes {
-            if n.child.is_none() {
-                continue;
-            }
-            let url = format!("{}/health/leader", self.node_url(n.id));
-            let ok = self
-                .http
-                .get(&url)
-                .timeout(Duration::from_millis(500))
-                .send()
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            if self
+                .answers_ok(&format!("{}/health/leader", self.node_url(n.id)))
                 .await
-                .is_ok_and(|r| r.status().is_success());
-            if ok {
+            {
                 leaders.push(n.id);
             }
         }
         (leaders.len() == 1).then(|| leaders[0])
     }
 
-    /// Waits until one running node leads and returns its id.
-    pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
+    async fn answers_ok(&self, url: &str) -> bool {
+        self.http
+            .get(url)
+            .timeout(Duration::from_millis(500))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
+    /// Polls `probe` every 50 ms until it yields a value or `timeout` passes.
+    async fn poll<T, F>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut probe: impl FnMut() -> F,
+    ) -> Result<T>
+    where
+        F: std::future::Future<Output = Option<T>>,
+    {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(id) = self.leader().await {
-                return Ok(id);
+            if let Some(v) = probe().await {
+                return Ok(v);
             }
             if Instant::now() > deadline {
                 bail!(
-                    "no leader within {timeout:?}; logs in {}",
+                    "{what} within {timeout:?}; logs in {}",
                     self.dir.path().display()
                 );
             }
@@ -254,29 +263,18 @@ impl Cluster {
         }
     }
 
+    /// Waits until one running node leads and returns its id.
+    pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
+        self.poll("no leader", timeout, || self.leader()).await
+    }
+
     /// Waits until the gateway routes `/health/leader` to a leader.
     pub async fn wait_gateway_leader(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
         let url = format!("{}/health/leader", self.gateway_url());
-        loop {
-            let ok = self
-                .http
-                .get(&url)
-                .timeout(Duration::from_millis(500))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
-            if ok {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                bail!(
-                    "gateway found no leader within {timeout:?}; logs in {}",
-                    self.dir.path().display()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.poll("gateway found no leader", timeout, || async {
+            self.answers_ok(&url).await.then_some(())
+        })
+        .await
     }
 
     /// A node that is running and is not the leader.

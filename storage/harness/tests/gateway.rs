@@ -221,17 +221,6 @@ async fn follower_forwards_writes_to_the_leader() {
     assert_eq!(leader_read, Some(Bytes::from("yes")));
 }
 
-/// Asserts an error response: status, `{"code","message"}` body.
-async fn expect_error(resp: reqwest::Response, status: StatusCode, code: &str) {
-    assert_eq!(resp.status(), status, "{}", resp.url());
-    let body: Value = resp.json().await.expect("error body is JSON");
-    assert_eq!(body["code"], code, "{body}");
-    assert!(
-        body["message"].as_str().is_some_and(|m| !m.is_empty()),
-        "{body}"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_a_clear_error_and_changes_nothing() {
     // Proves: every malformed request is refused with a 4xx and the error
@@ -241,149 +230,67 @@ async fn bad_input_gets_a_clear_error_and_changes_nothing() {
     let gw = c.gateway_url();
     let big_key = "k".repeat(4097);
     let big_value = vec![b'v'; (1 << 20) + 1];
-
-    expect_error(
-        http.put(format!("{gw}/v1/kv/"))
-            .body("x")
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/kv/")).send().await.unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
-    expect_error(
-        http.put(format!("{gw}/v1/kv/{big_key}"))
-            .body("x")
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "PAYLOAD_TOO_LARGE",
-    )
-    .await;
-    expect_error(
-        http.put(format!("{gw}/v1/kv/big"))
-            .body(big_value.clone())
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "PAYLOAD_TOO_LARGE",
-    )
-    .await;
-    let malformed = http
-        .put(format!("{gw}/v1/kv/json"))
-        .header("content-type", "application/json")
-        .body("{\"value\": ")
-        .send()
-        .await
-        .unwrap();
-    expect_error(malformed, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT").await;
-    let bad_b64 = http
-        .put(format!("{gw}/v1/kv/b64"))
-        .json(&json!({"value": "not base64!", "encoding": "base64"}))
-        .send()
-        .await
-        .unwrap();
-    expect_error(bad_b64, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT").await;
-    let bad_batch = http
-        .post(format!("{gw}/v1/batch"))
-        .json(&json!({"ops": [{"op": "put", "key": "atomic1", "value": "1"}, {"op": "put", "key": "", "value": "2"}]}))
-        .send()
-        .await
-        .unwrap();
-    expect_error(bad_batch, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT").await;
-    let empty_batch = http
-        .post(format!("{gw}/v1/batch"))
-        .json(&json!({"ops": []}))
-        .send()
-        .await
-        .unwrap();
-    expect_error(empty_batch, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT").await;
-    let not_json = http
-        .post(format!("{gw}/v1/cas"))
-        .body("key=x")
-        .send()
-        .await
-        .unwrap();
-    expect_error(
-        not_json,
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "UNSUPPORTED_MEDIA_TYPE",
-    )
-    .await;
-    let unknown_field = http
-        .post(format!("{gw}/v1/cas"))
-        .json(&json!({"key": "x", "bogus": 1}))
-        .send()
-        .await
-        .unwrap();
-    expect_error(unknown_field, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT").await;
-    expect_error(
-        http.get(format!("{gw}/v1/nope")).send().await.unwrap(),
-        StatusCode::NOT_FOUND,
-        "NOT_FOUND",
-    )
-    .await;
-    expect_error(
-        http.post(format!("{gw}/v1/kv/x"))
-            .body("x")
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/batch")).send().await.unwrap(),
-        StatusCode::METHOD_NOT_ALLOWED,
-        "METHOD_NOT_ALLOWED",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/kv?prefix=a&start=b"))
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/kv?limit=5000"))
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/kv?page_token=%%%"))
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
-    expect_error(
-        http.get(format!("{gw}/v1/kv/x?consistency=sometimes"))
-            .send()
-            .await
-            .unwrap(),
-        StatusCode::BAD_REQUEST,
-        "INVALID_ARGUMENT",
-    )
-    .await;
+    let bad = StatusCode::BAD_REQUEST;
+    let invalid = "INVALID_ARGUMENT";
+    let too_large = (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE");
+    let not_allowed = (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED");
+    let cases = [
+        ("put of an empty key", http.put(format!("{gw}/v1/kv/")).body("x"), bad, invalid),
+        ("get of an empty key", http.get(format!("{gw}/v1/kv/")), bad, invalid),
+        ("key over 4 KiB", http.put(format!("{gw}/v1/kv/{big_key}")).body("x"), too_large.0, too_large.1),
+        ("value over 1 MiB", http.put(format!("{gw}/v1/kv/big")).body(big_value.clone()), too_large.0, too_large.1),
+        (
+            "malformed JSON",
+            http.put(format!("{gw}/v1/kv/json")).header("content-type", "application/json").body("{\"value\": "),
+            bad,
+            invalid,
+        ),
+        (
+            "bad base64",
+            http.put(format!("{gw}/v1/kv/b64")).json(&json!({"value": "not base64!", "encoding": "base64"})),
+            bad,
+            invalid,
+        ),
+        (
+            "batch with one bad operation",
+            http.post(format!("{gw}/v1/batch")).json(
+                &json!({"ops": [{"op": "put", "key": "atomic1", "value": "1"}, {"op": "put", "key": "", "value": "2"}]}),
+            ),
+            bad,
+            invalid,
+        ),
+        ("empty batch", http.post(format!("{gw}/v1/batch")).json(&json!({"ops": []})), bad, invalid),
+        (
+            "non-JSON body on a JSON endpoint",
+            http.post(format!("{gw}/v1/cas")).body("key=x"),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+        (
+            "unknown JSON field",
+            http.post(format!("{gw}/v1/cas")).json(&json!({"key": "x", "bogus": 1})),
+            bad,
+            invalid,
+        ),
+        ("unknown route", http.get(format!("{gw}/v1/nope")), StatusCode::NOT_FOUND, "NOT_FOUND"),
+        ("POST on a key", http.post(format!("{gw}/v1/kv/x")).body("x"), not_allowed.0, not_allowed.1),
+        ("GET on batch", http.get(format!("{gw}/v1/batch")), not_allowed.0, not_allowed.1),
+        ("prefix with a range", http.get(format!("{gw}/v1/kv?prefix=a&start=b")), bad, invalid),
+        ("scan limit above the maximum", http.get(format!("{gw}/v1/kv?limit=5000")), bad, invalid),
+        ("scan limit of zero", http.get(format!("{gw}/v1/kv?limit=0")), bad, invalid),
+        ("malformed page token", http.get(format!("{gw}/v1/kv?page_token=%%%")), bad, invalid),
+        ("unknown consistency", http.get(format!("{gw}/v1/kv/x?consistency=sometimes")), bad, invalid),
+    ];
+    for (what, request, status, code) in cases {
+        let resp = request.send().await.unwrap();
+        assert_eq!(resp.status(), status, "{what}");
+        let body: Value = resp.json().await.expect("error body is JSON");
+        assert_eq!(body["code"], code, "{what}: {body}");
+        assert!(
+            body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}: {body}"
+        );
+    }
 
     // gRPC: the same limits, as gRPC status codes.
     let client = Client::connect(&gw).await.unwrap();

@@ -98,6 +98,11 @@ async fn grpc_health_and_reflection_answer_through_the_gateway() {
     let names: Vec<_> = list.service.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"strata.v1.KV"), "{names:?}");
     assert!(names.contains(&"strata.v1.Cluster"), "{names:?}");
+    assert!(names.contains(&"grpc.health.v1.Health"), "{names:?}");
+    assert!(
+        !names.contains(&"strata.v1.Raft"),
+        "the internal transport is not advertised: {names:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

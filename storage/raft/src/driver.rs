@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Message};
 use raft::{RawNode, StateRole};
 use tokio::sync::oneshot;
@@ -381,27 +380,15 @@ impl Driver {
                     }
                 },
                 EntryType::EntryConfChange => {
-                    let mut cc = ConfChange::default();
-                    if let Err(e) = cc.merge_from_bytes(&entry.data) {
-                        self.fail_storage(format!(
-                            "conf change {} does not decode: {e}",
-                            entry.index
-                        ));
+                    if !self.apply_encoded_conf_change::<ConfChange>(entry) {
                         return;
                     }
-                    self.apply_conf_change(&cc);
                     None
                 }
                 EntryType::EntryConfChangeV2 => {
-                    let mut cc = ConfChangeV2::default();
-                    if let Err(e) = cc.merge_from_bytes(&entry.data) {
-                        self.fail_storage(format!(
-                            "conf change {} does not decode: {e}",
-                            entry.index
-                        ));
+                    if !self.apply_encoded_conf_change::<ConfChangeV2>(entry) {
                         return;
                     }
-                    self.apply_conf_change(&cc);
                     None
                 }
             };
@@ -441,11 +428,22 @@ impl Driver {
         }
     }
 
-    fn apply_conf_change(&mut self, cc: &impl raft_proto::ConfChangeI) {
-        match self.node.apply_conf_change(cc) {
+    /// Decodes and applies a configuration change entry; a change that does
+    /// not decode fails the peer (the log holds something we did not write).
+    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> bool
+    where
+        C: protobuf::Message + raft_proto::ConfChangeI,
+    {
+        let mut cc = C::new();
+        if let Err(e) = cc.merge_from_bytes(&entry.data) {
+            self.fail_storage(format!("conf change {} does not decode: {e}", entry.index));
+            return false;
+        }
+        match self.node.apply_conf_change(&cc) {
             Ok(cs) => self.node.mut_store().set_conf_state(&cs),
             Err(e) => tracing::error!(error = %e, "conf change rejected"),
         }
+        true
     }
 
     fn answer_reads(&mut self) {

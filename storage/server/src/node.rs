@@ -27,6 +27,17 @@ const CLUSTER_WATCH_PERIOD: Duration = Duration::from_millis(250);
 /// How long in-flight requests get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// gRPC reflection for the public services (and health), so tools like
+/// grpcurl need no `.proto` files. The internal raft service is not listed.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name("strata.v1.KV")
+        .with_service_name("strata.v1.Cluster")
+        .with_service_name("grpc.health.v1.Health")
+}
+
 /// Runs a node on `listener` until `shutdown` resolves.
 pub async fn run(
     listener: TcpListener,
@@ -79,12 +90,8 @@ pub async fn run(
     let max_msg = config.limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let mut app = rest::router(state);
     app = with_grpc(
