@@ -13,6 +13,12 @@ run := root / ".run"
 export PATH := tools / "bin" + ":" + venv / "bin" + ":" + env("PATH")
 export CARGO_TARGET_DIR := target
 
+# Recipes of each area live beside this file.
+import? 'just/engine.just'
+import 'just/raft.just'
+import? 'just/bench.just'
+import? 'just/reliability.just'
+
 # List the recipes.
 default:
     @just --list

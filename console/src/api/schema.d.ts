@@ -123,6 +123,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster/leader": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand leadership to another voter
+         * @description Asks the leader (a follower forwards the request once) to transfer leadership to `target_id` and waits until that node leads. Writes arriving during the transfer get 503 and are safe to retry.
+         */
+        post: operations["transferLeader"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster/events": {
         parameters: {
             query?: never;
@@ -579,6 +599,14 @@ export interface components {
              */
             node_id: number;
         };
+        TransferLeaderRequest: {
+            /** @description Id of the voter that should lead. */
+            target_id: number;
+        };
+        TransferLeaderResult: {
+            leader_id: number;
+            term: number;
+        };
     };
     responses: {
         /** @description INVALID_ARGUMENT: empty key, bad query, malformed JSON, bad base64 or conflicting parameters. */
@@ -944,6 +972,36 @@ export interface operations {
             };
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    transferLeader: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferLeaderRequest"];
+            };
+        };
+        responses: {
+            /** @description The target leads now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferLeaderResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
         };
     };
     clusterEvents: {

@@ -213,6 +213,16 @@ impl Client {
         Ok((r.succeeded, r.current))
     }
 
+    /// Hands leadership to `target_id`; returns the leader afterwards.
+    pub async fn transfer_leader(&self, target_id: u64) -> Result<u64, ClientError> {
+        let r = self
+            .cluster
+            .clone()
+            .transfer_leader(proto::TransferLeaderRequest { target_id })
+            .await?;
+        Ok(r.into_inner().leader_id)
+    }
+
     pub async fn status(&self) -> Result<StatusResponse, ClientError> {
         Ok(self
             .cluster

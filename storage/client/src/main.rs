@@ -50,11 +50,22 @@ enum Cmd {
         #[arg(long)]
         keys_only: bool,
     },
+    /// Leadership commands.
+    Leader {
+        #[command(subcommand)]
+        action: LeaderCmd,
+    },
     /// Show every node's role, term and indexes.
     Status {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum LeaderCmd {
+    /// Hand leadership to another voter and wait until it leads.
+    Transfer { node_id: u64 },
 }
 
 #[tokio::main]
@@ -128,6 +139,12 @@ async fn main() -> anyhow::Result<()> {
                 }
                 token = page.next_page_token;
             }
+        }
+        Cmd::Leader {
+            action: LeaderCmd::Transfer { node_id },
+        } => {
+            let leader = client.transfer_leader(node_id).await?;
+            writeln!(out, "leader is now node {leader}")?;
         }
         Cmd::Status { json } => {
             let st = client.status().await?;

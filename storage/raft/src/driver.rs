@@ -36,6 +36,10 @@ pub(crate) enum Input {
     },
     Step(Message),
     Unreachable(u64),
+    TransferLeader {
+        to: u64,
+        tx: oneshot::Sender<Result<(), ProposeError>>,
+    },
     Shutdown,
 }
 
@@ -238,6 +242,9 @@ impl Driver {
                 }
             }
             Input::Unreachable(id) => self.node.report_unreachable(id),
+            Input::TransferLeader { to, tx } => {
+                let _ = tx.send(self.transfer_leader(to));
+            }
             Input::Shutdown => {}
         }
     }
@@ -270,6 +277,25 @@ impl Driver {
                 let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
             }
         }
+    }
+
+    fn transfer_leader(&mut self, to: u64) -> Result<(), ProposeError> {
+        if let Some(f) = &self.failure {
+            return Err(ProposeError::Storage(f.clone()));
+        }
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return Err(ProposeError::NotLeader {
+                leader_id: raft.leader_id,
+            });
+        }
+        if !raft.prs().conf().voters().ids().contains(to) {
+            return Err(ProposeError::Invalid(format!("node {to} is not a voter")));
+        }
+        if to != self.id {
+            self.node.transfer_leader(to);
+        }
+        Ok(())
     }
 
     /// Covers every waiting reader with one ReadIndex request.

@@ -54,6 +54,10 @@ pub enum ProposeError {
     /// The storage device is full.
     #[error("storage full: {0}")]
     NoSpace(String),
+    /// The request cannot be carried out as asked (e.g. transferring
+    /// leadership to a node that is not a voter).
+    #[error("invalid request: {0}")]
+    Invalid(String),
     /// The node is shutting down.
     #[error("node is shutting down")]
     Stopped,

@@ -184,6 +184,14 @@ impl PeerHandle {
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
+    /// Asks the leader to hand leadership to `to`. Returns once the request
+    /// is started; the caller watches [`status`](Self::status) for the outcome.
+    pub async fn transfer_leader(&self, to: u64) -> Result<(), ProposeError> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Input::TransferLeader { to, tx })?;
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
     /// Hands a message from the network to the peer.
     pub fn step(&self, message: Message) {
         // A full inbox drops the message; raft retransmits.

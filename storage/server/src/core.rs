@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use strata_engine::EngineError;
+use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::kv_client::KvClient;
 use strata_proto::v1::{
     self as pb, BatchRequest, BatchResponse, CompareAndSwapRequest, CompareAndSwapResponse,
     Consistency, DeleteRequest, DeleteResponse, GetRequest, GetResponse, KeyValue, PutRequest,
-    PutResponse, ResponseHeader, ScanRequest, ScanResponse, batch_op, scan_request,
+    PutResponse, ResponseHeader, ScanRequest, ScanResponse, TransferLeaderRequest,
+    TransferLeaderResponse, batch_op, scan_request,
 };
 use strata_raft::keys::prefix_end;
 use strata_raft::{ApplyResult, Command, Op, PeerHandle, ProposeError};
@@ -48,7 +50,7 @@ pub struct Core {
 /// Where a write goes.
 enum Route {
     Here,
-    Leader(KvClient<Channel>),
+    Leader(Channel),
 }
 
 impl Core {
@@ -135,10 +137,13 @@ impl Core {
         let channel = self.peers.channel(st.leader_id).ok_or_else(|| {
             ApiError::unavailable(format!("leader {} is not a known member", st.leader_id))
         })?;
-        let client = KvClient::new(channel)
+        Ok(Route::Leader(channel))
+    }
+
+    fn kv_client(&self, channel: Channel) -> KvClient<Channel> {
+        KvClient::new(channel)
             .max_decoding_message_size(self.limits.max_request_bytes)
-            .max_encoding_message_size(self.limits.max_request_bytes);
-        Ok(Route::Leader(client))
+            .max_encoding_message_size(self.limits.max_request_bytes)
     }
 
     fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
@@ -199,7 +204,8 @@ impl Core {
         self.check_key(&req.key)?;
         self.check_value(&req.value)?;
         match self.route(hop)? {
-            Route::Leader(mut c) => c
+            Route::Leader(ch) => self
+                .kv_client(ch)
                 .put(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
@@ -220,7 +226,8 @@ impl Core {
     pub async fn delete(&self, req: DeleteRequest, hop: Hop) -> Result<DeleteResponse, ApiError> {
         self.check_key(&req.key)?;
         match self.route(hop)? {
-            Route::Leader(mut c) => c
+            Route::Leader(ch) => self
+                .kv_client(ch)
                 .delete(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
@@ -277,7 +284,8 @@ impl Core {
             ops.push(op);
         }
         match self.route(hop)? {
-            Route::Leader(mut c) => c
+            Route::Leader(ch) => self
+                .kv_client(ch)
                 .batch(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
@@ -301,7 +309,8 @@ impl Core {
             self.check_value(v)?;
         }
         match self.route(hop)? {
-            Route::Leader(mut c) => c
+            Route::Leader(ch) => self
+                .kv_client(ch)
                 .compare_and_swap(self.forward_request(req))
                 .await
                 .map(|r| r.into_inner())
@@ -406,6 +415,52 @@ impl Core {
             kvs,
             next_page_token,
         })
+    }
+
+    /// Hands leadership to `target` and waits until it leads.
+    pub async fn transfer_leader(
+        &self,
+        req: TransferLeaderRequest,
+        hop: Hop,
+    ) -> Result<TransferLeaderResponse, ApiError> {
+        let target = req.target_id;
+        if !self.peers.members().contains_key(&target) {
+            return Err(ApiError::invalid(format!("node {target} is not a member")));
+        }
+        match self.route(hop)? {
+            Route::Leader(ch) => ClusterClient::new(ch)
+                .transfer_leader(self.forward_request(req))
+                .await
+                .map(|r| r.into_inner())
+                .map_err(|s| forward_error(&s)),
+            Route::Here => {
+                self.peer
+                    .transfer_leader(target)
+                    .await
+                    .map_err(|e| self.propose_error(e, false))?;
+                let deadline = tokio::time::Instant::now() + self.timing.request_timeout();
+                loop {
+                    let st = self.peer.status();
+                    if st.leader_id == target {
+                        return Ok(TransferLeaderResponse {
+                            leader_id: target,
+                            term: st.term,
+                        });
+                    }
+                    if tokio::time::Instant::now() > deadline {
+                        return Err(ApiError::unavailable(format!(
+                            "leadership did not move to node {target} in time; the leader is {}",
+                            st.leader_id
+                        ))
+                        .with_leader(
+                            st.leader_id,
+                            self.peers.address(st.leader_id).map(str::to_string),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        }
     }
 
     /// This node's own view of its group.

@@ -156,6 +156,7 @@ impl ApiError {
             ProposeError::NoSpace(why) => {
                 Self::new(ErrorCode::StorageFull, format!("storage full: {why}"))
             }
+            ProposeError::Invalid(why) => Self::invalid(why),
             ProposeError::Stopped => Self::unavailable("the node is shutting down"),
         }
     }

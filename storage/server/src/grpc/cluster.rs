@@ -7,7 +7,7 @@ use strata_proto::v1::*;
 use tonic::{Request, Response, Status};
 
 use crate::cluster::gather;
-use crate::core::Core;
+use crate::core::{Core, FORWARDED_HEADER, Hop};
 
 pub struct ClusterService {
     core: Arc<Core>,
@@ -47,6 +47,20 @@ impl Cluster for ClusterService {
         _req: Request<LocalStatusRequest>,
     ) -> Result<Response<NodeStatus>, Status> {
         Ok(Response::new(self.core.local_status()))
+    }
+
+    async fn transfer_leader(
+        &self,
+        req: Request<TransferLeaderRequest>,
+    ) -> Result<Response<TransferLeaderResponse>, Status> {
+        let hop = if req.metadata().contains_key(FORWARDED_HEADER) {
+            Hop::Forwarded
+        } else {
+            Hop::Client
+        };
+        Ok(Response::new(
+            self.core.transfer_leader(req.into_inner(), hop).await?,
+        ))
     }
 
     async fn members(

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde_json::{Value, json};
-use strata_proto::v1::{NodeStatus, Role, StatusResponse};
+use strata_proto::v1::{NodeStatus, Role, StatusResponse, TransferLeaderRequest};
 use strata_raft::RaftEvent;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
@@ -77,6 +77,32 @@ pub async fn members(State(s): State<AppState>) -> Json<Value> {
         .map(|m| json!({ "id": m.id, "address": m.address, "voter": m.voter }))
         .collect();
     Json(json!({ "members": members }))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferJson {
+    target_id: u64,
+}
+
+pub async fn transfer_leader(
+    State(s): State<AppState>,
+    headers: axum::http::HeaderMap,
+    body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<Value>, crate::error::ApiError> {
+    let j: TransferJson = super::body::json_body(&headers, body)?;
+    let resp = s
+        .core
+        .transfer_leader(
+            TransferLeaderRequest {
+                target_id: j.target_id,
+            },
+            crate::core::Hop::Client,
+        )
+        .await?;
+    Ok(Json(
+        json!({ "leader_id": resp.leader_id, "term": resp.term }),
+    ))
 }
 
 pub async fn events(

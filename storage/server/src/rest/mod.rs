@@ -63,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/cluster/status", get(cluster::status))
         .route("/v1/cluster/members", get(cluster::members))
         .route("/v1/cluster/events", get(cluster::events))
+        .route("/v1/cluster/leader", post(cluster::transfer_leader))
         .route("/health/leader", get(health::leader))
         .route("/health/ready", get(health::ready))
         .route("/health/live", get(health::live))
