@@ -71,11 +71,18 @@ pub struct Cluster {
     gateway_port: u16,
     admin_port: u16,
     http: reqwest::Client,
+    /// Extra flags for every node start.
+    node_args: Vec<String>,
 }
 
 impl Cluster {
     /// Starts `n` nodes and Envoy and waits until the gateway reaches a leader.
     pub async fn start(n: usize) -> Result<Cluster> {
+        Self::start_with_args(n, &[]).await
+    }
+
+    /// Like [`start`](Self::start), passing `node_args` to every node.
+    pub async fn start_with_args(n: usize, node_args: &[&str]) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
             .prefix("strata-cluster-")
             .tempdir()?;
@@ -97,6 +104,7 @@ impl Cluster {
                 .timeout(Duration::from_secs(15))
                 .pool_max_idle_per_host(0)
                 .build()?,
+            node_args: node_args.iter().map(|a| a.to_string()).collect(),
         };
         for id in 1..=n as u64 {
             cluster.start_node(id)?;
@@ -124,6 +132,7 @@ impl Cluster {
     /// Starts (or restarts) node `id` on its port with its data directory.
     pub fn start_node(&mut self, id: u64) -> Result<()> {
         let peers = self.peers_arg();
+        let extra = self.node_args.clone();
         let log = self.log_file(&format!("node{id}"))?;
         let bin = workspace_binary("strata-node")?;
         let node = self.node_mut(id)?;
@@ -136,6 +145,7 @@ impl Cluster {
             .args(["--peers", &peers])
             .arg("--data-dir")
             .arg(&node.data_dir)
+            .args(&extra)
             .env("STRATA_LOG", "info,raft=info")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -285,6 +295,11 @@ impl Cluster {
             .find(|n| n.id != leader && n.child.is_some())
             .map(|n| n.id)
             .context("no running follower")
+    }
+
+    /// Everything node `id` has logged so far.
+    pub fn node_log(&self, id: u64) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("node{id}.log"))).unwrap_or_default()
     }
 
     /// Keeps the logs of a failed test: call before panicking to print where.

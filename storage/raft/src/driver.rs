@@ -11,8 +11,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType, Message};
-use raft::{RawNode, StateRole};
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot, SnapshotMetadata,
+};
+use raft::{RawNode, SnapshotStatus, StateRole};
 use tokio::sync::oneshot;
 
 use crate::command::{ApplyResult, Command, Proposal};
@@ -20,6 +23,7 @@ use crate::error::{ProposeError, StartError};
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
 use crate::peer::{PeerConfig, Shared};
+use crate::snapshot::{Job, JobDone, SnapshotDirs};
 use crate::state_machine::{Committed, StateMachine};
 use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role, now_ms};
 use crate::transport::Transport;
@@ -40,6 +44,13 @@ pub(crate) enum Input {
         to: u64,
         tx: oneshot::Sender<Result<(), ProposeError>>,
     },
+    /// The transport finished (or failed) sending a snapshot to `to`.
+    ReportSnapshot {
+        to: u64,
+        ok: bool,
+    },
+    /// The snapshot thread finished a job.
+    Job(JobDone),
     Shutdown,
 }
 
@@ -74,6 +85,12 @@ pub(crate) struct Driver {
     next_read_ctx: u64,
     failure: Option<String>,
     last_status: PeerStatus,
+    dirs: SnapshotDirs,
+    jobs: crossbeam_channel::Sender<Job>,
+    snapshot_building: bool,
+    durable_pending: bool,
+    compact_log_entries: u64,
+    compact_keep_entries: u64,
 }
 
 impl Driver {
@@ -82,12 +99,23 @@ impl Driver {
         state_machine: Arc<StateMachine>,
         inbox: Receiver<Input>,
         transport: Box<dyn Transport>,
+        dirs: SnapshotDirs,
+        jobs: crossbeam_channel::Sender<Job>,
     ) -> Result<Self, StartError> {
         let mut store = RaftLogStore::open(
             &config.log_dir,
             config.max_segment_bytes,
             &config.bootstrap_voters,
         )?;
+        finish_interrupted_install(&state_machine, &mut store)?;
+        if state_machine.conf_state()?.is_none() {
+            // Snapshots must know the membership even if it never changed.
+            let cs = store
+                .conf_state()
+                .write_to_bytes()
+                .expect("conf state encodes");
+            state_machine.record_conf_state(&cs)?;
+        }
         let applied = state_machine.applied_index()?;
         let last = store.last_index();
         if applied > last {
@@ -142,6 +170,12 @@ impl Driver {
                 learners: Vec::new(),
                 failure: None,
             },
+            dirs,
+            jobs,
+            snapshot_building: false,
+            durable_pending: false,
+            compact_log_entries: config.compact_log_entries,
+            compact_keep_entries: config.compact_keep_entries,
         };
         driver.last_status = driver.compute_status();
         Ok(driver)
@@ -245,6 +279,15 @@ impl Driver {
             Input::TransferLeader { to, tx } => {
                 let _ = tx.send(self.transfer_leader(to));
             }
+            Input::ReportSnapshot { to, ok } => {
+                let status = if ok {
+                    SnapshotStatus::Finish
+                } else {
+                    SnapshotStatus::Failure
+                };
+                self.node.report_snapshot(to, status);
+            }
+            Input::Job(done) => self.on_job(done),
             Input::Shutdown => {}
         }
     }
@@ -342,10 +385,16 @@ impl Driver {
             // A leader may send before its own append is durable (raft
             // counts its own vote only after persistence).
             self.transport.send(ready.take_messages());
+            let mut installed = None;
             if !ready.snapshot().is_empty() {
-                // The log is never compacted yet, so no peer is ever sent a
-                // snapshot it would have to install.
-                tracing::error!("unexpected snapshot in ready");
+                let meta = ready.snapshot().get_metadata().clone();
+                match self.install_snapshot(&meta) {
+                    Ok(dir) => installed = Some(dir),
+                    Err(reason) => {
+                        self.fail_storage(reason);
+                        return;
+                    }
+                }
             }
             for rs in ready.take_read_states() {
                 let ctx = rs
@@ -377,6 +426,15 @@ impl Driver {
                     return;
                 }
             }
+            if let Some(dir) = installed {
+                // The raft log now records the snapshot: the engine no
+                // longer needs the marker nor the staged copy.
+                if let Err(e) = self.state_machine.finish_install() {
+                    self.fail_storage(format!("clearing the install marker: {e}"));
+                    return;
+                }
+                let _ = std::fs::remove_dir_all(dir);
+            }
             self.transport.send(ready.take_persisted_messages());
             let mut light = self.node.advance(ready);
             if let Some(commit) = light.commit_index() {
@@ -388,6 +446,95 @@ impl Driver {
             self.node.advance_apply();
             self.answer_reads();
         }
+        self.maintain_log();
+    }
+
+    /// Starts a snapshot when raft asked for one, and compacts the log once
+    /// enough applied entries piled up (after making them durable).
+    fn maintain_log(&mut self) {
+        if self.failure.is_some() {
+            return;
+        }
+        if self.node.store().take_snapshot_request() && !self.snapshot_building {
+            self.snapshot_building = self.jobs.send(Job::Build).is_ok();
+        }
+        let applied = self.node.raft.raft_log.applied;
+        let first = self.node.store().first_index();
+        if !self.durable_pending && applied.saturating_sub(first) >= self.compact_log_entries {
+            self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
+        }
+    }
+
+    fn on_job(&mut self, done: JobDone) {
+        match done {
+            JobDone::Built { name, result } => {
+                self.snapshot_building = false;
+                let info = match result {
+                    Ok(info) => info,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "building a snapshot failed");
+                        return;
+                    }
+                };
+                let store = self.node.store();
+                let Some(term) = store.term_of(info.index) else {
+                    // The log moved past it meanwhile; raft will ask again.
+                    self.dirs.prune_outgoing("");
+                    return;
+                };
+                let mut conf_state = ConfState::default();
+                if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
+                    self.fail_storage(format!("snapshot configuration does not decode: {e}"));
+                    return;
+                }
+                let mut snapshot = Snapshot {
+                    data: name.clone().into_bytes().into(),
+                    ..Default::default()
+                };
+                let meta = snapshot.mut_metadata();
+                meta.index = info.index;
+                meta.term = term;
+                meta.set_conf_state(conf_state);
+                tracing::info!(index = info.index, term, name, "snapshot ready");
+                self.node.mut_store().set_ready_snapshot(snapshot);
+                self.dirs.prune_outgoing(&name);
+            }
+            JobDone::Durable { index, result } => {
+                self.durable_pending = false;
+                if let Err(e) = result {
+                    self.fail_storage(format!("making applied state durable: {e}"));
+                    return;
+                }
+                let to = index.saturating_sub(self.compact_keep_entries);
+                if to > self.node.store().first_index()
+                    && let Err(e) = self.node.mut_store().compact(to)
+                {
+                    self.fail_log(e.to_string());
+                }
+            }
+        }
+    }
+
+    /// Installs the staged snapshot raft wants applied; returns its staged
+    /// directory for removal once the raft log records it.
+    fn install_snapshot(&mut self, meta: &SnapshotMetadata) -> Result<std::path::PathBuf, String> {
+        let dir = self.dirs.incoming(meta.index, meta.term);
+        let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
+            format!(
+                "installing snapshot {} from {}: {e}",
+                meta.index,
+                dir.display()
+            )
+        })?;
+        if info.index != meta.index {
+            return Err(format!(
+                "snapshot holds index {} but raft says {}",
+                info.index, meta.index
+            ));
+        }
+        self.node.mut_store().apply_snapshot(meta);
+        tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
+        Ok(dir)
     }
 
     fn apply(&mut self, entries: Vec<Entry>) {
@@ -405,22 +552,25 @@ impl Driver {
                         return;
                     }
                 },
-                EntryType::EntryConfChange => {
-                    if !self.apply_encoded_conf_change::<ConfChange>(entry) {
-                        return;
-                    }
-                    None
-                }
-                EntryType::EntryConfChangeV2 => {
-                    if !self.apply_encoded_conf_change::<ConfChangeV2>(entry) {
-                        return;
-                    }
-                    None
+                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
+                    let cs = if entry.get_entry_type() == EntryType::EntryConfChange {
+                        self.apply_encoded_conf_change::<ConfChange>(entry)
+                    } else {
+                        self.apply_encoded_conf_change::<ConfChangeV2>(entry)
+                    };
+                    let Some(cs) = cs else { return };
+                    batch.push(Committed {
+                        index: entry.index,
+                        proposal: None,
+                        conf_state: Some(cs.write_to_bytes().expect("conf state encodes")),
+                    });
+                    continue;
                 }
             };
             batch.push(Committed {
                 index: entry.index,
                 proposal,
+                conf_state: None,
             });
         }
         let last = entries.last().map_or(0, |e| e.index);
@@ -454,22 +604,28 @@ impl Driver {
         }
     }
 
-    /// Decodes and applies a configuration change entry; a change that does
-    /// not decode fails the peer (the log holds something we did not write).
-    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> bool
+    /// Decodes and applies a configuration change entry and returns the new
+    /// configuration; a change that does not decode fails the peer (the log
+    /// holds something we did not write).
+    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> Option<ConfState>
     where
         C: protobuf::Message + raft_proto::ConfChangeI,
     {
         let mut cc = C::new();
         if let Err(e) = cc.merge_from_bytes(&entry.data) {
             self.fail_storage(format!("conf change {} does not decode: {e}", entry.index));
-            return false;
+            return None;
         }
         match self.node.apply_conf_change(&cc) {
-            Ok(cs) => self.node.mut_store().set_conf_state(&cs),
-            Err(e) => tracing::error!(error = %e, "conf change rejected"),
+            Ok(cs) => {
+                self.node.mut_store().set_conf_state(&cs);
+                Some(cs)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "conf change rejected");
+                Some(self.node.store().conf_state().clone())
+            }
         }
-        true
     }
 
     fn answer_reads(&mut self) {
@@ -560,4 +716,41 @@ impl Driver {
         }
         self.last_status = status;
     }
+}
+
+/// Finishes a snapshot install a crash interrupted: the staged copy is
+/// installed again (it is idempotent), and the raft log records the snapshot
+/// unless it already did.
+fn finish_interrupted_install(
+    sm: &StateMachine,
+    store: &mut RaftLogStore,
+) -> Result<(), StartError> {
+    let Some((term, dir)) = sm.interrupted_install()? else {
+        return Ok(());
+    };
+    if !dir.is_dir() {
+        return Err(StartError::Config(format!(
+            "an interrupted snapshot install needs {}, which is gone",
+            dir.display()
+        )));
+    }
+    tracing::warn!(dir = %dir.display(), "finishing an interrupted snapshot install");
+    let info = sm.install(&dir, term)?;
+    if store.first_index() <= info.index {
+        let mut meta = SnapshotMetadata {
+            index: info.index,
+            term,
+            ..Default::default()
+        };
+        let mut cs = ConfState::default();
+        cs.merge_from_bytes(&info.conf_state).map_err(|e| {
+            StartError::Config(format!("snapshot configuration does not decode: {e}"))
+        })?;
+        meta.set_conf_state(cs);
+        store.apply_snapshot(&meta);
+        store.persist()?;
+    }
+    sm.finish_install()?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
 }

@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, oneshot};
 use crate::command::{ApplyResult, Command};
 use crate::driver::{Driver, Input};
 use crate::error::{ProposeError, StartError};
+use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{PeerStatus, RaftEvent};
 use crate::transport::Transport;
@@ -43,11 +44,22 @@ pub struct PeerConfig {
     pub read_timeout: Duration,
     pub max_inflight_msgs: usize,
     pub max_size_per_msg_bytes: u64,
+    /// Where snapshots are built and staged.
+    pub snapshot_root: PathBuf,
+    /// Compact the raft log once this many applied entries are in it.
+    pub compact_log_entries: u64,
+    /// Entries kept behind the applied index at compaction, so a follower
+    /// that is only a little behind catches up without a snapshot.
+    pub compact_keep_entries: u64,
 }
 
 impl PeerConfig {
     pub fn new(id: u64, group_id: u64, bootstrap_voters: Vec<u64>, log_dir: PathBuf) -> Self {
+        let snapshot_root = log_dir.join("snapshots");
         PeerConfig {
+            snapshot_root,
+            compact_log_entries: 20_000,
+            compact_keep_entries: 5_000,
             id,
             group_id,
             bootstrap_voters,
@@ -68,6 +80,7 @@ impl PeerConfig {
 pub struct Peer {
     handle: PeerHandle,
     thread: Option<JoinHandle<()>>,
+    worker: Option<JoinHandle<()>>,
 }
 
 /// The cloneable front of a peer.
@@ -81,6 +94,7 @@ pub(crate) struct Shared {
     pub(crate) status: RwLock<PeerStatus>,
     pub(crate) events: broadcast::Sender<RaftEvent>,
     pub(crate) state_machine: Arc<StateMachine>,
+    pub(crate) snapshot_dirs: SnapshotDirs,
     /// How many times the raft log was fsynced.
     pub(crate) log_syncs: AtomicU64,
     next_request_id: AtomicU64,
@@ -96,7 +110,30 @@ impl Peer {
     ) -> Result<Peer, StartError> {
         let (tx, rx) = crossbeam_channel::bounded(config.inbox_capacity);
         let (events, _) = broadcast::channel(256);
-        let driver = Driver::new(&config, state_machine.clone(), rx, Box::new(transport))?;
+        let dirs = SnapshotDirs::new(config.snapshot_root.clone()).map_err(|e| {
+            StartError::Config(format!(
+                "snapshot directory {}: {e}",
+                config.snapshot_root.display()
+            ))
+        })?;
+        // A small queue: at most one build and one durability job are in flight.
+        let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
+        let driver = Driver::new(
+            &config,
+            state_machine.clone(),
+            rx,
+            Box::new(transport),
+            dirs.clone(),
+            jobs_tx,
+        )?;
+        let worker = spawn_worker(
+            format!("snap-{}-{}", config.group_id, config.id),
+            state_machine.clone(),
+            dirs.clone(),
+            tx.clone(),
+            jobs_rx,
+        )
+        .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;
         // Request ids only need to be unique per proposer and restart: start
         // from a random point so a restarted node does not reuse old ids.
         let seed = rand::random::<u64>() >> 1;
@@ -105,6 +142,7 @@ impl Peer {
             status: RwLock::new(driver.status()),
             events,
             state_machine,
+            snapshot_dirs: dirs,
             log_syncs: AtomicU64::new(0),
             next_request_id: AtomicU64::new(seed),
         });
@@ -117,6 +155,7 @@ impl Peer {
         Ok(Peer {
             handle,
             thread: Some(thread),
+            worker: Some(worker),
         })
     }
 
@@ -130,6 +169,10 @@ impl Drop for Peer {
         let _ = self.handle.inner.inbox.send(Input::Shutdown);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        // The driver is gone, so the job queue is closed and the worker ends.
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
         }
     }
 }
@@ -196,6 +239,17 @@ impl PeerHandle {
     pub fn step(&self, message: Message) {
         // A full inbox drops the message; raft retransmits.
         let _ = self.inner.inbox.try_send(Input::Step(message));
+    }
+
+    /// Tells raft how sending a snapshot to `to` ended.
+    pub fn report_snapshot(&self, to: u64, ok: bool) {
+        // Must not be lost: raft waits for it before sending more to `to`.
+        let _ = self.inner.inbox.send(Input::ReportSnapshot { to, ok });
+    }
+
+    /// Where this peer's snapshots live (for the transport).
+    pub fn snapshot_dirs(&self) -> &SnapshotDirs {
+        &self.inner.snapshot_dirs
     }
 
     /// Tells raft that a peer could not be reached, so it stops pipelining to it.

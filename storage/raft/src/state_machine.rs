@@ -9,19 +9,35 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use strata_engine::{Engine, EngineError, WriteBatch};
+use std::path::{Path, PathBuf};
+
+use strata_engine::{Engine, EngineError, Options, WriteBatch};
 
 use crate::command::{ApplyResult, Command, Op, Proposal};
 use crate::keys;
 
 /// A committed entry as the state machine sees it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Committed {
     pub index: u64,
     /// `None` for entries without a command (a new leader's empty entry, a
     /// configuration change).
     pub proposal: Option<Proposal>,
+    /// The encoded configuration after a configuration change entry, stored
+    /// with the data so a snapshot of the engine knows its membership.
+    pub conf_state: Option<Vec<u8>>,
 }
+
+/// What a snapshot of the state machine holds: the applied index and the
+/// configuration as of that index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    pub index: u64,
+    pub conf_state: Vec<u8>,
+}
+
+/// Engine keys per batch while copying a snapshot in.
+const INSTALL_BATCH_KEYS: usize = 1024;
 
 /// The outcome of one applied command.
 #[derive(Debug)]
@@ -39,6 +55,8 @@ pub struct StateMachine {
     engine: Arc<Engine>,
     group: u64,
     applied_key: Vec<u8>,
+    conf_key: Vec<u8>,
+    installing_key: Vec<u8>,
 }
 
 impl StateMachine {
@@ -47,6 +65,8 @@ impl StateMachine {
             engine,
             group,
             applied_key: keys::meta_key(group, "applied_index"),
+            conf_key: keys::meta_key(group, "conf_state"),
+            installing_key: keys::meta_key(group, "installing_snapshot"),
         }
     }
 
@@ -84,6 +104,9 @@ impl StateMachine {
         let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
         let mut out = Vec::new();
         for entry in entries {
+            if let Some(cs) = &entry.conf_state {
+                batch.put(&self.conf_key, cs);
+            }
             let Some(p) = &entry.proposal else { continue };
             let result = match &p.command {
                 Command::Put { key, value } => {
@@ -165,6 +188,124 @@ impl StateMachine {
         }
     }
 
+    /// The configuration stored with the data, if a change was ever applied
+    /// (or recorded at bootstrap).
+    pub fn conf_state(&self) -> Result<Option<Vec<u8>>, EngineError> {
+        self.engine.get(&self.conf_key)
+    }
+
+    /// Records the configuration the group started with.
+    pub fn record_conf_state(&self, conf_state: &[u8]) -> Result<(), EngineError> {
+        let mut batch = WriteBatch::default();
+        batch.put(&self.conf_key, conf_state);
+        self.engine.write(&batch)?;
+        Ok(())
+    }
+
+    /// Writes a consistent copy of the engine to `dir` and says which applied
+    /// index and configuration it holds. Runs off the raft thread.
+    pub fn checkpoint(&self, dir: &Path) -> Result<SnapshotInfo, EngineError> {
+        self.engine.checkpoint(dir)?;
+        let copy = Engine::open(dir, Options::default())?;
+        let view = StateMachine::new(Arc::new(copy), self.group);
+        let info = SnapshotInfo {
+            index: view.applied_index()?,
+            conf_state: view.conf_state()?.unwrap_or_default(),
+        };
+        drop(view);
+        Ok(info)
+    }
+
+    /// The term and staged directory of a snapshot install that has not been
+    /// finished ([`finish_install`](Self::finish_install)), if any.
+    pub fn interrupted_install(&self) -> Result<Option<(u64, PathBuf)>, EngineError> {
+        let Some(v) = self.engine.get(&self.installing_key)? else {
+            return Ok(None);
+        };
+        let term = v
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| EngineError::Corruption {
+                context: format!(
+                    "install marker of group {} is {} bytes",
+                    self.group,
+                    v.len()
+                ),
+            })?;
+        let path = PathBuf::from(String::from_utf8_lossy(&v[8..]).into_owned());
+        Ok(Some((term, path)))
+    }
+
+    /// Replaces this group's data with the checkpoint in `dir` (a snapshot
+    /// taken at raft term `term`). A marker is written first and stays until
+    /// [`finish_install`](Self::finish_install), so a crash at any point is
+    /// finished at the next start. The data is durable when this returns.
+    pub fn install(&self, dir: &Path, term: u64) -> Result<SnapshotInfo, EngineError> {
+        let mut marker = term.to_be_bytes().to_vec();
+        marker.extend_from_slice(dir.to_string_lossy().as_bytes());
+        let mut mark = WriteBatch::default();
+        mark.put(&self.installing_key, &marker);
+        self.engine.write(&mark)?;
+        self.engine.sync_wal()?;
+
+        let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+        // Delete what the group holds now.
+        loop {
+            let old = self.engine.scan(
+                Bound::Included(&lo[..]),
+                Bound::Excluded(&hi[..]),
+                INSTALL_BATCH_KEYS,
+            )?;
+            if old.is_empty() {
+                break;
+            }
+            let mut batch = WriteBatch::default();
+            for (k, _) in &old {
+                batch.delete(k);
+            }
+            self.engine.write(&batch)?;
+        }
+        // Copy the snapshot's data in.
+        let source =
+            StateMachine::new(Arc::new(Engine::open(dir, Options::default())?), self.group);
+        let mut from = lo.clone();
+        loop {
+            let pairs = source.engine.scan(
+                Bound::Included(&from[..]),
+                Bound::Excluded(&hi[..]),
+                INSTALL_BATCH_KEYS,
+            )?;
+            let Some((last, _)) = pairs.last() else { break };
+            from = last.clone();
+            from.push(0);
+            let mut batch = WriteBatch::default();
+            for (k, v) in &pairs {
+                batch.put(k, v);
+            }
+            self.engine.write(&batch)?;
+        }
+        let info = SnapshotInfo {
+            index: source.applied_index()?,
+            conf_state: source.conf_state()?.unwrap_or_default(),
+        };
+        drop(source);
+        let mut done = WriteBatch::default();
+        done.put(&self.applied_key, &info.index.to_be_bytes());
+        done.put(&self.conf_key, &info.conf_state);
+        self.engine.write(&done)?;
+        self.engine.sync_wal()?;
+        Ok(info)
+    }
+
+    /// Removes the install marker once the raft log records the snapshot.
+    pub fn finish_install(&self) -> Result<(), EngineError> {
+        let mut batch = WriteBatch::default();
+        batch.delete(&self.installing_key);
+        self.engine.write(&batch)?;
+        self.engine.sync_wal()
+    }
+
     /// The value of a user key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
         self.engine.get(&keys::data_key(self.group, key))
@@ -204,6 +345,7 @@ mod tests {
                 request_id,
                 command,
             }),
+            conf_state: None,
         }
     }
 
@@ -237,7 +379,7 @@ mod tests {
                 committed(3, 12, Command::Delete { key: "a".into() }),
                 Committed {
                     index: 4,
-                    proposal: None,
+                    ..Default::default()
                 },
             ])
             .unwrap();
@@ -318,5 +460,54 @@ mod tests {
             g2.scan(b"", None, 10).unwrap(),
             vec![(b"a".to_vec(), b"other".to_vec())]
         );
+    }
+
+    #[test]
+    fn checkpoint_installs_into_another_replica_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let leader = open(&dir.path().join("leader"));
+        leader
+            .apply(&[
+                committed(1, 1, put("a", "1")),
+                committed(2, 2, put("b", "2")),
+                Committed {
+                    index: 3,
+                    conf_state: Some(b"conf".to_vec()),
+                    ..Default::default()
+                },
+            ])
+            .unwrap();
+        let snap = dir.path().join("snap");
+        let info = leader.checkpoint(&snap).unwrap();
+        assert_eq!(
+            info,
+            SnapshotInfo {
+                index: 3,
+                conf_state: b"conf".to_vec()
+            }
+        );
+        // Writes after the checkpoint are not in it.
+        leader.apply(&[committed(4, 3, put("c", "3"))]).unwrap();
+
+        let follower = open(&dir.path().join("follower"));
+        follower
+            .apply(&[committed(1, 9, put("stale", "x"))])
+            .unwrap();
+        let got = follower.install(&snap, 7).unwrap();
+        assert_eq!(got, info);
+        assert_eq!(
+            follower.interrupted_install().unwrap(),
+            Some((7, snap.clone()))
+        );
+        follower.finish_install().unwrap();
+        assert_eq!(follower.applied_index().unwrap(), 3);
+        assert_eq!(
+            follower.scan(b"", None, 10).unwrap(),
+            vec![
+                (b"a".to_vec(), b"1".to_vec()),
+                (b"b".to_vec(), b"2".to_vec())
+            ]
+        );
+        assert_eq!(follower.interrupted_install().unwrap(), None);
     }
 }

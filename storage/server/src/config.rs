@@ -34,6 +34,13 @@ pub struct NodeConfig {
     pub limits: Limits,
     #[command(flatten)]
     pub timing: Timing,
+    /// Compact the raft log once this many applied entries are in it.
+    #[arg(long, env = "STRATA_COMPACT_LOG_ENTRIES", default_value_t = 20_000)]
+    pub compact_log_entries: u64,
+    /// Entries kept behind the applied index at compaction; a follower
+    /// further behind catches up by snapshot.
+    #[arg(long, env = "STRATA_COMPACT_KEEP_ENTRIES", default_value_t = 5_000)]
+    pub compact_keep_entries: u64,
 }
 
 /// Bounds on what a request may carry.
@@ -160,6 +167,8 @@ impl NodeConfig {
             group_id: 1,
             limits: Limits::default(),
             timing: Timing::default(),
+            compact_log_entries: 20_000,
+            compact_keep_entries: 5_000,
         }
     }
 }

@@ -12,6 +12,8 @@ pub mod grpc;
 pub mod node;
 pub mod peers;
 pub mod rest;
+pub mod snapshot_receive;
+pub mod snapshot_send;
 pub mod transport;
 
 pub use config::NodeConfig;

@@ -71,6 +71,11 @@ pub async fn run(
     peer_config.tick = Duration::from_millis(config.timing.tick_ms);
     peer_config.election_ticks = config.timing.election_ticks;
     peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
+    peer_config.snapshot_root = config
+        .data_dir
+        .join(format!("snapshots-{}", config.group_id));
+    peer_config.compact_log_entries = config.compact_log_entries;
+    peer_config.compact_keep_entries = config.compact_keep_entries;
     let peer =
         Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
     let handle = peer.handle();

@@ -12,7 +12,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use strata_proto::v1::RaftBatch;
 use strata_proto::v1::raft_client::RaftClient;
-use strata_raft::{Message, PeerHandle, Transport};
+use strata_raft::{Message, MessageType, PeerHandle, Transport};
+
+use crate::snapshot_send;
 use tokio::sync::mpsc;
 
 use crate::peers::PeerChannels;
@@ -24,6 +26,11 @@ const BACKOFF_AFTER_FAILURE: Duration = Duration::from_millis(20);
 
 pub struct GrpcTransport {
     queues: HashMap<u64, mpsc::Sender<Message>>,
+    channels: HashMap<u64, tonic::transport::Channel>,
+    group_id: u64,
+    from: u64,
+    peer: Arc<OnceLock<PeerHandle>>,
+    runtime: tokio::runtime::Handle,
 }
 
 impl GrpcTransport {
@@ -31,10 +38,12 @@ impl GrpcTransport {
     /// peer exists, so failures can be reported to it.
     pub fn start(channels: &PeerChannels, group_id: u64, peer: Arc<OnceLock<PeerHandle>>) -> Self {
         let mut queues = HashMap::new();
+        let mut snapshot_channels = HashMap::new();
         for &to in channels.members().keys() {
             let Some(channel) = channels.channel(to) else {
                 continue;
             };
+            snapshot_channels.insert(to, channel.clone());
             let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
             let client = RaftClient::new(channel)
                 .max_decoding_message_size(64 << 20)
@@ -49,13 +58,39 @@ impl GrpcTransport {
             ));
             queues.insert(to, tx);
         }
-        GrpcTransport { queues }
+        GrpcTransport {
+            queues,
+            channels: snapshot_channels,
+            group_id,
+            from: channels.self_id(),
+            peer,
+            runtime: tokio::runtime::Handle::current(),
+        }
     }
 }
 
 impl Transport for GrpcTransport {
     fn send(&self, messages: Vec<Message>) {
         for m in messages {
+            if m.get_msg_type() == MessageType::MsgSnapshot {
+                // Snapshots travel on their own stream so they never hold up
+                // heartbeats and appends to other peers.
+                match (self.peer.get(), self.channels.get(&m.to)) {
+                    (Some(peer), Some(channel)) => {
+                        let fut = snapshot_send::send(
+                            peer.clone(),
+                            channel.clone(),
+                            self.group_id,
+                            self.from,
+                            m,
+                        );
+                        self.runtime.spawn(fut);
+                    }
+                    (Some(peer), None) => peer.report_snapshot(m.to, false),
+                    _ => {}
+                }
+                continue;
+            }
             if let Some(q) = self.queues.get(&m.to) {
                 let _ = q.try_send(m);
             }

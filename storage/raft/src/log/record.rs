@@ -25,6 +25,12 @@ pub enum RecordKind {
     HardState = 2,
     /// The latest configuration state (voters, learners).
     ConfState = 3,
+    /// Entries up to and including this index and term were discarded;
+    /// later entries are kept (log compaction).
+    Compacted = 4,
+    /// A snapshot was installed: every entry is discarded and the log
+    /// continues after the snapshot's index (raft-rs `SnapshotMetadata`).
+    Snapshot = 5,
 }
 
 impl RecordKind {
@@ -33,6 +39,8 @@ impl RecordKind {
             1 => Some(RecordKind::Entries),
             2 => Some(RecordKind::HardState),
             3 => Some(RecordKind::ConfState),
+            4 => Some(RecordKind::Compacted),
+            5 => Some(RecordKind::Snapshot),
             _ => None,
         }
     }

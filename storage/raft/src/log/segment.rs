@@ -14,11 +14,12 @@ use crate::error::LogError;
 
 const SUFFIX: &str = ".rlog";
 
-/// One decoded record, owned.
+/// One decoded record, owned, with the segment it came from.
 #[derive(Debug)]
 pub struct OwnedRecord {
     pub kind: RecordKind,
     pub payload: Vec<u8>,
+    pub seq: u64,
 }
 
 /// The writable end of the log's segment files.
@@ -67,7 +68,7 @@ impl Segments {
         for (i, &seq) in seqs.iter().enumerate() {
             let path = segment_path(dir, seq);
             let is_last = i + 1 == seqs.len();
-            let valid_len = read_segment(&path, is_last, &mut records)?;
+            let valid_len = read_segment(&path, seq, is_last, &mut records)?;
             if is_last {
                 last = Some((seq, path, valid_len));
             }
@@ -109,17 +110,41 @@ impl Segments {
         Ok((segments, records))
     }
 
-    /// Writes already framed records. They are durable only after [`sync`].
-    ///
-    /// [`sync`]: Segments::sync
+    /// Whether writing `len` more bytes starts a new segment first.
+    pub fn would_roll(&self, len: usize) -> bool {
+        self.size_bytes > 0 && self.size_bytes + len as u64 > self.max_segment_bytes
+    }
+
+    /// The sequence number of the segment being written.
+    pub fn current_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Writes already framed records into the current segment. They are
+    /// durable only after [`sync`](Segments::sync). Callers roll first when
+    /// [`would_roll`](Segments::would_roll) says so.
     pub fn write(&mut self, framed: &[u8]) -> Result<(), LogError> {
-        if self.size_bytes > 0 && self.size_bytes + framed.len() as u64 > self.max_segment_bytes {
-            self.roll()?;
-        }
         self.file
             .write_all(framed)
             .map_err(|e| LogError::io(&self.path, e))?;
         self.size_bytes += framed.len() as u64;
+        Ok(())
+    }
+
+    /// Deletes the given sealed segments (never the current one).
+    pub fn remove(&mut self, seqs: &[u64]) -> Result<(), LogError> {
+        let mut removed = false;
+        for &seq in seqs {
+            if seq == self.seq {
+                continue;
+            }
+            let path = segment_path(&self.dir, seq);
+            fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+            removed = true;
+        }
+        if removed {
+            sync_dir(&self.dir)?;
+        }
         Ok(())
     }
 
@@ -132,7 +157,7 @@ impl Segments {
 
     /// Starts a new segment. The old one is synced first so that a later
     /// segment never exists without every earlier byte being durable.
-    fn roll(&mut self) -> Result<(), LogError> {
+    pub fn roll(&mut self) -> Result<(), LogError> {
         self.sync()?;
         let seq = self.seq + 1;
         let path = segment_path(&self.dir, seq);
@@ -153,6 +178,7 @@ impl Segments {
 /// Reads one segment into `records`; returns the length of its valid prefix.
 fn read_segment(
     path: &Path,
+    seq: u64,
     is_last: bool,
     records: &mut Vec<OwnedRecord>,
 ) -> Result<u64, LogError> {
@@ -171,6 +197,7 @@ fn read_segment(
                 records.push(OwnedRecord {
                     kind,
                     payload: payload.to_vec(),
+                    seq,
                 });
                 offset += size;
             }
@@ -210,7 +237,11 @@ mod tests {
         let (mut segs, recs) = Segments::open(dir.path(), 64).unwrap();
         assert!(recs.is_empty());
         for i in 0..10u8 {
-            segs.write(&framed(RecordKind::Entries, &[i; 20])).unwrap();
+            let rec = framed(RecordKind::Entries, &[i; 20]);
+            if segs.would_roll(rec.len()) {
+                segs.roll().unwrap();
+            }
+            segs.write(&rec).unwrap();
         }
         segs.sync().unwrap();
         drop(segs);

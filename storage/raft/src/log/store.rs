@@ -3,11 +3,17 @@
 //! Every mutation is framed into a pending buffer; [`RaftLogStore::persist`]
 //! writes the buffer and issues one `fdatasync`, so all entries and the hard
 //! state of one Ready share a single sync (group commit).
+//!
+//! Every segment starts with the state needed to replay it (hard state,
+//! configuration, compaction point), so a sealed segment whose entries were
+//! all compacted away can be deleted without losing anything.
 
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use protobuf::Message as _;
-use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
 use super::record::{self, RecordKind};
@@ -21,6 +27,10 @@ pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 pub struct RaftLogStore {
     segments: Segments,
     pending: Vec<u8>,
+    /// Highest entry index in `pending`, 0 if none.
+    pending_max_index: u64,
+    /// Highest entry index written into each segment.
+    segment_max_index: BTreeMap<u64, u64>,
     /// Entries from `first_index` on, contiguous.
     entries: Vec<Entry>,
     first_index: u64,
@@ -29,6 +39,14 @@ pub struct RaftLogStore {
     base_term: u64,
     hard_state: HardState,
     conf_state: ConfState,
+    /// A snapshot prepared for sending (data: an opaque id), if any.
+    ready_snapshot: Option<Snapshot>,
+    /// Set when raft asked for a snapshot that is not ready yet.
+    snapshot_wanted: Cell<bool>,
+    /// During replay: the log started past its recorded base (the segments
+    /// before were deleted after a compaction); a later compaction record
+    /// must confirm the base.
+    base_unconfirmed: bool,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -37,6 +55,19 @@ fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
         offset: 0,
         reason: reason.into(),
     }
+}
+
+fn encode_compacted(index: u64, term: u64) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&index.to_le_bytes());
+    b[8..].copy_from_slice(&term.to_le_bytes());
+    b
+}
+
+fn decode_compacted(p: &[u8]) -> Option<(u64, u64)> {
+    let index = u64::from_le_bytes(p.get(..8)?.try_into().ok()?);
+    let term = u64::from_le_bytes(p.get(8..16)?.try_into().ok()?);
+    (p.len() == 16).then_some((index, term))
 }
 
 impl RaftLogStore {
@@ -53,15 +84,29 @@ impl RaftLogStore {
         let mut store = RaftLogStore {
             segments,
             pending: Vec::new(),
+            pending_max_index: 0,
+            segment_max_index: BTreeMap::new(),
             entries: Vec::new(),
             first_index: 1,
             base_index: 0,
             base_term: 0,
             hard_state: HardState::default(),
             conf_state: ConfState::default(),
+            ready_snapshot: None,
+            snapshot_wanted: Cell::new(false),
+            base_unconfirmed: false,
         };
         for rec in records {
             store.replay(dir, rec)?;
+        }
+        if store.base_unconfirmed {
+            return Err(corrupt(
+                dir,
+                format!(
+                    "the log starts at {} but no compaction record covers the entries before",
+                    store.first_index
+                ),
+            ));
         }
         if is_new && !bootstrap_voters.is_empty() {
             let mut cs = ConfState::default();
@@ -73,6 +118,7 @@ impl RaftLogStore {
     }
 
     fn replay(&mut self, dir: &Path, rec: OwnedRecord) -> Result<(), LogError> {
+        self.segment_max_index.entry(rec.seq).or_insert(0);
         match rec.kind {
             RecordKind::HardState => {
                 self.hard_state = HardState::parse_from_bytes(&rec.payload)
@@ -82,9 +128,35 @@ impl RaftLogStore {
                 self.conf_state = ConfState::parse_from_bytes(&rec.payload)
                     .map_err(|e| corrupt(dir, format!("conf state: {e}")))?;
             }
+            RecordKind::Compacted => {
+                let (index, term) = decode_compacted(&rec.payload)
+                    .ok_or_else(|| corrupt(dir, "malformed compaction record"))?;
+                if index > self.base_index {
+                    self.discard_through(index, term);
+                    self.base_unconfirmed = false;
+                } else if index == self.base_index {
+                    self.base_term = term;
+                    self.base_unconfirmed = false;
+                }
+            }
+            RecordKind::Snapshot => {
+                let meta = SnapshotMetadata::parse_from_bytes(&rec.payload)
+                    .map_err(|e| corrupt(dir, format!("snapshot record: {e}")))?;
+                self.restore(&meta);
+                self.base_unconfirmed = false;
+            }
             RecordKind::Entries => {
                 let entries = decode_entries(&rec.payload).map_err(|r| corrupt(dir, r))?;
                 if let Some(first) = entries.first() {
+                    // The oldest kept segment may begin past the base its
+                    // header recorded: segments before it were deleted after
+                    // a compaction that a later record describes.
+                    if self.entries.is_empty() && first.index > self.first_index {
+                        self.base_index = first.index - 1;
+                        self.base_term = 0;
+                        self.first_index = first.index;
+                        self.base_unconfirmed = true;
+                    }
                     if first.index < self.first_index || first.index > self.last_index_inner() + 1 {
                         return Err(corrupt(
                             dir,
@@ -96,6 +168,9 @@ impl RaftLogStore {
                             ),
                         ));
                     }
+                    let last = entries.last().map_or(0, |e| e.index);
+                    let max = self.segment_max_index.entry(rec.seq).or_insert(0);
+                    *max = (*max).max(last);
                     self.truncate_from(first.index);
                     self.entries.extend(entries);
                 }
@@ -111,6 +186,30 @@ impl RaftLogStore {
     fn truncate_from(&mut self, index: u64) {
         let keep = (index - self.first_index) as usize;
         self.entries.truncate(keep);
+    }
+
+    /// Drops every entry up to and including `index` (whose term is `term`).
+    fn discard_through(&mut self, index: u64, term: u64) {
+        let drop = (index + 1)
+            .saturating_sub(self.first_index)
+            .min(self.entries.len() as u64) as usize;
+        self.entries.drain(..drop);
+        if self.entries.first().is_some_and(|e| e.index != index + 1) {
+            self.entries.clear();
+        }
+        self.base_index = index;
+        self.base_term = term;
+        self.first_index = index + 1;
+    }
+
+    fn restore(&mut self, meta: &SnapshotMetadata) {
+        self.entries.clear();
+        self.base_index = meta.index;
+        self.base_term = meta.term;
+        self.first_index = meta.index + 1;
+        self.conf_state = meta.get_conf_state().clone();
+        self.hard_state.commit = self.hard_state.commit.max(meta.index);
+        self.hard_state.term = self.hard_state.term.max(meta.term);
     }
 
     /// Appends entries, replacing any existing entries at or after the first
@@ -129,6 +228,9 @@ impl RaftLogStore {
         }
         self.truncate_from(first.index);
         self.entries.extend_from_slice(entries);
+        self.pending_max_index = self
+            .pending_max_index
+            .max(entries.last().map_or(0, |e| e.index));
         let payload = encode_entries(entries);
         record::encode(RecordKind::Entries, &payload, &mut self.pending);
     }
@@ -157,6 +259,50 @@ impl RaftLogStore {
         record::encode(RecordKind::ConfState, &payload, &mut self.pending);
     }
 
+    /// Discards entries up to and including `index` (log compaction), then
+    /// deletes sealed segments that hold only discarded entries. `index` must
+    /// be applied and its effects durable in the state machine.
+    pub fn compact(&mut self, index: u64) -> Result<(), LogError> {
+        if index <= self.base_index {
+            return Ok(());
+        }
+        assert!(
+            index <= self.last_index_inner(),
+            "compacting past the last entry"
+        );
+        let term = self.entries[(index - self.first_index) as usize].term;
+        self.discard_through(index, term);
+        record::encode(
+            RecordKind::Compacted,
+            &encode_compacted(index, term),
+            &mut self.pending,
+        );
+        self.persist()?;
+        let current = self.segments.current_seq();
+        let dead: Vec<u64> = self
+            .segment_max_index
+            .iter()
+            .filter(|&(&seq, &max)| seq != current && max < self.first_index)
+            .map(|(&seq, _)| seq)
+            .collect();
+        self.segments.remove(&dead)?;
+        for seq in dead {
+            self.segment_max_index.remove(&seq);
+        }
+        Ok(())
+    }
+
+    /// Replaces the whole log with a snapshot's position (a follower that
+    /// installed a snapshot). Durable after [`persist`](Self::persist).
+    pub fn apply_snapshot(&mut self, meta: &SnapshotMetadata) {
+        self.restore(meta);
+        let payload = meta.write_to_bytes().expect("snapshot metadata encodes");
+        record::encode(RecordKind::Snapshot, &payload, &mut self.pending);
+        let hs = self.hard_state.clone();
+        let payload = hs.write_to_bytes().expect("hard state encodes");
+        record::encode(RecordKind::HardState, &payload, &mut self.pending);
+    }
+
     /// Whether anything is waiting for [`persist`](Self::persist).
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
@@ -168,9 +314,38 @@ impl RaftLogStore {
         if self.pending.is_empty() {
             return Ok(false);
         }
+        if self.segments.would_roll(self.pending.len()) {
+            self.segments.roll()?;
+            // A new segment starts with everything needed to replay it.
+            let mut header = Vec::new();
+            let hs = self
+                .hard_state
+                .write_to_bytes()
+                .expect("hard state encodes");
+            record::encode(RecordKind::HardState, &hs, &mut header);
+            let cs = self
+                .conf_state
+                .write_to_bytes()
+                .expect("conf state encodes");
+            record::encode(RecordKind::ConfState, &cs, &mut header);
+            if self.base_index > 0 {
+                record::encode(
+                    RecordKind::Compacted,
+                    &encode_compacted(self.base_index, self.base_term),
+                    &mut header,
+                );
+            }
+            self.segments.write(&header)?;
+        }
         self.segments.write(&self.pending)?;
         self.segments.sync()?;
+        let max = self
+            .segment_max_index
+            .entry(self.segments.current_seq())
+            .or_insert(0);
+        *max = (*max).max(self.pending_max_index);
         self.pending.clear();
+        self.pending_max_index = 0;
         Ok(true)
     }
 
@@ -182,9 +357,41 @@ impl RaftLogStore {
         &self.conf_state
     }
 
-    /// The index of the last entry (0 for an empty log).
+    /// The index of the last entry (the snapshot or compaction point for an
+    /// empty log).
     pub fn last_index(&self) -> u64 {
         self.last_index_inner()
+    }
+
+    /// The first index still in the log.
+    pub fn first_index(&self) -> u64 {
+        self.first_index
+    }
+
+    /// The term of an entry still in the log (or of the compaction point).
+    pub fn term_of(&self, index: u64) -> Option<u64> {
+        self.term(index).ok()
+    }
+
+    /// How many segment files the log has.
+    pub fn segment_count(&self) -> usize {
+        self.segment_max_index.len().max(1)
+    }
+
+    /// Offers a snapshot for raft to send to lagging followers.
+    pub fn set_ready_snapshot(&mut self, snapshot: Snapshot) {
+        self.ready_snapshot = Some(snapshot);
+        self.snapshot_wanted.set(false);
+    }
+
+    /// The snapshot on offer, if any.
+    pub fn ready_snapshot(&self) -> Option<&Snapshot> {
+        self.ready_snapshot.as_ref()
+    }
+
+    /// Whether raft asked for a snapshot that is not ready; clears the flag.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.snapshot_wanted.replace(false)
     }
 }
 
@@ -275,15 +482,18 @@ impl Storage for RaftLogStore {
         Ok(self.last_index_inner())
     }
 
-    fn snapshot(&self, _request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        // The log is never compacted yet, so raft never needs a snapshot to
-        // catch a follower up; an empty one at the base is always valid.
-        let mut snap = Snapshot::default();
-        let meta = snap.mut_metadata();
-        meta.index = self.base_index;
-        meta.term = self.base_term;
-        meta.set_conf_state(self.conf_state.clone());
-        Ok(snap)
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        if let Some(snap) = &self.ready_snapshot {
+            let index = snap.get_metadata().index;
+            // A follower that installs it must be able to continue from our log.
+            if index >= request_index && index >= self.base_index {
+                return Ok(snap.clone());
+            }
+        }
+        self.snapshot_wanted.set(true);
+        Err(raft::Error::Store(
+            StorageError::SnapshotTemporarilyUnavailable,
+        ))
     }
 }
 
@@ -370,5 +580,87 @@ mod tests {
             store.entries(0, 2, None, GetEntriesContext::empty(false)),
             Err(raft::Error::Store(StorageError::Compacted))
         ));
+    }
+
+    fn segment_files(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir).unwrap().count()
+    }
+
+    #[test]
+    fn compaction_survives_reopen_and_deletes_dead_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        // Tiny segments: every persist of a few entries rolls.
+        let mut store = RaftLogStore::open(dir.path(), 256, &[1]).unwrap();
+        for i in 1..=60u64 {
+            store.append(&[entry(i, 1, &[7; 40])]);
+            store.set_commit(i);
+            store.persist().unwrap();
+        }
+        let before = segment_files(dir.path());
+        assert!(before > 10, "{before} segments");
+        store.compact(50).unwrap();
+        assert_eq!(store.first_index(), 51);
+        assert_eq!(store.term(50).unwrap(), 1);
+        assert!(matches!(
+            store.term(49),
+            Err(raft::Error::Store(StorageError::Compacted))
+        ));
+        let after = segment_files(dir.path());
+        assert!(after < before / 2, "{before} -> {after} segments");
+        drop(store);
+        let store = RaftLogStore::open(dir.path(), 256, &[1]).unwrap();
+        assert_eq!((store.first_index(), store.last_index()), (51, 60));
+        assert_eq!(store.conf_state().voters, vec![1]);
+        assert_eq!(store.hard_state().commit, 60);
+        let got = store
+            .entries(51, 61, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(got.len(), 10);
+    }
+
+    #[test]
+    fn installed_snapshot_replaces_the_log_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
+        store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b")]);
+        store.persist().unwrap();
+        let mut meta = SnapshotMetadata {
+            index: 100,
+            term: 4,
+            ..Default::default()
+        };
+        meta.mut_conf_state().set_voters(vec![1, 2, 3, 4]);
+        store.apply_snapshot(&meta);
+        store.persist().unwrap();
+        store.append(&[entry(101, 4, b"after")]);
+        store.persist().unwrap();
+        drop(store);
+        let store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
+        assert_eq!((store.first_index(), store.last_index()), (101, 101));
+        assert_eq!(store.term(100).unwrap(), 4);
+        assert_eq!(store.conf_state().voters, vec![1, 2, 3, 4]);
+        assert!(store.hard_state().commit >= 100);
+    }
+
+    #[test]
+    fn snapshot_is_requested_until_one_is_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        assert!(matches!(
+            store.snapshot(0, 2),
+            Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable
+            ))
+        ));
+        assert!(store.take_snapshot_request());
+        assert!(!store.take_snapshot_request());
+        let mut snap = Snapshot::default();
+        snap.mut_metadata().index = 5;
+        snap.mut_metadata().term = 1;
+        store.set_ready_snapshot(snap);
+        assert_eq!(store.snapshot(3, 2).unwrap().get_metadata().index, 5);
+        // Too old for what is asked: a new one is requested.
+        assert!(store.snapshot(9, 2).is_err());
+        assert!(store.take_snapshot_request());
     }
 }

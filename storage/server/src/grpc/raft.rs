@@ -1,9 +1,11 @@
 //! The receiving end of the internal raft transport.
 
 use strata_proto::v1::raft_server::Raft;
-use strata_proto::v1::{RaftAck, RaftBatch};
+use strata_proto::v1::{RaftAck, RaftBatch, SnapshotChunk};
 use strata_raft::PeerHandle;
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::snapshot_receive;
 
 pub struct RaftService {
     id: u64,
@@ -50,6 +52,14 @@ impl Raft for RaftService {
         for m in messages {
             self.peer.step(m);
         }
+        Ok(Response::new(RaftAck {}))
+    }
+
+    async fn install_snapshot(
+        &self,
+        req: Request<Streaming<SnapshotChunk>>,
+    ) -> Result<Response<RaftAck>, Status> {
+        snapshot_receive::receive(self.id, self.group_id, &self.peer, req.into_inner()).await?;
         Ok(Response::new(RaftAck {}))
     }
 }

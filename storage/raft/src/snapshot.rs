@@ -1,0 +1,136 @@
+//! Snapshots on disk, and the thread that makes them.
+//!
+//! An outgoing snapshot is an engine checkpoint in `<root>/out-<n>`, built
+//! off the raft thread; raft's `Snapshot.data` carries only its name. An
+//! incoming one is staged by the transport in `<root>/in-<index>-<term>`
+//! before raft sees the message, and installed from there.
+//!
+//! The same thread also makes applied state durable before the raft log is
+//! compacted, so the log never drops an entry the engine could still lose.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::driver::Input;
+use crate::state_machine::{SnapshotInfo, StateMachine};
+
+/// Where a peer keeps its snapshots. Shared with the transport.
+#[derive(Debug, Clone)]
+pub struct SnapshotDirs {
+    root: PathBuf,
+    next: Arc<AtomicU64>,
+}
+
+impl SnapshotDirs {
+    /// Uses (and creates) `root`; leftovers of earlier runs are removed,
+    /// except incoming snapshots an interrupted install may still need.
+    pub fn new(root: PathBuf) -> io::Result<Self> {
+        fs::create_dir_all(&root)?;
+        for entry in fs::read_dir(&root)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("out-") || name.ends_with(".partial") {
+                fs::remove_dir_all(entry.path())?;
+            }
+        }
+        Ok(SnapshotDirs {
+            root,
+            next: Arc::new(AtomicU64::new(1)),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn new_outgoing_name(&self) -> String {
+        format!("out-{}", self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The directory of an outgoing snapshot by the name in `Snapshot.data`;
+    /// `None` for a name that is not one of ours.
+    pub fn outgoing(&self, name: &str) -> Option<PathBuf> {
+        let ok = name
+            .strip_prefix("out-")
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        ok.then(|| self.root.join(name))
+    }
+
+    /// Where the snapshot at `index`/`term` is staged when received.
+    pub fn incoming(&self, index: u64, term: u64) -> PathBuf {
+        self.root.join(format!("in-{index}-{term}"))
+    }
+
+    /// Removes outgoing snapshots other than `keep`.
+    pub fn prune_outgoing(&self, keep: &str) {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("out-") && name != keep {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// Work for the snapshot thread.
+pub(crate) enum Job {
+    /// Checkpoint the engine into a new outgoing snapshot.
+    Build,
+    /// Make everything applied up to `index` durable in the engine.
+    Durable { index: u64 },
+}
+
+/// What the snapshot thread reports back to the driver.
+pub(crate) enum JobDone {
+    Built {
+        name: String,
+        result: Result<SnapshotInfo, String>,
+    },
+    Durable {
+        index: u64,
+        result: Result<(), String>,
+    },
+}
+
+/// Starts the snapshot thread. It ends when `jobs` is closed.
+pub(crate) fn spawn_worker(
+    name: String,
+    state_machine: Arc<StateMachine>,
+    dirs: SnapshotDirs,
+    inbox: Sender<Input>,
+    jobs: Receiver<Job>,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        for job in jobs {
+            let done = match job {
+                Job::Build => {
+                    let name = dirs.new_outgoing_name();
+                    let dir = dirs.root.join(&name);
+                    let result = state_machine.checkpoint(&dir).map_err(|e| e.to_string());
+                    if result.is_err() {
+                        let _ = fs::remove_dir_all(&dir);
+                    }
+                    JobDone::Built { name, result }
+                }
+                Job::Durable { index } => JobDone::Durable {
+                    index,
+                    result: state_machine.engine().sync_wal().map_err(|e| e.to_string()),
+                },
+            };
+            if inbox.send(Input::Job(done)).is_err() {
+                break;
+            }
+        }
+    })
+}
