@@ -116,7 +116,11 @@ export interface paths {
         /** The raft configuration */
         get: operations["clusterMembers"];
         put?: never;
-        post?: never;
+        /**
+         * Add a node as a learner
+         * @description Adds a node (an empty node, e.g. started with `--join`) as a learner: it catches up by snapshot but does not vote until promoted. Forwarded once to the leader.
+         */
+        post: operations["addMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -232,6 +236,40 @@ export interface paths {
         get: operations["openapi"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/members/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a voter or learner */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/members/{id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a learner a voter */
+        post: operations["promoteMember"];
         delete?: never;
         options?: never;
         head?: never;
@@ -607,6 +645,11 @@ export interface components {
             leader_id: number;
             term: number;
         };
+        AddMemberRequest: {
+            id: number;
+            /** @description host:port the node serves on (API and raft). */
+            address: string;
+        };
     };
     responses: {
         /** @description INVALID_ARGUMENT: empty key, bad query, malformed JSON, bad base64 or conflicting parameters. */
@@ -974,6 +1017,36 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    addMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description The members after the change was applied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Members"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+        };
+    };
     transferLeader: {
         parameters: {
             query?: never;
@@ -1107,6 +1180,61 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Member id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members after the change was applied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Members"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+        };
+    };
+    promoteMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Member id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The members after the change was applied. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Members"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
         };
     };
 }

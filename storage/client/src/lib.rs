@@ -223,6 +223,60 @@ impl Client {
         Ok(r.into_inner().leader_id)
     }
 
+    /// The members and whether each votes.
+    pub async fn members(&self) -> Result<Vec<proto::Member>, ClientError> {
+        Ok(self
+            .cluster
+            .clone()
+            .members(proto::MembersRequest {})
+            .await?
+            .into_inner()
+            .members)
+    }
+
+    /// Adds a node as a learner; returns the members afterwards.
+    pub async fn add_member(
+        &self,
+        id: u64,
+        address: &str,
+    ) -> Result<Vec<proto::Member>, ClientError> {
+        let req = proto::AddMemberRequest {
+            id,
+            address: address.to_string(),
+        };
+        Ok(self
+            .cluster
+            .clone()
+            .add_member(req)
+            .await?
+            .into_inner()
+            .members)
+    }
+
+    /// Makes a learner a voter; returns the members afterwards.
+    pub async fn promote_member(&self, id: u64) -> Result<Vec<proto::Member>, ClientError> {
+        let req = proto::PromoteMemberRequest { id };
+        Ok(self
+            .cluster
+            .clone()
+            .promote_member(req)
+            .await?
+            .into_inner()
+            .members)
+    }
+
+    /// Removes a member; returns the members afterwards.
+    pub async fn remove_member(&self, id: u64) -> Result<Vec<proto::Member>, ClientError> {
+        let req = proto::RemoveMemberRequest { id };
+        Ok(self
+            .cluster
+            .clone()
+            .remove_member(req)
+            .await?
+            .into_inner()
+            .members)
+    }
+
     pub async fn status(&self) -> Result<StatusResponse, ClientError> {
         Ok(self
             .cluster

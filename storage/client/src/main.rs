@@ -50,6 +50,11 @@ enum Cmd {
         #[arg(long)]
         keys_only: bool,
     },
+    /// Membership: list, add a learner, promote it, remove a member.
+    Member {
+        #[command(subcommand)]
+        action: MemberCmd,
+    },
     /// Leadership commands.
     Leader {
         #[command(subcommand)]
@@ -60,6 +65,18 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum MemberCmd {
+    /// List members and whether each votes.
+    List,
+    /// Add a node (started with --join, or any empty node) as a learner.
+    Add { id: u64, address: String },
+    /// Make a learner a voter.
+    Promote { id: u64 },
+    /// Remove a voter or learner.
+    Remove { id: u64 },
 }
 
 #[derive(Subcommand)]
@@ -138,6 +155,18 @@ async fn main() -> anyhow::Result<()> {
                     break;
                 }
                 token = page.next_page_token;
+            }
+        }
+        Cmd::Member { action } => {
+            let members = match action {
+                MemberCmd::List => client.members().await?,
+                MemberCmd::Add { id, address } => client.add_member(id, &address).await?,
+                MemberCmd::Promote { id } => client.promote_member(id).await?,
+                MemberCmd::Remove { id } => client.remove_member(id).await?,
+            };
+            for m in members {
+                let kind = if m.voter { "voter" } else { "learner" };
+                writeln!(out, "{:<4} {:<22} {kind}", m.id, m.address)?;
             }
         }
         Cmd::Leader {

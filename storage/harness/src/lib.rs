@@ -198,6 +198,24 @@ impl Cluster {
             .with_context(|| format!("no node {id}"))
     }
 
+    /// Starts a brand-new node `id` that joins the running cluster
+    /// (`--join`): it asks to be added as a learner and catches up.
+    pub fn add_joining_node(&mut self, id: u64) -> Result<()> {
+        if self.nodes.iter().any(|n| n.id == id) {
+            bail!("node {id} exists");
+        }
+        self.nodes.push(NodeProc {
+            id,
+            port: free_port(),
+            data_dir: self.dir.path().join(format!("node{id}")),
+            child: None,
+        });
+        self.node_args.push("--join".into());
+        let started = self.start_node(id);
+        self.node_args.pop();
+        started
+    }
+
     /// `kill -9` of node `id`.
     pub fn kill(&mut self, id: u64) -> Result<()> {
         let node = self.node_mut(id)?;

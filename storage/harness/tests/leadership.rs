@@ -66,8 +66,20 @@ async fn leader_transfer_under_load_moves_leadership_without_losing_writes() {
     assert_eq!(c.wait_leader(Duration::from_secs(5)).await.unwrap(), target);
 
     // And back again over gRPC, sent to a follower (forwarded to the leader).
+    // A transfer that does not finish in time answers UNAVAILABLE, which is
+    // safe to retry; a client does so.
     let via_follower = Client::connect(&c.node_url(old)).await.unwrap();
-    assert_eq!(via_follower.transfer_leader(old).await.unwrap(), old);
+    let mut attempts = 0;
+    let back = loop {
+        attempts += 1;
+        match via_follower.transfer_leader(old).await {
+            Err(e) if e.is_retryable() && attempts < 5 => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            other => break other.unwrap(),
+        }
+    };
+    assert_eq!(back, old);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::Relaxed);

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use protobuf::Message as _;
 use raft::eraftpb::{
-    ConfChange, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot, SnapshotMetadata,
+    ConfChange, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message, Snapshot,
+    SnapshotMetadata,
 };
 use raft::{RawNode, SnapshotStatus, StateRole};
 use tokio::sync::oneshot;
@@ -22,6 +23,7 @@ use crate::command::{ApplyResult, Command, Proposal};
 use crate::error::{ProposeError, StartError};
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
+use crate::members::Members;
 use crate::peer::{PeerConfig, Shared};
 use crate::snapshot::{Job, JobDone, SnapshotDirs};
 use crate::state_machine::{Committed, StateMachine};
@@ -51,6 +53,11 @@ pub(crate) enum Input {
     },
     /// The snapshot thread finished a job.
     Job(JobDone),
+    /// Propose a configuration change (leader only); answered once applied.
+    ChangeMembers {
+        change: ConfChangeV2,
+        tx: oneshot::Sender<Result<u64, ProposeError>>,
+    },
     Shutdown,
 }
 
@@ -91,6 +98,9 @@ pub(crate) struct Driver {
     durable_pending: bool,
     compact_log_entries: u64,
     compact_keep_entries: u64,
+    members: Members,
+    /// Configuration changes waiting for the entry at their index.
+    conf_waiters: BTreeMap<u64, oneshot::Sender<Result<u64, ProposeError>>>,
 }
 
 impl Driver {
@@ -108,13 +118,25 @@ impl Driver {
             &config.bootstrap_voters,
         )?;
         finish_interrupted_install(&state_machine, &mut store)?;
-        if state_machine.conf_state()?.is_none() {
-            // Snapshots must know the membership even if it never changed.
+        if state_machine.applied_index()? == 0
+            && store.first_index() > 1
+            && state_machine.conf_state()?.is_none()
+        {
+            // A freshly bootstrapped group: the state machine starts where
+            // the log does, knowing the initial configuration and members
+            // (so that snapshots of it carry them).
             let cs = store
                 .conf_state()
                 .write_to_bytes()
                 .expect("conf state encodes");
-            state_machine.record_conf_state(&cs)?;
+            let members = Members::encode(&config.members.all());
+            state_machine.bootstrap(store.first_index() - 1, &cs, &members)?;
+        }
+        if let Some(stored) = state_machine.members()? {
+            let map = Members::decode(&stored).map_err(StartError::Config)?;
+            if !map.is_empty() {
+                config.members.replace(map);
+            }
         }
         let applied = state_machine.applied_index()?;
         let last = store.last_index();
@@ -176,6 +198,8 @@ impl Driver {
             durable_pending: false,
             compact_log_entries: config.compact_log_entries,
             compact_keep_entries: config.compact_keep_entries,
+            members: config.members.clone(),
+            conf_waiters: BTreeMap::new(),
         };
         driver.last_status = driver.compute_status();
         Ok(driver)
@@ -288,6 +312,7 @@ impl Driver {
                 self.node.report_snapshot(to, status);
             }
             Input::Job(done) => self.on_job(done),
+            Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
             Input::Shutdown => {}
         }
     }
@@ -315,6 +340,38 @@ impl Driver {
                 debug_assert_eq!(index, before + 1, "one proposal appends one entry");
                 self.proposals
                     .insert(index, PendingProposal { request_id, tx });
+            }
+            Err(e) => {
+                let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
+            }
+        }
+    }
+
+    fn propose_conf_change(
+        &mut self,
+        change: ConfChangeV2,
+        tx: oneshot::Sender<Result<u64, ProposeError>>,
+    ) {
+        if let Some(f) = &self.failure {
+            let _ = tx.send(Err(ProposeError::Storage(f.clone())));
+            return;
+        }
+        if self.node.raft.state != StateRole::Leader {
+            let _ = tx.send(Err(ProposeError::NotLeader {
+                leader_id: self.node.raft.leader_id,
+            }));
+            return;
+        }
+        let before = self.node.raft.raft_log.last_index();
+        match self.node.propose_conf_change(Vec::new(), change) {
+            Ok(()) if self.node.raft.raft_log.last_index() > before => {
+                self.conf_waiters
+                    .insert(self.node.raft.raft_log.last_index(), tx);
+            }
+            Ok(()) => {
+                let _ = tx.send(Err(ProposeError::Dropped(
+                    "the change was not appended".into(),
+                )));
             }
             Err(e) => {
                 let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
@@ -532,6 +589,11 @@ impl Driver {
                 info.index, meta.index
             ));
         }
+        match Members::decode(&info.members) {
+            Ok(map) if !map.is_empty() => self.members.replace(map),
+            Ok(_) => {}
+            Err(e) => return Err(format!("snapshot member directory: {e}")),
+        }
         self.node.mut_store().apply_snapshot(meta);
         tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
         Ok(dir)
@@ -542,6 +604,7 @@ impl Driver {
             return;
         }
         let mut batch = Vec::with_capacity(entries.len());
+        let mut applied_conf = Vec::new();
         for entry in &entries {
             let proposal = match entry.get_entry_type() {
                 EntryType::EntryNormal if entry.data.is_empty() => None,
@@ -559,10 +622,12 @@ impl Driver {
                         self.apply_encoded_conf_change::<ConfChangeV2>(entry)
                     };
                     let Some(cs) = cs else { return };
+                    applied_conf.push(entry.index);
                     batch.push(Committed {
                         index: entry.index,
                         proposal: None,
                         conf_state: Some(cs.write_to_bytes().expect("conf state encodes")),
+                        members: Some(Members::encode(&self.members.all())),
                     });
                     continue;
                 }
@@ -571,11 +636,26 @@ impl Driver {
                 index: entry.index,
                 proposal,
                 conf_state: None,
+                members: None,
             });
         }
         let last = entries.last().map_or(0, |e| e.index);
         match self.state_machine.apply(&batch) {
             Ok(results) => {
+                let done: Vec<u64> = self.conf_waiters.range(..=last).map(|(i, _)| *i).collect();
+                for index in done {
+                    let Some(tx) = self.conf_waiters.remove(&index) else {
+                        continue;
+                    };
+                    let outcome = if applied_conf.contains(&index) {
+                        Ok(index)
+                    } else {
+                        Err(ProposeError::Dropped(format!(
+                            "entry {index} was replaced by another leader's entry"
+                        )))
+                    };
+                    let _ = tx.send(outcome);
+                }
                 let mut results = results.into_iter().peekable();
                 let done: Vec<u64> = self.proposals.range(..=last).map(|(i, _)| *i).collect();
                 for index in done {
@@ -615,6 +695,18 @@ impl Driver {
         if let Err(e) = cc.merge_from_bytes(&entry.data) {
             self.fail_storage(format!("conf change {} does not decode: {e}", entry.index));
             return None;
+        }
+        let v2 = cc.as_v2();
+        let addresses = Members::decode(&v2.context).unwrap_or_default();
+        for change in &v2.changes {
+            match change.get_change_type() {
+                ConfChangeType::AddNode | ConfChangeType::AddLearnerNode => {
+                    if let Some(addr) = addresses.get(&change.node_id) {
+                        self.members.insert(change.node_id, addr.clone());
+                    }
+                }
+                ConfChangeType::RemoveNode => self.members.remove(change.node_id),
+            }
         }
         match self.node.apply_conf_change(&cc) {
             Ok(cs) => {
@@ -672,6 +764,9 @@ impl Driver {
     fn fail_all_waiters(&mut self, err: ProposeError) {
         for (_, p) in std::mem::take(&mut self.proposals) {
             let _ = p.tx.send(Err(err.clone()));
+        }
+        for (_, tx) in std::mem::take(&mut self.conf_waiters) {
+            let _ = tx.send(Err(err.clone()));
         }
         for tx in self.reads_unissued.drain(..) {
             let _ = tx.send(Err(err.clone()));

@@ -13,6 +13,7 @@ pub mod error;
 pub mod keys;
 pub mod log;
 mod logger;
+pub mod members;
 mod peer;
 pub mod snapshot;
 pub mod state_machine;
@@ -21,8 +22,11 @@ mod transport;
 
 pub use command::{ApplyResult, Command, Op};
 pub use error::{LogError, ProposeError, StartError};
+pub use members::Members;
 pub use peer::{Peer, PeerConfig, PeerHandle};
-pub use raft::eraftpb::{Message, MessageType};
+pub use raft::eraftpb::{
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,
+};
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
 pub use status::{PeerStatus, RaftEvent, RaftEventKind, Role};

@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, oneshot};
 use crate::command::{ApplyResult, Command};
 use crate::driver::{Driver, Input};
 use crate::error::{ProposeError, StartError};
+use crate::members::Members;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{PeerStatus, RaftEvent};
@@ -51,6 +52,9 @@ pub struct PeerConfig {
     /// Entries kept behind the applied index at compaction, so a follower
     /// that is only a little behind catches up without a snapshot.
     pub compact_keep_entries: u64,
+    /// The member directory; filled from storage at start and kept current
+    /// as configuration changes apply.
+    pub members: Members,
 }
 
 impl PeerConfig {
@@ -60,6 +64,7 @@ impl PeerConfig {
             snapshot_root,
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
+            members: Members::default(),
             id,
             group_id,
             bootstrap_voters,
@@ -150,7 +155,7 @@ impl Peer {
         let thread_handle = handle.clone();
         let thread = std::thread::Builder::new()
             .name(format!("raft-{}-{}", config.group_id, config.id))
-            .spawn(move || driver.run(thread_handle.inner))
+            .spawn(move || fail_stop("raft driver", || driver.run(thread_handle.inner)))
             .map_err(|e| StartError::Config(format!("cannot start raft thread: {e}")))?;
         Ok(Peer {
             handle,
@@ -235,6 +240,17 @@ impl PeerHandle {
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
+    /// Proposes a configuration change and waits until it is applied here.
+    /// Returns its log index.
+    pub async fn change_members(
+        &self,
+        change: raft::eraftpb::ConfChangeV2,
+    ) -> Result<u64, ProposeError> {
+        let (tx, rx) = oneshot::channel();
+        self.submit(Input::ChangeMembers { change, tx })?;
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
     /// Hands a message from the network to the peer.
     pub fn step(&self, message: Message) {
         // A full inbox drops the message; raft retransmits.
@@ -272,5 +288,14 @@ impl PeerHandle {
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {
         &self.inner.state_machine
+    }
+}
+
+/// Runs `f`; a panic in it ends the process. A replica whose raft thread
+/// died must not keep a port open that looks alive but never answers.
+pub(crate) fn fail_stop(what: &str, f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        tracing::error!("{what} thread panicked; aborting the process");
+        std::process::abort();
     }
 }

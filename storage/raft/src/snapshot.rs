@@ -112,25 +112,34 @@ pub(crate) fn spawn_worker(
     jobs: Receiver<Job>,
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(name).spawn(move || {
-        for job in jobs {
-            let done = match job {
-                Job::Build => {
-                    let name = dirs.new_outgoing_name();
-                    let dir = dirs.root.join(&name);
-                    let result = state_machine.checkpoint(&dir).map_err(|e| e.to_string());
-                    if result.is_err() {
-                        let _ = fs::remove_dir_all(&dir);
-                    }
-                    JobDone::Built { name, result }
-                }
-                Job::Durable { index } => JobDone::Durable {
-                    index,
-                    result: state_machine.engine().sync_wal().map_err(|e| e.to_string()),
-                },
-            };
-            if inbox.send(Input::Job(done)).is_err() {
-                break;
-            }
-        }
+        crate::peer::fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &inbox, jobs))
     })
+}
+
+fn run_jobs(
+    state_machine: &StateMachine,
+    dirs: &SnapshotDirs,
+    inbox: &Sender<Input>,
+    jobs: Receiver<Job>,
+) {
+    for job in jobs {
+        let done = match job {
+            Job::Build => {
+                let name = dirs.new_outgoing_name();
+                let dir = dirs.root.join(&name);
+                let result = state_machine.checkpoint(&dir).map_err(|e| e.to_string());
+                if result.is_err() {
+                    let _ = fs::remove_dir_all(&dir);
+                }
+                JobDone::Built { name, result }
+            }
+            Job::Durable { index } => JobDone::Durable {
+                index,
+                result: state_machine.make_durable().map_err(|e| e.to_string()),
+            },
+        };
+        if inbox.send(Input::Job(done)).is_err() {
+            break;
+        }
+    }
 }

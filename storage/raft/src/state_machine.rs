@@ -26,6 +26,8 @@ pub struct Committed {
     /// The encoded configuration after a configuration change entry, stored
     /// with the data so a snapshot of the engine knows its membership.
     pub conf_state: Option<Vec<u8>>,
+    /// The encoded member directory after a configuration change entry.
+    pub members: Option<Vec<u8>>,
 }
 
 /// What a snapshot of the state machine holds: the applied index and the
@@ -34,6 +36,8 @@ pub struct Committed {
 pub struct SnapshotInfo {
     pub index: u64,
     pub conf_state: Vec<u8>,
+    /// The member directory (see [`crate::Members::encode`]).
+    pub members: Vec<u8>,
 }
 
 /// Engine keys per batch while copying a snapshot in.
@@ -56,6 +60,7 @@ pub struct StateMachine {
     group: u64,
     applied_key: Vec<u8>,
     conf_key: Vec<u8>,
+    members_key: Vec<u8>,
     installing_key: Vec<u8>,
 }
 
@@ -66,6 +71,7 @@ impl StateMachine {
             group,
             applied_key: keys::meta_key(group, "applied_index"),
             conf_key: keys::meta_key(group, "conf_state"),
+            members_key: keys::meta_key(group, "members"),
             installing_key: keys::meta_key(group, "installing_snapshot"),
         }
     }
@@ -106,6 +112,9 @@ impl StateMachine {
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
                 batch.put(&self.conf_key, cs);
+            }
+            if let Some(m) = &entry.members {
+                batch.put(&self.members_key, m);
             }
             let Some(p) = &entry.proposal else { continue };
             let result = match &p.command {
@@ -194,12 +203,31 @@ impl StateMachine {
         self.engine.get(&self.conf_key)
     }
 
-    /// Records the configuration the group started with.
-    pub fn record_conf_state(&self, conf_state: &[u8]) -> Result<(), EngineError> {
+    /// The member directory stored with the data, if any.
+    pub fn members(&self) -> Result<Option<Vec<u8>>, EngineError> {
+        self.engine.get(&self.members_key)
+    }
+
+    /// Sets up a new group's state: applied up to `index` (the log's
+    /// bootstrap point) with the initial configuration and members.
+    pub fn bootstrap(
+        &self,
+        index: u64,
+        conf_state: &[u8],
+        members: &[u8],
+    ) -> Result<(), EngineError> {
         let mut batch = WriteBatch::default();
+        batch.put(&self.applied_key, &index.to_be_bytes());
         batch.put(&self.conf_key, conf_state);
+        batch.put(&self.members_key, members);
         self.engine.write(&batch)?;
-        Ok(())
+        self.make_durable()
+    }
+
+    /// Makes everything applied so far durable, whatever the engine's WAL
+    /// mode (the raft log may discard entries only after this).
+    pub fn make_durable(&self) -> Result<(), EngineError> {
+        self.engine.flush()
     }
 
     /// Writes a consistent copy of the engine to `dir` and says which applied
@@ -211,6 +239,7 @@ impl StateMachine {
         let info = SnapshotInfo {
             index: view.applied_index()?,
             conf_state: view.conf_state()?.unwrap_or_default(),
+            members: view.members()?.unwrap_or_default(),
         };
         drop(view);
         Ok(info)
@@ -247,7 +276,7 @@ impl StateMachine {
         let mut mark = WriteBatch::default();
         mark.put(&self.installing_key, &marker);
         self.engine.write(&mark)?;
-        self.engine.sync_wal()?;
+        self.make_durable()?;
 
         let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
         // Delete what the group holds now.
@@ -288,13 +317,15 @@ impl StateMachine {
         let info = SnapshotInfo {
             index: source.applied_index()?,
             conf_state: source.conf_state()?.unwrap_or_default(),
+            members: source.members()?.unwrap_or_default(),
         };
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);
+        done.put(&self.members_key, &info.members);
         self.engine.write(&done)?;
-        self.engine.sync_wal()?;
+        self.make_durable()?;
         Ok(info)
     }
 
@@ -303,7 +334,7 @@ impl StateMachine {
         let mut batch = WriteBatch::default();
         batch.delete(&self.installing_key);
         self.engine.write(&batch)?;
-        self.engine.sync_wal()
+        self.make_durable()
     }
 
     /// The value of a user key.
@@ -346,6 +377,7 @@ mod tests {
                 command,
             }),
             conf_state: None,
+            members: None,
         }
     }
 
@@ -473,6 +505,7 @@ mod tests {
                 Committed {
                     index: 3,
                     conf_state: Some(b"conf".to_vec()),
+                    members: Some(b"1=a:1\n".to_vec()),
                     ..Default::default()
                 },
             ])
@@ -483,7 +516,8 @@ mod tests {
             info,
             SnapshotInfo {
                 index: 3,
-                conf_state: b"conf".to_vec()
+                conf_state: b"conf".to_vec(),
+                members: b"1=a:1\n".to_vec(),
             }
         );
         // Writes after the checkpoint are not in it.

@@ -17,7 +17,7 @@ const PEER_STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 pub async fn gather(core: &Core) -> StatusResponse {
     let local = core.local_status();
     let mut asks = Vec::new();
-    for (&id, address) in core.peers().members() {
+    for (id, address) in core.peers().members() {
         if id == core.id() {
             continue;
         }

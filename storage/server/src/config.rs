@@ -27,6 +27,11 @@ pub struct NodeConfig {
     /// Directory for the raft log and the engine.
     #[arg(long, env = "STRATA_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+    /// Join a running cluster instead of bootstrapping one: the node asks
+    /// the members in --peers to add it (as a learner) and catches up by
+    /// snapshot. Promote it to a voter afterwards.
+    #[arg(long, env = "STRATA_JOIN")]
+    pub join: bool,
     /// Raft group id of the node's single group.
     #[arg(long, env = "STRATA_GROUP_ID", default_value_t = 1)]
     pub group_id: u64,
@@ -163,6 +168,7 @@ impl NodeConfig {
             listen,
             advertise: None,
             peers: Vec::new(),
+            join: false,
             data_dir,
             group_id: 1,
             limits: Limits::default(),

@@ -48,7 +48,7 @@ pub struct Core {
 }
 
 /// Where a write goes.
-enum Route {
+pub(crate) enum Route {
     Here,
     Leader(Channel),
 }
@@ -74,6 +74,10 @@ impl Core {
 
     pub fn peers(&self) -> &PeerChannels {
         &self.peers
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        self.timing.request_timeout()
     }
 
     pub fn limits(&self) -> &Limits {
@@ -115,7 +119,7 @@ impl Core {
         Ok(())
     }
 
-    fn route(&self, hop: Hop) -> Result<Route, ApiError> {
+    pub(crate) fn route(&self, hop: Hop) -> Result<Route, ApiError> {
         let st = self.peer.status();
         if let Some(f) = st.failure {
             return Err(ApiError::new(
@@ -129,7 +133,7 @@ impl Core {
         if st.leader_id == 0 {
             return Err(ApiError::unavailable("no leader is known; retry shortly"));
         }
-        let address = self.peers.address(st.leader_id).map(str::to_string);
+        let address = self.peers.address(st.leader_id);
         if hop == Hop::Forwarded {
             return Err(ApiError::unavailable("this node is no longer the leader")
                 .with_leader(st.leader_id, address));
@@ -146,7 +150,7 @@ impl Core {
             .max_encoding_message_size(self.limits.max_request_bytes)
     }
 
-    fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
+    pub(crate) fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
         let mut req = tonic::Request::new(body);
         req.metadata_mut().insert(
             FORWARDED_HEADER,
@@ -168,7 +172,7 @@ impl Core {
         let err = ApiError::from_propose(e, write);
         match err.leader_id {
             Some(id) => {
-                let addr = self.peers.address(id).map(str::to_string);
+                let addr = self.peers.address(id);
                 err.with_leader(id, addr)
             }
             None => err,
@@ -452,10 +456,7 @@ impl Core {
                             "leadership did not move to node {target} in time; the leader is {}",
                             st.leader_id
                         ))
-                        .with_leader(
-                            st.leader_id,
-                            self.peers.address(st.leader_id).map(str::to_string),
-                        ));
+                        .with_leader(st.leader_id, self.peers.address(st.leader_id)));
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
@@ -497,7 +498,7 @@ impl Core {
 /// passed on as is. A transport failure is "not applied" only when the
 /// connection was never made; otherwise the leader may have applied the
 /// write, so the outcome is unknown.
-fn forward_error(status: &tonic::Status) -> ApiError {
+pub(crate) fn forward_error(status: &tonic::Status) -> ApiError {
     let from_leader = status
         .metadata()
         .contains_key(crate::error::RETRYABLE_HEADER)

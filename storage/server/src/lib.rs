@@ -9,6 +9,8 @@ pub mod config;
 pub mod core;
 pub mod error;
 pub mod grpc;
+pub mod join;
+pub mod membership;
 pub mod node;
 pub mod peers;
 pub mod rest;

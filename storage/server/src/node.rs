@@ -8,7 +8,7 @@ use strata_engine::{Engine, Options as EngineOptions, WalMode};
 use strata_proto::v1::cluster_server::ClusterServer;
 use strata_proto::v1::kv_server::KvServer;
 use strata_proto::v1::raft_server::RaftServer;
-use strata_raft::{Peer, PeerConfig, StateMachine};
+use strata_raft::{Members, Peer, PeerConfig, StateMachine};
 use tokio::net::TcpListener;
 
 use crate::app::{fallback, with_grpc};
@@ -59,15 +59,25 @@ pub async fn run(
             .context("opening the storage engine")?,
     );
     let state_machine = Arc::new(StateMachine::new(engine.clone(), config.group_id));
-    let channels = Arc::new(PeerChannels::new(config.id, members.clone())?);
+    // The configured members; once the group has stored its own directory
+    // (after any membership change), the stored one takes over at start.
+    let directory = Members::new(members.clone());
+    let channels = Arc::new(PeerChannels::new(config.id, directory.clone()));
     let slot = Arc::new(OnceLock::new());
-    let transport = GrpcTransport::start(&channels, config.group_id, slot.clone());
+    let transport = GrpcTransport::new(channels.clone(), config.group_id, slot.clone());
+    // A joining node bootstraps nothing: it learns the group from a snapshot.
+    let bootstrap_voters = if config.join {
+        Vec::new()
+    } else {
+        members.keys().copied().collect()
+    };
     let mut peer_config = PeerConfig::new(
         config.id,
         config.group_id,
-        members.keys().copied().collect(),
+        bootstrap_voters,
         config.data_dir.join(format!("raft-{}", config.group_id)),
     );
+    peer_config.members = directory;
     peer_config.tick = Duration::from_millis(config.timing.tick_ms);
     peer_config.election_ticks = config.timing.election_ticks;
     peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
@@ -118,6 +128,9 @@ pub async fn run(
     let app = app.fallback(fallback);
 
     tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
+    if config.join {
+        tokio::spawn(crate::join::join(core.clone(), config.advertise_address()));
+    }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = stop_rx.await;

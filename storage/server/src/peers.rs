@@ -1,59 +1,75 @@
 //! Pooled gRPC channels to the other members, shared by the raft transport,
-//! request forwarding and status gathering. A channel connects lazily and
-//! reconnects by itself; one HTTP/2 connection per peer carries everything.
+//! request forwarding and status gathering. Addresses come from the raft
+//! peer's member directory, which configuration changes keep current; a
+//! channel is made the first time a member is needed (and again if its
+//! address changes), connects lazily and reconnects by itself.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+use strata_raft::Members;
 use tonic::transport::{Channel, Endpoint};
 
 /// The members of the cluster and a channel to each other one.
 pub struct PeerChannels {
     self_id: u64,
-    members: BTreeMap<u64, String>,
-    channels: HashMap<u64, Channel>,
+    members: Members,
+    channels: Mutex<HashMap<u64, (String, Channel)>>,
+}
+
+fn lazy_channel(address: &str) -> Option<Channel> {
+    let endpoint = Endpoint::from_shared(format!("http://{address}"))
+        .ok()?
+        .connect_timeout(Duration::from_millis(250))
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(5))
+        .keep_alive_timeout(Duration::from_secs(2))
+        .keep_alive_while_idle(true);
+    Some(endpoint.connect_lazy())
 }
 
 impl PeerChannels {
-    /// Builds lazy channels; must run inside a tokio runtime.
-    pub fn new(
-        self_id: u64,
-        members: BTreeMap<u64, String>,
-    ) -> Result<Self, tonic::transport::Error> {
-        let mut channels = HashMap::new();
-        for (id, addr) in &members {
-            if *id == self_id {
-                continue;
-            }
-            let endpoint = Endpoint::from_shared(format!("http://{addr}"))?
-                .connect_timeout(Duration::from_millis(250))
-                .tcp_nodelay(true)
-                .http2_keep_alive_interval(Duration::from_secs(5))
-                .keep_alive_timeout(Duration::from_secs(2))
-                .keep_alive_while_idle(true);
-            channels.insert(*id, endpoint.connect_lazy());
-        }
-        Ok(PeerChannels {
+    /// Must be used inside a tokio runtime (channels spawn their workers).
+    pub fn new(self_id: u64, members: Members) -> Self {
+        PeerChannels {
             self_id,
             members,
-            channels,
-        })
+            channels: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn self_id(&self) -> u64 {
         self.self_id
     }
 
-    pub fn members(&self) -> &BTreeMap<u64, String> {
+    /// Every member by id, this node included.
+    pub fn members(&self) -> BTreeMap<u64, String> {
+        self.members.all()
+    }
+
+    pub fn directory(&self) -> &Members {
         &self.members
     }
 
-    pub fn address(&self, id: u64) -> Option<&str> {
-        self.members.get(&id).map(String::as_str)
+    pub fn address(&self, id: u64) -> Option<String> {
+        self.members.address(id)
     }
 
-    /// A channel to another member (cheap to clone).
+    /// A channel to another member (cheap to clone), if its address is known.
     pub fn channel(&self, id: u64) -> Option<Channel> {
-        self.channels.get(&id).cloned()
+        if id == self.self_id {
+            return None;
+        }
+        let address = self.members.address(id)?;
+        let mut channels = self.channels.lock();
+        if let Some((addr, ch)) = channels.get(&id)
+            && *addr == address
+        {
+            return Some(ch.clone());
+        }
+        let ch = lazy_channel(&address)?;
+        channels.insert(id, (address, ch.clone()));
+        Some(ch)
     }
 }

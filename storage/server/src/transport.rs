@@ -3,21 +3,22 @@
 //! One task per peer drains a bounded queue and sends whatever has piled up
 //! as one batch, so a busy leader sends few, large RPCs. A full queue drops
 //! messages, which raft tolerates; a failed send tells raft the peer is
-//! unreachable.
+//! unreachable. Snapshots go on a stream of their own. Queues are made when
+//! a peer is first sent to, so members added later need no restart.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use strata_proto::v1::RaftBatch;
 use strata_proto::v1::raft_client::RaftClient;
 use strata_raft::{Message, MessageType, PeerHandle, Transport};
-
-use crate::snapshot_send;
 use tokio::sync::mpsc;
 
 use crate::peers::PeerChannels;
+use crate::snapshot_send;
 
 const QUEUE_CAPACITY: usize = 4096;
 const MAX_BATCH_MESSAGES: usize = 512;
@@ -25,65 +26,64 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 const BACKOFF_AFTER_FAILURE: Duration = Duration::from_millis(20);
 
 pub struct GrpcTransport {
-    queues: HashMap<u64, mpsc::Sender<Message>>,
-    channels: HashMap<u64, tonic::transport::Channel>,
+    queues: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
+    channels: Arc<PeerChannels>,
     group_id: u64,
-    from: u64,
     peer: Arc<OnceLock<PeerHandle>>,
     runtime: tokio::runtime::Handle,
 }
 
 impl GrpcTransport {
-    /// Starts one sender task per peer. `peer` is filled in once the local
-    /// peer exists, so failures can be reported to it.
-    pub fn start(channels: &PeerChannels, group_id: u64, peer: Arc<OnceLock<PeerHandle>>) -> Self {
-        let mut queues = HashMap::new();
-        let mut snapshot_channels = HashMap::new();
-        for &to in channels.members().keys() {
-            let Some(channel) = channels.channel(to) else {
-                continue;
-            };
-            snapshot_channels.insert(to, channel.clone());
-            let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-            let client = RaftClient::new(channel)
-                .max_decoding_message_size(64 << 20)
-                .max_encoding_message_size(64 << 20);
-            tokio::spawn(pump(
-                rx,
-                client,
-                group_id,
-                channels.self_id(),
-                to,
-                peer.clone(),
-            ));
-            queues.insert(to, tx);
-        }
+    /// `peer` is filled in once the local peer exists, so failures can be
+    /// reported to it. Must be created inside a tokio runtime.
+    pub fn new(
+        channels: Arc<PeerChannels>,
+        group_id: u64,
+        peer: Arc<OnceLock<PeerHandle>>,
+    ) -> Self {
         GrpcTransport {
-            queues,
-            channels: snapshot_channels,
+            queues: Mutex::new(HashMap::new()),
+            channels,
             group_id,
-            from: channels.self_id(),
             peer,
             runtime: tokio::runtime::Handle::current(),
         }
+    }
+
+    /// The queue to `to`, starting its sender task on first use.
+    fn queue(&self, to: u64) -> Option<mpsc::Sender<Message>> {
+        let mut queues = self.queues.lock();
+        if let Some(q) = queues.get(&to)
+            && !q.is_closed()
+        {
+            return Some(q.clone());
+        }
+        let channel = self.channels.channel(to)?;
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let client = RaftClient::new(channel)
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(64 << 20);
+        let from = self.channels.self_id();
+        self.runtime
+            .spawn(pump(rx, client, self.group_id, from, to, self.peer.clone()));
+        queues.insert(to, tx.clone());
+        Some(tx)
     }
 }
 
 impl Transport for GrpcTransport {
     fn send(&self, messages: Vec<Message>) {
+        // Called on the raft thread: channels and tasks need the runtime.
+        let _runtime = self.runtime.enter();
         for m in messages {
             if m.get_msg_type() == MessageType::MsgSnapshot {
                 // Snapshots travel on their own stream so they never hold up
-                // heartbeats and appends to other peers.
-                match (self.peer.get(), self.channels.get(&m.to)) {
+                // heartbeats and appends.
+                match (self.peer.get(), self.channels.channel(m.to)) {
                     (Some(peer), Some(channel)) => {
-                        let fut = snapshot_send::send(
-                            peer.clone(),
-                            channel.clone(),
-                            self.group_id,
-                            self.from,
-                            m,
-                        );
+                        let from = self.channels.self_id();
+                        let fut =
+                            snapshot_send::send(peer.clone(), channel, self.group_id, from, m);
                         self.runtime.spawn(fut);
                     }
                     (Some(peer), None) => peer.report_snapshot(m.to, false),
@@ -91,7 +91,7 @@ impl Transport for GrpcTransport {
                 }
                 continue;
             }
-            if let Some(q) = self.queues.get(&m.to) {
+            if let Some(q) = self.queue(m.to) {
                 let _ = q.try_send(m);
             }
         }

@@ -23,6 +23,13 @@ use crate::error::LogError;
 /// Default size at which a new segment is started.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 
+/// Where a bootstrapped group's log starts: as if entries up to this index
+/// (at this term) had been compacted. A member that joins later holds no
+/// entries at all, so raft can only catch it up with a snapshot, which
+/// carries the initial configuration the log itself never held.
+pub const BOOTSTRAP_INDEX: u64 = 5;
+pub const BOOTSTRAP_TERM: u64 = 5;
+
 /// The durable raft log of one group.
 pub struct RaftLogStore {
     segments: Segments,
@@ -112,6 +119,17 @@ impl RaftLogStore {
             let mut cs = ConfState::default();
             cs.set_voters(bootstrap_voters.to_vec());
             store.set_conf_state(&cs);
+            store.discard_through(BOOTSTRAP_INDEX, BOOTSTRAP_TERM);
+            record::encode(
+                RecordKind::Compacted,
+                &encode_compacted(BOOTSTRAP_INDEX, BOOTSTRAP_TERM),
+                &mut store.pending,
+            );
+            store.set_hard_state(&HardState {
+                term: BOOTSTRAP_TERM,
+                commit: BOOTSTRAP_INDEX,
+                ..Default::default()
+            });
             store.persist()?;
         }
         Ok(store)
@@ -524,7 +542,7 @@ mod tests {
     #[test]
     fn persisted_entries_and_hard_state_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b"), entry(3, 1, b"c")]);
         let hs = HardState {
             term: 1,
@@ -537,7 +555,7 @@ mod tests {
         // Unpersisted records are lost at a crash.
         store.append(&[entry(4, 1, b"d")]);
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         assert_eq!(store.last_index(), 3);
         assert_eq!(store.hard_state(), &hs);
         let got = store
@@ -552,13 +570,13 @@ mod tests {
     #[test]
     fn conflicting_append_replaces_the_suffix_durably() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b"), entry(3, 1, b"c")]);
         store.persist().unwrap();
         store.append(&[entry(2, 2, b"B")]);
         store.persist().unwrap();
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         assert_eq!(store.last_index(), 2);
         assert_eq!(store.term(2).unwrap(), 2);
         assert!(matches!(
@@ -570,7 +588,7 @@ mod tests {
     #[test]
     fn entries_respects_max_size_but_returns_at_least_one() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, &[0; 100]), entry(2, 1, &[0; 100])]);
         let got = store
             .entries(1, 3, 1, GetEntriesContext::empty(false))
@@ -590,7 +608,7 @@ mod tests {
     fn compaction_survives_reopen_and_deletes_dead_segments() {
         let dir = tempfile::tempdir().unwrap();
         // Tiny segments: every persist of a few entries rolls.
-        let mut store = RaftLogStore::open(dir.path(), 256, &[1]).unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 256, &[]).unwrap();
         for i in 1..=60u64 {
             store.append(&[entry(i, 1, &[7; 40])]);
             store.set_commit(i);
@@ -608,9 +626,8 @@ mod tests {
         let after = segment_files(dir.path());
         assert!(after < before / 2, "{before} -> {after} segments");
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 256, &[1]).unwrap();
+        let store = RaftLogStore::open(dir.path(), 256, &[]).unwrap();
         assert_eq!((store.first_index(), store.last_index()), (51, 60));
-        assert_eq!(store.conf_state().voters, vec![1]);
         assert_eq!(store.hard_state().commit, 60);
         let got = store
             .entries(51, 61, None, GetEntriesContext::empty(false))
@@ -622,7 +639,11 @@ mod tests {
     fn installed_snapshot_replaces_the_log_durably() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
-        store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b")]);
+        assert_eq!(
+            (store.first_index(), store.term(BOOTSTRAP_INDEX).unwrap()),
+            (6, BOOTSTRAP_TERM)
+        );
+        store.append(&[entry(6, 5, b"a"), entry(7, 5, b"b")]);
         store.persist().unwrap();
         let mut meta = SnapshotMetadata {
             index: 100,
@@ -645,7 +666,7 @@ mod tests {
     #[test]
     fn snapshot_is_requested_until_one_is_ready() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
         assert!(matches!(
             store.snapshot(0, 2),
             Err(raft::Error::Store(

@@ -8,6 +8,15 @@ use tonic::{Request, Response, Status};
 
 use crate::cluster::gather;
 use crate::core::{Core, FORWARDED_HEADER, Hop};
+use crate::membership::Change;
+
+fn hop<T>(req: &Request<T>) -> Hop {
+    if req.metadata().contains_key(FORWARDED_HEADER) {
+        Hop::Forwarded
+    } else {
+        Hop::Client
+    }
+}
 
 pub struct ClusterService {
     core: Arc<Core>,
@@ -53,13 +62,46 @@ impl Cluster for ClusterService {
         &self,
         req: Request<TransferLeaderRequest>,
     ) -> Result<Response<TransferLeaderResponse>, Status> {
-        let hop = if req.metadata().contains_key(FORWARDED_HEADER) {
-            Hop::Forwarded
-        } else {
-            Hop::Client
-        };
+        let hop = hop(&req);
         Ok(Response::new(
             self.core.transfer_leader(req.into_inner(), hop).await?,
+        ))
+    }
+
+    async fn add_member(
+        &self,
+        req: Request<AddMemberRequest>,
+    ) -> Result<Response<MembersResponse>, Status> {
+        let hop = hop(&req);
+        let AddMemberRequest { id, address } = req.into_inner();
+        Ok(Response::new(
+            self.core
+                .change_members(Change::Add { id, address }, hop)
+                .await?,
+        ))
+    }
+
+    async fn promote_member(
+        &self,
+        req: Request<PromoteMemberRequest>,
+    ) -> Result<Response<MembersResponse>, Status> {
+        let hop = hop(&req);
+        let id = req.into_inner().id;
+        Ok(Response::new(
+            self.core
+                .change_members(Change::Promote { id }, hop)
+                .await?,
+        ))
+    }
+
+    async fn remove_member(
+        &self,
+        req: Request<RemoveMemberRequest>,
+    ) -> Result<Response<MembersResponse>, Status> {
+        let hop = hop(&req);
+        let id = req.into_inner().id;
+        Ok(Response::new(
+            self.core.change_members(Change::Remove { id }, hop).await?,
         ))
     }
 

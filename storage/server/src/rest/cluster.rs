@@ -17,6 +17,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::AppState;
 use crate::cluster::gather;
 use crate::grpc::cluster::members as member_list;
+use crate::membership::Change;
 
 /// Status events go out at least this often even when nothing changed.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -71,12 +72,76 @@ pub async fn status(State(s): State<AppState>) -> Json<Value> {
     Json(status_json(&gather(&s.core).await))
 }
 
-pub async fn members(State(s): State<AppState>) -> Json<Value> {
-    let members: Vec<Value> = member_list(&s.core)
+fn members_json(members: &[strata_proto::v1::Member]) -> Json<Value> {
+    let members: Vec<Value> = members
         .iter()
         .map(|m| json!({ "id": m.id, "address": m.address, "voter": m.voter }))
         .collect();
     Json(json!({ "members": members }))
+}
+
+pub async fn members(State(s): State<AppState>) -> Json<Value> {
+    members_json(&member_list(&s.core))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddMemberJson {
+    id: u64,
+    address: String,
+}
+
+/// `POST /v1/cluster/members`: add a learner.
+pub async fn add_member(
+    State(s): State<AppState>,
+    headers: axum::http::HeaderMap,
+    body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<Value>, crate::error::ApiError> {
+    let j: AddMemberJson = super::body::json_body(&headers, body)?;
+    let change = Change::Add {
+        id: j.id,
+        address: j.address,
+    };
+    let resp = s
+        .core
+        .change_members(change, crate::core::Hop::Client)
+        .await?;
+    Ok(members_json(&resp.members))
+}
+
+fn member_id(raw: &str) -> Result<u64, crate::error::ApiError> {
+    raw.parse()
+        .map_err(|_| crate::error::ApiError::invalid(format!("member id `{raw}` is not a number")))
+}
+
+/// `POST /v1/cluster/members/{id}/promote`: make a learner a voter.
+pub async fn promote_member(
+    State(s): State<AppState>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Json<Value>, crate::error::ApiError> {
+    let change = Change::Promote {
+        id: member_id(&id)?,
+    };
+    let resp = s
+        .core
+        .change_members(change, crate::core::Hop::Client)
+        .await?;
+    Ok(members_json(&resp.members))
+}
+
+/// `DELETE /v1/cluster/members/{id}`.
+pub async fn remove_member(
+    State(s): State<AppState>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Json<Value>, crate::error::ApiError> {
+    let change = Change::Remove {
+        id: member_id(&id)?,
+    };
+    let resp = s
+        .core
+        .change_members(change, crate::core::Hop::Client)
+        .await?;
+    Ok(members_json(&resp.members))
 }
 
 #[derive(serde::Deserialize)]

@@ -13,7 +13,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get, post};
+use axum::routing::{any, delete, get, post};
 use strata_proto::v1::StatusResponse;
 use tokio::sync::watch;
 
@@ -61,7 +61,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/batch", post(kv::batch))
         .route("/v1/cas", post(kv::cas))
         .route("/v1/cluster/status", get(cluster::status))
-        .route("/v1/cluster/members", get(cluster::members))
+        .route(
+            "/v1/cluster/members",
+            get(cluster::members).post(cluster::add_member),
+        )
+        .route("/v1/cluster/members/{id}", delete(cluster::remove_member))
+        .route(
+            "/v1/cluster/members/{id}/promote",
+            post(cluster::promote_member),
+        )
         .route("/v1/cluster/events", get(cluster::events))
         .route("/v1/cluster/leader", post(cluster::transfer_leader))
         .route("/health/leader", get(health::leader))

@@ -1,0 +1,157 @@
+//! Membership changes on a running cluster under load.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use strata_harness::Cluster;
+
+async fn members(c: &Cluster) -> Value {
+    c.http()
+        .get(format!("{}/v1/cluster/members", c.gateway_url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+fn member(m: &Value, id: u64) -> Option<&Value> {
+    m["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_learner_promote_and_remove_an_old_node_under_load() {
+    // Proves: a fourth node joins as a learner (catching up by snapshot),
+    // is promoted to voter, and an old node is removed, while a writer
+    // runs; the writer sees only retryable errors and every acknowledged
+    // write is readable afterwards, also on the new node.
+    let mut c = Cluster::start(3).await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (http, gw, stop) = (c.http().clone(), c.gateway_url(), stop.clone());
+        tokio::spawn(async move {
+            let (mut acked, mut i, started) = (Vec::new(), 0u32, Instant::now());
+            while !stop.load(Ordering::Relaxed)
+                && started.elapsed() < Duration::from_secs(60)
+                && i < 20_000
+            {
+                let key = format!("m-{i}");
+                i += 1;
+                let r = http
+                    .put(format!("{gw}/v1/kv/{key}"))
+                    .body(key.clone())
+                    .send()
+                    .await
+                    .unwrap();
+                match r.status() {
+                    StatusCode::OK => acked.push(key),
+                    StatusCode::SERVICE_UNAVAILABLE => {}
+                    other => panic!("unexpected {other}: {}", r.text().await.unwrap()),
+                }
+            }
+            acked
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    c.add_joining_node(4).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while member(&members(&c).await, 4).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "node 4 never joined; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(member(&members(&c).await, 4).unwrap()["voter"], false);
+
+    let r = c
+        .http()
+        .post(format!("{}/v1/cluster/members/4/promote", c.gateway_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    assert_eq!(member(&members(&c).await, 4).unwrap()["voter"], true);
+
+    let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    let old = (1..=3).find(|&id| id != leader).unwrap();
+    let r = c
+        .http()
+        .delete(format!("{}/v1/cluster/members/{old}", c.gateway_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    assert!(member(&members(&c).await, old).is_none());
+    c.kill(old).unwrap();
+
+    // A second removal of the same node is refused clearly.
+    let r = c
+        .http()
+        .delete(format!("{}/v1/cluster/members/{old}", c.gateway_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = c
+        .http()
+        .post(format!("{}/v1/cluster/members", c.gateway_url()))
+        .json(&json!({"id": 4, "address": "127.0.0.1:1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::BAD_REQUEST,
+        "adding an existing member"
+    );
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::Relaxed);
+    let acked = writer.await.unwrap();
+    assert!(
+        acked.len() > 20,
+        "the writer made progress: {}",
+        acked.len()
+    );
+    for key in acked.iter().step_by(7) {
+        let r = c
+            .http()
+            .get(format!("{}/v1/kv/{key}", c.gateway_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.text().await.unwrap(), *key);
+    }
+    // The new voter holds the data too.
+    let last = acked.last().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c
+            .http()
+            .get(format!("{}/v1/kv/{last}?consistency=stale", c.node_url(4)))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == StatusCode::OK {
+            assert_eq!(r.text().await.unwrap(), *last);
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 4 lags behind");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        c.node_log(4).contains("snapshot installed"),
+        "node 4 joined without a snapshot"
+    );
+}
