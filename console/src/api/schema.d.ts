@@ -601,7 +601,7 @@ export interface components {
         /** @description Data of the `raft` SSE event. */
         RaftEvent: {
             /** @enum {string} */
-            kind: "leader_changed" | "role_changed" | "term_changed";
+            kind: "leader_changed" | "role_changed" | "election_started" | "membership_changed" | "snapshot_sent" | "snapshot_installed" | "storage_failed";
             /**
              * Format: uint64
              * @description The node reporting the event.
@@ -623,6 +623,13 @@ export interface components {
              * @description When the reporting node observed the change, Unix time in milliseconds.
              */
             at_ms: number;
+            /**
+             * Format: uint64
+             * @description For `leader_changed` to a new leader: how long the reporting node saw no leader; 0 otherwise.
+             */
+            duration_ms: number;
+            /** @description What happened, in words (e.g. the configuration after a membership change); may be empty. */
+            detail: string;
         };
         /** @description 200 body of the health endpoints. */
         HealthStatus: {

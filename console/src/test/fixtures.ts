@@ -24,6 +24,8 @@ export function raftEvent(overrides: Partial<RaftEvent> = {}): RaftEvent {
     leader_id: 2,
     role: 'follower',
     at_ms: 1_700_000_000_000,
+    duration_ms: 0,
+    detail: '',
     ...overrides,
   };
 }

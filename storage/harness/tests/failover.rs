@@ -141,3 +141,120 @@ async fn full_restart_keeps_every_acknowledged_write() {
     }
     assert_eq!(get(&c, "key-0000").await.0, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minority_refuses_writes_with_a_clear_error() {
+    // Proves: with two of three nodes stopped, the survivor accepts no write
+    // (nothing is acknowledged without a quorum) and says so at once with a
+    // retryable UNAVAILABLE instead of hanging.
+    let mut c = Cluster::start(3).await.unwrap();
+    let survivor = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    for id in c.node_ids() {
+        if id != survivor {
+            c.kill(id).unwrap();
+        }
+    }
+    // The old leader steps down once check-quorum notices it lost its quorum.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let started = Instant::now();
+        let r = c
+            .http()
+            .put(format!("{}/v1/kv/lonely", c.node_url(survivor)))
+            .body("x")
+            .timeout(Duration::from_secs(6))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            assert_eq!(r.headers()["x-strata-retryable"], "true");
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(body["code"], "UNAVAILABLE");
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "refusal took {:?}",
+                started.elapsed()
+            );
+            break;
+        }
+        // Before stepping down, a write times out as OUTCOME_UNKNOWN: never OK.
+        assert_eq!(
+            status,
+            StatusCode::GATEWAY_TIMEOUT,
+            "{}",
+            r.text().await.unwrap()
+        );
+        assert!(Instant::now() < deadline, "the minority kept taking writes");
+    }
+    let r = c
+        .http()
+        .get(format!(
+            "{}/v1/kv/lonely?consistency=stale",
+            c.node_url(survivor)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::NOT_FOUND,
+        "a write without quorum was applied"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_stream_reports_the_election_and_how_long_it_took() {
+    // Proves: a survivor's /v1/cluster/events stream reports the election
+    // after the leader dies: the new leader with the term and how long the
+    // group had no leader (and the election it started, if it won).
+    let mut c = Cluster::start(3).await.unwrap();
+    let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    let watcher = c.follower().await.unwrap();
+    let mut stream = c
+        .http()
+        .get(format!("{}/v1/cluster/events", c.node_url(watcher)))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap();
+    c.kill(leader).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut text = String::new();
+    let mut kinds = Vec::new();
+    let elected = loop {
+        assert!(
+            Instant::now() < deadline,
+            "no election reported; saw {kinds:?}"
+        );
+        let chunk = tokio::time::timeout(Duration::from_secs(2), stream.chunk()).await;
+        let Ok(Ok(Some(chunk))) = chunk else { continue };
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let mut found = None;
+        while let Some(end) = text.find("\n\n") {
+            let frame: String = text.drain(..end + 2).collect();
+            let Some(data) = frame.strip_prefix("event: raft\ndata: ") else {
+                continue;
+            };
+            let e: serde_json::Value = serde_json::from_str(data.trim()).unwrap();
+            kinds.push(e["kind"].as_str().unwrap().to_string());
+            if e["kind"] == "leader_changed"
+                && e["leader_id"]
+                    .as_u64()
+                    .is_some_and(|l| l != 0 && l != leader)
+            {
+                found = Some(e);
+            }
+        }
+        if let Some(e) = found {
+            break e;
+        }
+    };
+    // A node reports its own elections; the other survivor may have won.
+    if elected["leader_id"] == watcher {
+        assert!(kinds.iter().any(|k| k == "election_started"), "{kinds:?}");
+    }
+    assert!(elected["duration_ms"].as_u64().unwrap() > 0, "{elected}");
+    assert!(elected["term"].as_u64().unwrap() > 0);
+    eprintln!("election seen by node {watcher}: {elected}");
+}

@@ -21,13 +21,14 @@ use tokio::sync::oneshot;
 
 use crate::command::{ApplyResult, Command, Proposal};
 use crate::error::{ProposeError, StartError};
+use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
 use crate::members::Members;
 use crate::peer::{PeerConfig, Shared};
 use crate::snapshot::{Job, JobDone, SnapshotDirs};
 use crate::state_machine::{Committed, StateMachine};
-use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role, now_ms};
+use crate::status::{PeerStatus, RaftEventKind, Role};
 use crate::transport::Transport;
 
 /// Inputs to the driver.
@@ -99,6 +100,7 @@ pub(crate) struct Driver {
     compact_log_entries: u64,
     compact_keep_entries: u64,
     members: Members,
+    events: EventLog,
     /// Configuration changes waiting for the entry at their index.
     conf_waiters: BTreeMap<u64, oneshot::Sender<Result<u64, ProposeError>>>,
 }
@@ -199,6 +201,7 @@ impl Driver {
             compact_log_entries: config.compact_log_entries,
             compact_keep_entries: config.compact_keep_entries,
             members: config.members.clone(),
+            events: EventLog::default(),
             conf_waiters: BTreeMap::new(),
         };
         driver.last_status = driver.compute_status();
@@ -310,6 +313,10 @@ impl Driver {
                     SnapshotStatus::Failure
                 };
                 self.node.report_snapshot(to, status);
+                if ok {
+                    self.events
+                        .note(RaftEventKind::SnapshotSent, format!("to node {to}"));
+                }
             }
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
@@ -428,6 +435,20 @@ impl Driver {
     fn on_ready(&mut self, shared: &Shared) {
         while self.node.has_ready() {
             let mut ready = self.node.ready();
+            if let Some(ss) = ready.ss()
+                && ss.raft_state != StateRole::Leader
+                && self.last_status.role == Role::Leader
+            {
+                // Entries this node appended may still be committed by the
+                // next leader or overwritten: say so now rather than at the
+                // request timeout.
+                for (_, p) in std::mem::take(&mut self.proposals) {
+                    let _ = p.tx.send(Err(ProposeError::LeadershipLost));
+                }
+                for (_, tx) in std::mem::take(&mut self.conf_waiters) {
+                    let _ = tx.send(Err(ProposeError::LeadershipLost));
+                }
+            }
             if let Some(ss) = ready.ss()
                 && ss.leader_id != self.last_status.leader_id
             {
@@ -595,6 +616,10 @@ impl Driver {
             Err(e) => return Err(format!("snapshot member directory: {e}")),
         }
         self.node.mut_store().apply_snapshot(meta);
+        self.events.note(
+            RaftEventKind::SnapshotInstalled,
+            format!("index {} term {}", meta.index, meta.term),
+        );
         tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
         Ok(dir)
     }
@@ -711,6 +736,10 @@ impl Driver {
         match self.node.apply_conf_change(&cc) {
             Ok(cs) => {
                 self.node.mut_store().set_conf_state(&cs);
+                self.events.note(
+                    RaftEventKind::MembershipChanged,
+                    format!("voters {:?} learners {:?}", cs.voters, cs.learners),
+                );
                 Some(cs)
             }
             Err(e) => {
@@ -785,29 +814,13 @@ impl Driver {
 
     fn publish(&mut self, shared: &Shared) {
         let status = self.compute_status();
-        if status == self.last_status {
+        if status == self.last_status && !self.events.has_noted() {
             return;
         }
-        let mut events = Vec::new();
-        if status.leader_id != self.last_status.leader_id {
-            events.push(RaftEventKind::LeaderChanged);
-        }
-        if status.role != self.last_status.role {
-            events.push(RaftEventKind::RoleChanged);
-        }
-        if status.failure.is_some() && self.last_status.failure.is_none() {
-            events.push(RaftEventKind::StorageFailed);
-        }
+        let events = self.events.events(&self.last_status, &status);
         *shared.status.write() = status.clone();
-        for kind in events {
-            let _ = shared.events.send(RaftEvent {
-                kind,
-                node_id: self.id,
-                term: status.term,
-                leader_id: status.leader_id,
-                role: status.role,
-                at_ms: now_ms(),
-            });
+        for e in events {
+            let _ = shared.events.send(e);
         }
         self.last_status = status;
     }

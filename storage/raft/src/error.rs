@@ -48,6 +48,10 @@ pub enum ProposeError {
     /// applied.
     #[error("timed out waiting for the outcome")]
     Timeout,
+    /// This node stopped leading while the write was in flight; another
+    /// leader may still commit it.
+    #[error("leadership was lost while the write was in flight")]
+    LeadershipLost,
     /// The node's storage failed; it refuses to acknowledge anything.
     #[error("storage failed: {0}")]
     Storage(String),

@@ -10,6 +10,7 @@
 pub mod command;
 mod driver;
 pub mod error;
+mod events;
 pub mod keys;
 pub mod log;
 mod logger;

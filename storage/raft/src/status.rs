@@ -66,6 +66,11 @@ pub struct RaftEvent {
     pub leader_id: u64,
     pub role: Role,
     pub at_ms: u64,
+    /// For `LeaderChanged` to a new leader: how long the group had no
+    /// leader, as this node saw it; 0 otherwise.
+    pub duration_ms: u64,
+    /// What happened, in words (e.g. the membership after a change).
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +79,14 @@ pub enum RaftEventKind {
     LeaderChanged,
     /// The peer's own role changed.
     RoleChanged,
+    /// The peer started an election (pre-vote or vote).
+    ElectionStarted,
+    /// A configuration change was applied.
+    MembershipChanged,
+    /// The peer finished sending a snapshot to another member.
+    SnapshotSent,
+    /// The peer installed a snapshot from the leader.
+    SnapshotInstalled,
     /// The peer's storage failed.
     StorageFailed,
 }
@@ -83,6 +96,10 @@ impl RaftEventKind {
         match self {
             RaftEventKind::LeaderChanged => "leader_changed",
             RaftEventKind::RoleChanged => "role_changed",
+            RaftEventKind::ElectionStarted => "election_started",
+            RaftEventKind::MembershipChanged => "membership_changed",
+            RaftEventKind::SnapshotSent => "snapshot_sent",
+            RaftEventKind::SnapshotInstalled => "snapshot_installed",
             RaftEventKind::StorageFailed => "storage_failed",
         }
     }

@@ -150,6 +150,10 @@ impl ApiError {
                 "the write was proposed but not confirmed in time; it may or may not be applied",
             ),
             ProposeError::Timeout => Self::unavailable("the read did not complete in time; retry"),
+            ProposeError::LeadershipLost => Self::new(
+                ErrorCode::OutcomeUnknown,
+                "this node stopped leading while the write was in flight; it may or may not be applied",
+            ),
             ProposeError::Storage(why) => {
                 Self::new(ErrorCode::StorageFailed, format!("storage failed: {why}"))
             }

@@ -65,6 +65,8 @@ fn event_json(e: &RaftEvent) -> Value {
         "leader_id": e.leader_id,
         "role": e.role.as_str(),
         "at_ms": e.at_ms,
+        "duration_ms": e.duration_ms,
+        "detail": e.detail,
     })
 }
 

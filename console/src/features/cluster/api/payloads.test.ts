@@ -43,7 +43,19 @@ describe('parseRaftEventData', () => {
   });
 
   it('rejects an unknown event kind', () => {
-    expect(parseRaftEventData(JSON.stringify({ ...raftEvent(), kind: 'snapshot_sent' }))).toBeNull();
+    expect(parseRaftEventData(JSON.stringify({ ...raftEvent(), kind: 'term_changed' }))).toBeNull();
+  });
+
+  it('accepts an election result with its duration and detail', () => {
+    const event = raftEvent({ kind: 'leader_changed', leader_id: 3, duration_ms: 182, detail: '' });
+    expect(parseRaftEventData(JSON.stringify(event))).toEqual(event);
+  });
+
+  it('rejects an event without a duration or detail', () => {
+    const { duration_ms: _d, ...withoutDuration } = raftEvent();
+    expect(parseRaftEventData(JSON.stringify(withoutDuration))).toBeNull();
+    const { detail: _t, ...withoutDetail } = raftEvent();
+    expect(parseRaftEventData(JSON.stringify(withoutDetail))).toBeNull();
   });
 
   it('rejects an event without a timestamp', () => {

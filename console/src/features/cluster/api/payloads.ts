@@ -6,7 +6,15 @@ import type { ClusterStatus, NodeRole, NodeStatus, RaftEvent, RaftEventKind } fr
 // check what the contract promises.
 
 const ROLES: readonly NodeRole[] = ['leader', 'follower', 'candidate', 'learner', 'unknown'];
-const RAFT_EVENT_KINDS: readonly RaftEventKind[] = ['leader_changed', 'role_changed', 'term_changed'];
+const RAFT_EVENT_KINDS: readonly RaftEventKind[] = [
+  'leader_changed',
+  'role_changed',
+  'election_started',
+  'membership_changed',
+  'snapshot_sent',
+  'snapshot_installed',
+  'storage_failed',
+];
 
 type Fields = Record<string, unknown>;
 
@@ -60,7 +68,7 @@ export function parseClusterStatus(value: unknown): ClusterStatus | null {
 /** A RaftEvent (SSE `raft`), or null when malformed. */
 export function parseRaftEvent(value: unknown): RaftEvent | null {
   if (!isObject(value)) return null;
-  const { kind, node_id, term, leader_id, role, at_ms } = value;
+  const { kind, node_id, term, leader_id, role, at_ms, duration_ms, detail } = value;
   if (
     typeof kind !== 'string' ||
     !(RAFT_EVENT_KINDS as readonly string[]).includes(kind) ||
@@ -68,11 +76,13 @@ export function parseRaftEvent(value: unknown): RaftEvent | null {
     !isCount(term) ||
     !isCount(leader_id) ||
     !isRole(role) ||
-    !isCount(at_ms)
+    !isCount(at_ms) ||
+    !isCount(duration_ms) ||
+    typeof detail !== 'string'
   ) {
     return null;
   }
-  return { kind: kind as RaftEventKind, node_id, term, leader_id, role, at_ms };
+  return { kind: kind as RaftEventKind, node_id, term, leader_id, role, at_ms, duration_ms, detail };
 }
 
 function parseJson(data: string): unknown {

@@ -52,14 +52,14 @@ describe('ClusterPage', () => {
       source.emit('status', clusterStatus(1, 3));
     });
     act(() => {
-      source.emit('raft', raftEvent({ kind: 'leader_changed', leader_id: 2, term: 4 }));
+      source.emit('raft', raftEvent({ kind: 'leader_changed', leader_id: 2, term: 4, duration_ms: 150 }));
       source.emit('status', clusterStatus(2, 4));
     });
     expect(screen.getByTestId('node-row-2')).toHaveAttribute('data-leader', 'true');
     expect(screen.getByTestId('node-row-1')).toHaveAttribute('data-leader', 'false');
     expect(screen.getByTestId('cluster-term')).toHaveTextContent('4');
     const events = screen.getByRole('list', { name: 'Recent raft events' });
-    expect(within(events).getByText('Node 2 elected leader')).toBeInTheDocument();
+    expect(within(events).getByText('Node 2 elected leader after 150 ms')).toBeInTheDocument();
   });
 
   it('shows reconnecting when the stream errors, reconnects by itself, and clears on the next status', async () => {

@@ -5,11 +5,22 @@ import styles from './RaftEventList.module.css';
 function describe(event: RaftEvent): string {
   switch (event.kind) {
     case 'leader_changed':
-      return event.leader_id === 0 ? 'Leader lost' : `Node ${event.leader_id} elected leader`;
+      if (event.leader_id === 0) return 'Leader lost';
+      return event.duration_ms > 0
+        ? `Node ${event.leader_id} elected leader after ${event.duration_ms} ms`
+        : `Node ${event.leader_id} is leader`;
     case 'role_changed':
       return `Node ${event.node_id} became ${event.role}`;
-    case 'term_changed':
-      return `Node ${event.node_id} moved to term ${event.term}`;
+    case 'election_started':
+      return `Node ${event.node_id} started an election`;
+    case 'membership_changed':
+      return `Membership changed: ${event.detail}`;
+    case 'snapshot_sent':
+      return `Node ${event.node_id} sent a snapshot ${event.detail}`;
+    case 'snapshot_installed':
+      return `Node ${event.node_id} installed a snapshot (${event.detail})`;
+    case 'storage_failed':
+      return `Node ${event.node_id} storage failed: ${event.detail}`;
   }
 }
 

@@ -29,7 +29,7 @@ describe('clusterLiveReducer', () => {
 
   it('raft events append in arrival order', () => {
     const a = raftEvent({ at_ms: 1, term: 4 });
-    const b = raftEvent({ at_ms: 2, term: 5, kind: 'term_changed' });
+    const b = raftEvent({ at_ms: 2, term: 5, kind: 'election_started' });
     const state = run([
       { type: 'raft-event', event: a },
       { type: 'raft-event', event: b },
