@@ -1219,7 +1219,10 @@ export interface operations {
     };
     promoteMember: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A voter to remove in the same change: the group passes through joint consensus and leaves it automatically. */
+                replace?: string;
+            };
             header?: never;
             path: {
                 /** @description Member id. */
@@ -1239,6 +1242,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["OutcomeUnknown"];

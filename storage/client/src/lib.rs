@@ -253,9 +253,14 @@ impl Client {
             .members)
     }
 
-    /// Makes a learner a voter; returns the members afterwards.
-    pub async fn promote_member(&self, id: u64) -> Result<Vec<proto::Member>, ClientError> {
-        let req = proto::PromoteMemberRequest { id };
+    /// Makes a learner a voter; with a non-zero `replace_id` that voter is
+    /// removed in the same joint change. Returns the members afterwards.
+    pub async fn promote_member(
+        &self,
+        id: u64,
+        replace_id: u64,
+    ) -> Result<Vec<proto::Member>, ClientError> {
+        let req = proto::PromoteMemberRequest { id, replace_id };
         Ok(self
             .cluster
             .clone()

@@ -73,8 +73,13 @@ enum MemberCmd {
     List,
     /// Add a node (started with --join, or any empty node) as a learner.
     Add { id: u64, address: String },
-    /// Make a learner a voter.
-    Promote { id: u64 },
+    /// Make a learner a voter (with --replace, removing that voter in the
+    /// same joint-consensus change).
+    Promote {
+        id: u64,
+        #[arg(long)]
+        replace: Option<u64>,
+    },
     /// Remove a voter or learner.
     Remove { id: u64 },
 }
@@ -161,7 +166,9 @@ async fn main() -> anyhow::Result<()> {
             let members = match action {
                 MemberCmd::List => client.members().await?,
                 MemberCmd::Add { id, address } => client.add_member(id, &address).await?,
-                MemberCmd::Promote { id } => client.promote_member(id).await?,
+                MemberCmd::Promote { id, replace } => {
+                    client.promote_member(id, replace.unwrap_or(0)).await?
+                }
                 MemberCmd::Remove { id } => client.remove_member(id).await?,
             };
             for m in members {

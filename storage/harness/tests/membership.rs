@@ -172,3 +172,66 @@ async fn add_learner_promote_and_remove_an_old_node_under_load() {
         "node 4 joined without a snapshot"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learner_replaces_a_voter_in_one_joint_change() {
+    // Proves: promoting a learner with `?replace=OLD` swaps it for OLD in a
+    // single joint-consensus change: afterwards the group has three voters,
+    // OLD is gone, and writes still commit with OLD stopped.
+    let mut c = Cluster::start(3).await.unwrap();
+    c.add_joining_node(4).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while member(&members(&c).await, 4).is_none() {
+        assert!(Instant::now() < deadline, "node 4 never joined");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    let old = (1..=3).find(|&id| id != leader).unwrap();
+    let r = c
+        .http()
+        .post(format!(
+            "{}/v1/cluster/members/4/promote?replace={old}",
+            c.gateway_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    // The joint configuration is left automatically.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = members(&c).await;
+        let voters: Vec<u64> = m["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["voter"] == true)
+            .map(|x| x["id"].as_u64().unwrap())
+            .collect();
+        if member(&m, old).is_none() && voters.len() == 3 && voters.contains(&4) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still in transition: {m}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    c.kill(old).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c
+            .http()
+            .put(format!("{}/v1/kv/after-swap", c.gateway_url()))
+            .body("ok")
+            .send()
+            .await
+            .unwrap();
+        if r.status() == StatusCode::OK {
+            break;
+        }
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(
+            Instant::now() < deadline,
+            "no write accepted after the swap"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

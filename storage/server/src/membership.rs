@@ -6,7 +6,9 @@ use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{
     AddMemberRequest, MembersResponse, PromoteMemberRequest, RemoveMemberRequest,
 };
-use strata_raft::{ConfChangeSingle, ConfChangeType, ConfChangeV2, Members, PeerStatus};
+use strata_raft::{
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Members, PeerStatus,
+};
 
 use crate::core::{Core, Hop, Route};
 use crate::error::ApiError;
@@ -14,9 +16,22 @@ use crate::grpc::cluster::members;
 
 /// A requested change, checked against the current configuration.
 pub enum Change {
-    Add { id: u64, address: String },
-    Promote { id: u64 },
-    Remove { id: u64 },
+    Add {
+        id: u64,
+        address: String,
+    },
+    Promote {
+        id: u64,
+    },
+    /// Promote the learner `id` and remove the voter `old` in one joint
+    /// configuration change.
+    Replace {
+        old: u64,
+        id: u64,
+    },
+    Remove {
+        id: u64,
+    },
 }
 
 impl Change {
@@ -41,6 +56,14 @@ impl Change {
                     return Err(ApiError::invalid(format!("node {id} is not a learner")));
                 }
             }
+            Change::Replace { old, id } => {
+                if !st.learners.contains(id) {
+                    return Err(ApiError::invalid(format!("node {id} is not a learner")));
+                }
+                if !st.voters.contains(old) {
+                    return Err(ApiError::not_found(format!("node {old} is not a voter")));
+                }
+            }
             Change::Remove { id } => {
                 if !is_member(id) {
                     return Err(ApiError::not_found(format!("node {id} is not a member")));
@@ -54,16 +77,27 @@ impl Change {
     }
 
     fn conf_change(&self) -> ConfChangeV2 {
-        let (change_type, node_id) = match self {
-            Change::Add { id, .. } => (ConfChangeType::AddLearnerNode, *id),
-            Change::Promote { id } => (ConfChangeType::AddNode, *id),
-            Change::Remove { id } => (ConfChangeType::RemoveNode, *id),
+        let single = |change_type, node_id| {
+            let mut c = ConfChangeSingle::default();
+            c.set_change_type(change_type);
+            c.node_id = node_id;
+            c
         };
-        let mut single = ConfChangeSingle::default();
-        single.set_change_type(change_type);
-        single.node_id = node_id;
+        let changes = match self {
+            Change::Add { id, .. } => vec![single(ConfChangeType::AddLearnerNode, *id)],
+            Change::Promote { id } => vec![single(ConfChangeType::AddNode, *id)],
+            Change::Replace { old, id } => vec![
+                single(ConfChangeType::AddNode, *id),
+                single(ConfChangeType::RemoveNode, *old),
+            ],
+            Change::Remove { id } => vec![single(ConfChangeType::RemoveNode, *id)],
+        };
         let mut cc = ConfChangeV2::default();
-        cc.set_changes(vec![single].into());
+        if changes.len() > 1 {
+            // Joint consensus, left automatically once it is applied.
+            cc.set_transition(ConfChangeTransition::Auto);
+        }
+        cc.set_changes(changes.into());
         if let Change::Add { id, address } = self {
             cc.context = Members::encode(&[(*id, address.clone())].into_iter().collect()).into();
         }
@@ -90,9 +124,15 @@ impl Core {
                             .await
                     }
                     Change::Promote { id } => {
-                        client
-                            .promote_member(self.forward_request(PromoteMemberRequest { id }))
-                            .await
+                        let req = PromoteMemberRequest { id, replace_id: 0 };
+                        client.promote_member(self.forward_request(req)).await
+                    }
+                    Change::Replace { old, id } => {
+                        let req = PromoteMemberRequest {
+                            id,
+                            replace_id: old,
+                        };
+                        client.promote_member(self.forward_request(req)).await
                     }
                     Change::Remove { id } => {
                         client

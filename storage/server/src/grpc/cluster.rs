@@ -86,12 +86,12 @@ impl Cluster for ClusterService {
         req: Request<PromoteMemberRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
         let hop = hop(&req);
-        let id = req.into_inner().id;
-        Ok(Response::new(
-            self.core
-                .change_members(Change::Promote { id }, hop)
-                .await?,
-        ))
+        let PromoteMemberRequest { id, replace_id } = req.into_inner();
+        let change = match replace_id {
+            0 => Change::Promote { id },
+            old => Change::Replace { old, id },
+        };
+        Ok(Response::new(self.core.change_members(change, hop).await?))
     }
 
     async fn remove_member(

@@ -116,13 +116,26 @@ fn member_id(raw: &str) -> Result<u64, crate::error::ApiError> {
         .map_err(|_| crate::error::ApiError::invalid(format!("member id `{raw}` is not a number")))
 }
 
-/// `POST /v1/cluster/members/{id}/promote`: make a learner a voter.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromoteQuery {
+    replace: Option<String>,
+}
+
+/// `POST /v1/cluster/members/{id}/promote[?replace=OLD]`: make a learner a
+/// voter, optionally removing the voter OLD in the same joint change.
 pub async fn promote_member(
     State(s): State<AppState>,
     axum::extract::Path(id): axum::extract::Path<String>,
+    q: Result<axum::extract::Query<PromoteQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, crate::error::ApiError> {
-    let change = Change::Promote {
-        id: member_id(&id)?,
+    let id = member_id(&id)?;
+    let change = match super::body::query(q)?.replace {
+        Some(old) => Change::Replace {
+            old: member_id(&old)?,
+            id,
+        },
+        None => Change::Promote { id },
     };
     let resp = s
         .core
