@@ -160,6 +160,7 @@ impl Driver {
             applied,
             check_quorum: true,
             pre_vote: true,
+            read_only_option: config.read_only_option,
             max_inflight_msgs: config.max_inflight_msgs,
             max_size_per_msg: config.max_size_per_msg_bytes,
             ..Default::default()

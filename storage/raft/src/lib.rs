@@ -25,6 +25,7 @@ pub use command::{ApplyResult, Command, Op};
 pub use error::{LogError, ProposeError, StartError};
 pub use members::Members;
 pub use peer::{Peer, PeerConfig, PeerHandle};
+pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,
 };

@@ -55,6 +55,11 @@ pub struct PeerConfig {
     /// The member directory; filled from storage at start and kept current
     /// as configuration changes apply.
     pub members: Members,
+    /// How ReadIndex confirms leadership: `Safe` asks a quorum (one
+    /// heartbeat round per batch of reads); `LeaseBased` trusts the leader
+    /// lease that check-quorum maintains, which assumes clocks advance at
+    /// nearly the same rate on every node.
+    pub read_only_option: raft::ReadOnlyOption,
 }
 
 impl PeerConfig {
@@ -65,6 +70,7 @@ impl PeerConfig {
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
             members: Members::default(),
+            read_only_option: raft::ReadOnlyOption::Safe,
             id,
             group_id,
             bootstrap_voters,

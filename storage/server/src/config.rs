@@ -90,6 +90,11 @@ pub struct Timing {
     pub election_ticks: usize,
     #[arg(long, env = "STRATA_HEARTBEAT_TICKS", default_value_t = 2)]
     pub heartbeat_ticks: usize,
+    /// How linearizable reads confirm leadership: `safe` (a quorum round per
+    /// batch of reads) or `lease` (the leader's lease; assumes bounded clock
+    /// drift between nodes, see docs/ARCHITECTURE.md).
+    #[arg(long, env = "STRATA_READ_MODE", value_enum, default_value_t = ReadMode::Safe)]
+    pub read_mode: ReadMode,
     /// How long a write may wait for its outcome before answering
     /// OUTCOME_UNKNOWN. Keep it below the gateway's per-try timeout (5 s) so
     /// the client gets the node's answer rather than the gateway's.
@@ -103,6 +108,7 @@ impl Default for Timing {
             tick_ms: 10,
             election_ticks: 10,
             heartbeat_ticks: 2,
+            read_mode: ReadMode::Safe,
             request_timeout_ms: 4000,
         }
     }
@@ -112,6 +118,13 @@ impl Timing {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
     }
+}
+
+/// How linearizable reads confirm that this node still leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReadMode {
+    Safe,
+    Lease,
 }
 
 fn parse_peer(s: &str) -> Result<(u64, String), String> {
