@@ -68,9 +68,12 @@ pub(crate) fn lookup_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
     internal_key(user_key, snapshot, ValueKind::Put)
 }
 
+/// The trailer of an internal key; 0 for a key too short to have one.
 fn trailer(ikey: &[u8]) -> u64 {
-    let t = &ikey[ikey.len() - TRAILER_BYTES..];
-    u64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]])
+    ikey.len()
+        .checked_sub(TRAILER_BYTES)
+        .and_then(|start| ikey[start..].try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// Splits an internal key; `None` if it is too short or has an unknown kind.
@@ -86,12 +89,11 @@ pub(crate) fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
     })
 }
 
-/// The user-key part of an internal key.
-///
-/// # Panics
-/// If `ikey` is shorter than a trailer; callers validate keys read from disk.
+/// The user-key part of an internal key. Total, so that comparing a
+/// malformed key read from a damaged file cannot panic: a key shorter than
+/// a trailer has an empty user key, and `parse_internal_key` reports it.
 pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
-    &ikey[..ikey.len() - TRAILER_BYTES]
+    &ikey[..ikey.len().saturating_sub(TRAILER_BYTES)]
 }
 
 /// Orders internal keys: user key ascending, then trailer descending.

@@ -2,9 +2,14 @@
 //!
 //! Writes get a sequence number, go to the write-ahead log and then to the
 //! memtable (an arena skiplist); full memtables are frozen and flushed to
-//! SSTables in L0 by a background thread, which also compacts L0 into
-//! sorted, non-overlapping L1 tables. The manifest records the level layout.
-//! Reads merge memtables and tables, newest first. All file I/O goes through
+//! SSTables in L0 by a background thread, which also runs leveled
+//! compaction (L0 by file count, L1 and deeper by size, ratio 10), rate
+//! limited, keeping what live [`Snapshot`]s need. Writers meet
+//! back-pressure (slow down, then stall) instead of unbounded growth. The
+//! manifest records the level layout. Reads merge memtables and tables,
+//! newest first, through a shared block cache. [`Engine::subscribe`]
+//! delivers flush, compaction and stall events; [`Engine::stats`] reports
+//! per-level shape and amplification. All file I/O goes through
 //! [`FileSystem`], so tests can simulate crashes with [`FaultFs`].
 //!
 //! Byte layouts and the fsync protocol are in `storage/docs/format.md`.
@@ -17,8 +22,11 @@ mod coding;
 mod compaction;
 mod engine;
 mod error;
+mod events;
 mod filename;
 pub mod fs;
+#[doc(hidden)]
+pub mod fuzzing;
 mod iter;
 mod key;
 mod log;
@@ -30,8 +38,9 @@ mod stats;
 mod version;
 
 pub use batch::WriteBatch;
-pub use engine::{Engine, KvPair};
+pub use engine::{Engine, KvPair, Snapshot};
 pub use error::EngineError;
+pub use events::EngineEvent;
 pub use fs::{FaultFs, FileSystem, StdFs};
 pub use key::SeqNo;
 pub use options::{Options, WalMode};

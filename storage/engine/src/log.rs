@@ -64,6 +64,14 @@ impl LogWriter {
     }
 }
 
+/// Appends one framed record to `buf`, as [`LogWriter::add_record`] writes it.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn encode_record(buf: &mut Vec<u8>, payload: &[u8]) {
+    let len = u32::try_from(payload.len()).expect("a record is smaller than 4 GiB");
+    encode_header(buf, len, crc32fast::hash(payload));
+    buf.extend_from_slice(payload);
+}
+
 fn encode_header(buf: &mut Vec<u8>, len: u32, payload_crc: u32) {
     let start = buf.len();
     buf.extend_from_slice(&len.to_le_bytes());

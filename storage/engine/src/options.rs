@@ -33,6 +33,21 @@ pub struct Options {
     pub max_immutable_memtables: usize,
     /// Keys between full (not prefix-compressed) keys in a block.
     pub block_restart_interval: usize,
+    /// L0 table count at which each write is delayed a little (1 ms), so
+    /// that compaction can catch up before writes must stop.
+    pub l0_slowdown_trigger: usize,
+    /// L0 table count at which writes wait for compaction.
+    pub l0_stop_trigger: usize,
+    /// Target size of L1; L2 and deeper may each hold
+    /// `level_size_multiplier` times more than the level above.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels from L1 down.
+    pub level_size_multiplier: u64,
+    /// Average rate at which compactions may write, in bytes per second;
+    /// 0 means unlimited.
+    pub compaction_rate_limit_bytes_per_sec: u64,
+    /// Bytes of data blocks kept in the shared block cache; 0 disables it.
+    pub block_cache_bytes: usize,
 }
 
 impl Default for Options {
@@ -46,6 +61,12 @@ impl Default for Options {
             target_file_size_bytes: 8 << 20,
             max_immutable_memtables: 2,
             block_restart_interval: 16,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 12,
+            max_bytes_for_level_base: 64 << 20,
+            level_size_multiplier: 10,
+            compaction_rate_limit_bytes_per_sec: 256 << 20,
+            block_cache_bytes: 32 << 20,
         }
     }
 }
@@ -69,6 +90,14 @@ impl Options {
         if self.max_immutable_memtables == 0 {
             return fail("max_immutable_memtables must be positive");
         }
+        if self.l0_slowdown_trigger <= self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
+        {
+            return fail("need l0_compaction_trigger < l0_slowdown_trigger <= l0_stop_trigger");
+        }
+        if self.max_bytes_for_level_base == 0 || self.level_size_multiplier < 2 {
+            return fail("need max_bytes_for_level_base > 0 and level_size_multiplier >= 2");
+        }
         if self.target_file_size_bytes == 0 {
             return fail("target_file_size_bytes must be positive");
         }
@@ -79,5 +108,16 @@ impl Options {
     /// that tests with tiny memtables do not reserve a MiB each.
     pub(crate) fn arena_block_size_bytes(&self) -> usize {
         (self.memtable_size_bytes / 4).clamp(4096, strata_arena::DEFAULT_BLOCK_SIZE_BYTES)
+    }
+}
+
+impl Options {
+    /// The level limits compaction picking works with.
+    pub(crate) fn level_limits(&self) -> crate::compaction::LevelLimits {
+        crate::compaction::LevelLimits {
+            l0_trigger: self.l0_compaction_trigger,
+            level_base_bytes: self.max_bytes_for_level_base,
+            multiplier: self.level_size_multiplier,
+        }
     }
 }

@@ -2,7 +2,9 @@
 //! and merging it.
 
 mod pick;
+mod rate_limit;
 mod run;
 
-pub(crate) use pick::{CompactionTask, pick_compaction};
+pub(crate) use pick::{CompactionTask, LevelLimits, pick_compaction};
+pub(crate) use rate_limit::RateLimiter;
 pub(crate) use run::write_compaction_outputs;

@@ -4,18 +4,19 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Frozen, Inner, ReadView, VersionSet};
-use crate::compaction::{CompactionTask, pick_compaction, write_compaction_outputs};
+use crate::compaction::{CompactionTask, RateLimiter, pick_compaction, write_compaction_outputs};
 use crate::error::{EngineError, Result};
+use crate::events::EngineEvent;
 use crate::filename::{manifest_name, table_path, wal_path};
 use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, LevelIter, MergeIterator};
 use crate::manifest::{ManifestWriter, VersionEdit};
 use crate::memtable::Memtable;
 use crate::options::{Options, WalMode};
-use crate::sstable::{Table, TableBuilder};
+use crate::sstable::{BlockCache, Table, TableBuilder};
 use crate::version::{FileMeta, TableFile};
 
 /// How long the idle thread sleeps before re-checking for work.
@@ -56,11 +57,7 @@ fn step(inner: &Inner) -> Result<bool> {
         return Ok(true);
     }
     let force = inner.bg.lock().manual_compaction;
-    let task = pick_compaction(
-        &view.version.layout(),
-        inner.opts.l0_compaction_trigger,
-        force,
-    );
+    let task = pick_compaction(&view.version.layout(), &inner.opts.level_limits(), force);
     let did_work = match task {
         Some(task) => {
             compact(inner, &view, &task)?;
@@ -83,6 +80,7 @@ pub(crate) fn write_memtable_table(
     opts: &Options,
     mem: &Memtable,
     number: u64,
+    cache: Option<&Arc<BlockCache>>,
 ) -> Result<(FileMeta, Arc<Table>)> {
     let path = table_path(dir, number);
     let context = || format!("writing {}", path.display());
@@ -112,7 +110,7 @@ pub(crate) fn write_memtable_table(
         smallest: summary.smallest,
         largest: summary.largest,
     };
-    let table = open_table(fs, dir, number)?;
+    let table = open_table(fs, dir, number, cache)?;
     Ok((meta, table))
 }
 
@@ -121,6 +119,7 @@ pub(crate) fn open_table(
     fs: &dyn FileSystem,
     dir: &std::path::Path,
     number: u64,
+    cache: Option<&Arc<BlockCache>>,
 ) -> Result<Arc<Table>> {
     let path = table_path(dir, number);
     let file = fs.open(&path).map_err(|e| {
@@ -130,10 +129,15 @@ pub(crate) fn open_table(
             EngineError::io(format!("opening {}", path.display()), e)
         }
     })?;
-    Ok(Arc::new(Table::open(file, path.display().to_string())?))
+    let table = Table::open(file, path.display().to_string())?;
+    Ok(Arc::new(table.with_cache(cache.cloned(), number)))
 }
 
 fn flush_frozen(inner: &Inner, frozen: &Arc<Frozen>) -> Result<()> {
+    let started = Instant::now();
+    inner.events.publish(EngineEvent::FlushStarted {
+        memtable_bytes: frozen.mem.memory_usage_bytes() as u64,
+    });
     let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
     let (meta, table) = write_memtable_table(
         inner.fs.as_ref(),
@@ -141,11 +145,13 @@ fn flush_frozen(inner: &Inner, frozen: &Arc<Frozen>) -> Result<()> {
         &inner.opts,
         &frozen.mem,
         number,
+        inner.block_cache.as_ref(),
     )?;
     inner
         .fs
         .sync_dir(&inner.dir)
         .map_err(|e| EngineError::io("syncing the directory after a flush", e))?;
+    let bytes_out = meta.size_bytes;
     let edit = VersionEdit {
         log_number: Some(frozen.next_log_number),
         next_file_number: Some(inner.next_file_number.load(Ordering::Acquire)),
@@ -169,6 +175,15 @@ fn flush_frozen(inner: &Inner, frozen: &Arc<Frozen>) -> Result<()> {
     )?;
     drop(vs);
     inner.flush_count.fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .flush_bytes_written
+        .fetch_add(bytes_out, Ordering::Relaxed);
+    inner.events.publish(EngineEvent::FlushFinished {
+        table_number: number,
+        bytes_out,
+        duration: started.elapsed(),
+    });
     if inner.opts.wal != WalMode::Disabled {
         // Best effort: a leftover segment below the log number is deleted
         // at the next open.
@@ -187,8 +202,29 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
             .cloned()
             .collect()
     };
+    let started = Instant::now();
     let inputs = find(task.level, &task.inputs);
     let next_inputs = find(task.output_level(), &task.next_inputs);
+    let files_in = inputs.len() + next_inputs.len();
+    let bytes_in: u64 = inputs
+        .iter()
+        .chain(&next_inputs)
+        .map(|f| f.meta.size_bytes)
+        .sum();
+    inner.events.publish(EngineEvent::CompactionStarted {
+        level: task.level,
+        output_level: task.output_level(),
+        files_in,
+        bytes_in,
+    });
+    if task.is_trivial_move() {
+        return trivial_move(inner, task, bytes_in, started);
+    }
+    // Read once at the start: see `snapshot.rs` for why a snapshot taken
+    // later cannot need a version this compaction drops.
+    let snapshots = inner.snapshots.sequence_numbers();
+    let mut limiter = RateLimiter::new(inner.opts.compaction_rate_limit_bytes_per_sec, started);
+    let mut charged = 0u64;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if task.level == 0 {
         children.extend(
@@ -201,15 +237,33 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
     }
     children.push(Box::new(LevelIter::new(next_inputs.clone())));
     let mut merged = MergeIterator::new(children);
-    let outputs = write_compaction_outputs(&mut merged, task.bottommost, &inner.opts, || {
-        let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
-        let path = table_path(&inner.dir, number);
-        let file = inner
-            .fs
-            .create(&path)
-            .map_err(|e| EngineError::io(format!("creating {}", path.display()), e))?;
-        Ok((number, file))
-    })?;
+    let outputs = write_compaction_outputs(
+        &mut merged,
+        task.bottommost,
+        &snapshots,
+        &inner.opts,
+        || {
+            let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
+            let path = table_path(&inner.dir, number);
+            let file = inner
+                .fs
+                .create(&path)
+                .map_err(|e| EngineError::io(format!("creating {}", path.display()), e))?;
+            Ok((number, file))
+        },
+        |written| {
+            // Charge in 64 KiB steps to keep clock reads rare.
+            if written >= charged + (64 << 10) {
+                let pause = limiter.charge(written - charged, Instant::now());
+                charged = written;
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
+            }
+        },
+    )?;
+    let files_out = outputs.len();
+    let bytes_out: u64 = outputs.iter().map(|m| m.size_bytes).sum();
     inner
         .fs
         .sync_dir(&inner.dir)
@@ -218,7 +272,12 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
     for meta in &outputs {
         tables.insert(
             meta.number,
-            open_table(inner.fs.as_ref(), &inner.dir, meta.number)?,
+            open_table(
+                inner.fs.as_ref(),
+                &inner.dir,
+                meta.number,
+                inner.block_cache.as_ref(),
+            )?,
         );
     }
     let edit = VersionEdit {
@@ -242,11 +301,64 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
     log_and_apply(inner, &mut vs, &edit, tables, |_| {})?;
     drop(vs);
     inner.compaction_count.fetch_add(1, Ordering::Relaxed);
+    inner
+        .counters
+        .compaction_bytes_read
+        .fetch_add(bytes_in, Ordering::Relaxed);
+    inner
+        .counters
+        .compaction_bytes_written
+        .fetch_add(bytes_out, Ordering::Relaxed);
+    inner.events.publish(EngineEvent::CompactionFinished {
+        level: task.level,
+        output_level: task.output_level(),
+        files_in,
+        bytes_in,
+        files_out,
+        bytes_out,
+        trivial_move: false,
+        duration: started.elapsed(),
+    });
     for (_, number) in &edit.deleted_files {
         // Readers holding an older view keep their open handles; unlinking
         // does not disturb them. Leftovers are collected at the next open.
         let _ = inner.fs.remove_file(&table_path(&inner.dir, *number));
     }
+    Ok(())
+}
+
+/// Moves the task's single input one level down by a manifest edit.
+fn trivial_move(
+    inner: &Inner,
+    task: &CompactionTask,
+    bytes_in: u64,
+    started: Instant,
+) -> Result<()> {
+    let meta = task.inputs[0].clone();
+    let edit = VersionEdit {
+        deleted_files: vec![(task.level, meta.number)],
+        new_files: vec![(task.output_level(), meta)],
+        ..VersionEdit::default()
+    };
+    let mut vs = inner.versions.lock();
+    // The table stays open: `log_and_apply` reuses the reader by number.
+    let table = vs.version.levels[task.level]
+        .iter()
+        .find(|f| f.meta.number == task.inputs[0].number)
+        .map(|f| (f.meta.number, Arc::clone(&f.table)));
+    log_and_apply(inner, &mut vs, &edit, table.into_iter().collect(), |_| {})?;
+    drop(vs);
+    inner.compaction_count.fetch_add(1, Ordering::Relaxed);
+    inner.events.publish(EngineEvent::CompactionFinished {
+        level: task.level,
+        output_level: task.output_level(),
+        files_in: 1,
+        bytes_in,
+        files_out: 1,
+        bytes_out: bytes_in,
+        trivial_move: true,
+        duration: started.elapsed(),
+    });
     Ok(())
 }
 
@@ -303,7 +415,12 @@ pub(crate) fn log_and_apply(
         .version
         .apply(edit, |meta| match tables.get(&meta.number) {
             Some(table) => Ok(Arc::clone(table)),
-            None => open_table(inner.fs.as_ref(), &inner.dir, meta.number),
+            None => open_table(
+                inner.fs.as_ref(),
+                &inner.dir,
+                meta.number,
+                inner.block_cache.as_ref(),
+            ),
         });
     let version = match version {
         Ok(v) => Arc::new(v),

@@ -57,7 +57,7 @@ impl Inner {
 
 /// Hard-links `from` to `to`, copying when linking is impossible (for
 /// example across file systems).
-fn link_or_copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_or_copy(fs: &dyn FileSystem, from: &Path, to: &Path) -> Result<()> {
     if fs.hard_link(from, to).is_ok() {
         return Ok(());
     }

@@ -5,10 +5,15 @@
 //! `versions` → `view`; `write` → `view`. `bg` and `poison` are leaves.
 
 mod background;
+mod backpressure;
 mod checkpoint;
 mod open;
 mod read;
+mod restore;
+mod snapshot;
 mod write;
+
+pub use snapshot::Snapshot;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -20,13 +25,15 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::WriteBatch;
 use crate::error::{EngineError, Result};
+use crate::events::{EngineEvent, EventBus};
 use crate::fs::{FileLock, FileSystem, StdFs, WritableFile};
 use crate::key::SeqNo;
 use crate::log::LogWriter;
 use crate::manifest::{ManifestState, ManifestWriter};
 use crate::memtable::{Memtable, MemtableWriter};
 use crate::options::Options;
-use crate::stats::{EngineStats, LevelStats};
+use crate::sstable::BlockCache;
+use crate::stats::{Counters, EngineStats, LevelStats};
 use crate::version::Version;
 
 /// A key and its value, as returned by [`Engine::scan`].
@@ -124,6 +131,10 @@ pub(crate) struct Inner {
     pub(crate) bg_done: Condvar,
     pub(crate) flush_count: AtomicU64,
     pub(crate) compaction_count: AtomicU64,
+    pub(crate) snapshots: snapshot::SnapshotList,
+    pub(crate) events: EventBus,
+    pub(crate) counters: Counters,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
 }
 
 impl Inner {
@@ -201,7 +212,7 @@ impl Inner {
                 size_bytes: files.iter().map(|f| f.meta.size_bytes).sum(),
             })
             .collect();
-        EngineStats {
+        let mut stats = EngineStats {
             levels,
             memtable_bytes: view.mem.memory_usage_bytes() as u64,
             immutable_memtables: view.imms.len(),
@@ -213,7 +224,11 @@ impl Inner {
             flush_count: self.flush_count.load(Ordering::Relaxed),
             compaction_count: self.compaction_count.load(Ordering::Relaxed),
             last_seq: self.visible_seq.load(Ordering::Acquire),
-        }
+            events_dropped: self.events.dropped(),
+            ..EngineStats::default()
+        };
+        self.counters.fill(&mut stats);
+        stats
     }
 }
 
@@ -275,6 +290,26 @@ impl Engine {
         limit: usize,
     ) -> Result<Vec<KvPair>, EngineError> {
         self.inner.scan(start, end, limit)
+    }
+
+    /// Up to `limit` pairs whose keys start with `prefix`, ascending.
+    pub fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<KvPair>, EngineError> {
+        self.snapshot().scan_prefix(prefix, limit)
+    }
+
+    /// A consistent read view at the newest visible write; it stays fixed
+    /// while later writes, flushes and compactions go on.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(&self.inner)
+    }
+
+    /// Subscribes to flush, compaction and stall events. The channel holds
+    /// up to `capacity` events; when it is full, new events for this
+    /// subscriber are dropped (counted in `EngineStats::events_dropped`):
+    /// the engine never waits for a subscriber. Drop the receiver to
+    /// unsubscribe.
+    pub fn subscribe(&self, capacity: usize) -> std::sync::mpsc::Receiver<EngineEvent> {
+        self.inner.events.subscribe(capacity)
     }
 
     /// Writes the memtable to a table; durable when it returns.

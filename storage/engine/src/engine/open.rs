@@ -23,6 +23,7 @@ use crate::log::{LogWriter, read_log};
 use crate::manifest::{ManifestState, ManifestWriter, VersionEdit, read_current, replay};
 use crate::memtable::MemtableWriter;
 use crate::options::{Options, WalMode};
+use crate::sstable::BlockCache;
 use crate::version::Version;
 
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Result<Inner> {
@@ -65,8 +66,10 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Res
         .max()
         .unwrap_or(0);
     let next_file_number = AtomicU64::new(state.next_file_number.max(highest_seen + 1));
+    let block_cache =
+        (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
     let version = Version::default().apply(&state.snapshot_edit(), |meta| {
-        super::background::open_table(fs.as_ref(), &dir, meta.number)
+        super::background::open_table(fs.as_ref(), &dir, meta.number, block_cache.as_ref())
     })?;
 
     // Replay every WAL segment the manifest still needs, oldest first.
@@ -89,8 +92,14 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Res
     let mut version = version;
     if !recovered.is_empty() {
         let number = next_file_number.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        let (meta, table) =
-            write_memtable_table(fs.as_ref(), &dir, &opts, recovered.memtable(), number)?;
+        let (meta, table) = write_memtable_table(
+            fs.as_ref(),
+            &dir,
+            &opts,
+            recovered.memtable(),
+            number,
+            block_cache.as_ref(),
+        )?;
         edit.new_files.push((0, meta));
         version = version.apply(&edit, |_| Ok(Arc::clone(&table)))?;
     }
@@ -162,6 +171,10 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Res
         }),
         next_file_number,
         poisoned: AtomicBool::new(false),
+        snapshots: Default::default(),
+        events: Default::default(),
+        counters: Default::default(),
+        block_cache,
         poison_cause: Mutex::new(None),
         bg: Mutex::new(BgState::default()),
         bg_wake: Condvar::new(),

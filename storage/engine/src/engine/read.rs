@@ -25,6 +25,17 @@ impl Inner {
 
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let (view, snapshot) = self.read_point();
+        self.get_in(&view, key, snapshot)
+    }
+
+    /// A read at a registered snapshot: any view newer than the snapshot
+    /// still holds every version the snapshot sees (compaction keeps them).
+    pub(crate) fn get_at(&self, key: &[u8], snapshot: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.get_in(&self.read_view(), key, snapshot)
+    }
+
+    fn get_in(&self, view: &ReadView, key: &[u8], snapshot: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
         let memtables = std::iter::once(&view.mem).chain(view.imms.iter().rev().map(|f| &f.mem));
         for mem in memtables {
             match mem.get(key, snapshot) {
@@ -37,7 +48,7 @@ impl Inner {
         let levels = &view.version.levels;
         for file in &levels[0] {
             if file.meta.overlaps(key, key)
-                && let Some(found) = table_get(&file.table, key, &lookup)?
+                && let Some(found) = self.table_get(&file.table, key, &lookup)?
             {
                 return Ok(found);
             }
@@ -46,7 +57,7 @@ impl Inner {
             let i = find_file(files, &lookup);
             if let Some(file) = files.get(i)
                 && user_key(&file.meta.smallest) <= key
-                && let Some(found) = table_get(&file.table, key, &lookup)?
+                && let Some(found) = self.table_get(&file.table, key, &lookup)?
             {
                 return Ok(found);
             }
@@ -60,36 +71,88 @@ impl Inner {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>> {
-        let mut out = Vec::new();
-        if limit == 0 {
-            return Ok(out);
-        }
         let (view, snapshot) = self.read_point();
-        let mut it = VisibleIter::new(MergeIterator::new(sources(&view)), snapshot);
-        match start {
-            Bound::Included(k) => it.seek(k)?,
-            Bound::Excluded(k) => {
-                it.seek(k)?;
-                if it.valid() && it.key() == k {
-                    it.next()?;
-                }
-            }
-            Bound::Unbounded => it.seek_to_first()?,
-        }
-        while it.valid() && out.len() < limit {
-            let past_end = match end {
-                Bound::Included(e) => it.key() > e,
-                Bound::Excluded(e) => it.key() >= e,
-                Bound::Unbounded => false,
-            };
-            if past_end {
-                break;
-            }
-            out.push((it.key().to_vec(), it.value().to_vec()));
-            it.next()?;
-        }
-        Ok(out)
+        scan_in(&view, start, end, limit, snapshot)
     }
+
+    pub(crate) fn scan_at(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        snapshot: SeqNo,
+    ) -> Result<Vec<KvPair>> {
+        scan_in(&self.read_view(), start, end, limit, snapshot)
+    }
+
+    /// Looks `key` up in one table: `Some(Some(v))` found a value,
+    /// `Some(None)` found a tombstone, `None` means the table says nothing
+    /// about the key.
+    fn table_get(
+        &self,
+        table: &Arc<Table>,
+        key: &[u8],
+        lookup: &[u8],
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        self.counters.table_probes.fetch_add(1, Ordering::Relaxed);
+        if !table.may_contain(key) {
+            self.counters.bloom_useful.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        let Some((ikey, value)) = table.seek_entry(lookup)? else {
+            return Ok(None);
+        };
+        let parsed = parse_internal_key(&ikey).ok_or_else(|| {
+            EngineError::corruption(format!("{}: malformed internal key", table.name()))
+        })?;
+        if parsed.user_key != key {
+            self.counters
+                .bloom_false_positives
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        Ok(Some(match parsed.kind {
+            ValueKind::Put => Some(value),
+            ValueKind::Tombstone => None,
+        }))
+    }
+}
+
+fn scan_in(
+    view: &ReadView,
+    start: Bound<&[u8]>,
+    end: Bound<&[u8]>,
+    limit: usize,
+    snapshot: SeqNo,
+) -> Result<Vec<KvPair>> {
+    let mut out = Vec::new();
+    if limit == 0 {
+        return Ok(out);
+    }
+    let mut it = VisibleIter::new(MergeIterator::new(sources(view)), snapshot);
+    match start {
+        Bound::Included(k) => it.seek(k)?,
+        Bound::Excluded(k) => {
+            it.seek(k)?;
+            if it.valid() && it.key() == k {
+                it.next()?;
+            }
+        }
+        Bound::Unbounded => it.seek_to_first()?,
+    }
+    while it.valid() && out.len() < limit {
+        let past_end = match end {
+            Bound::Included(e) => it.key() > e,
+            Bound::Excluded(e) => it.key() >= e,
+            Bound::Unbounded => false,
+        };
+        if past_end {
+            break;
+        }
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next()?;
+    }
+    Ok(out)
 }
 
 /// Every source of a view, newest first.
@@ -106,25 +169,4 @@ fn sources(view: &ReadView) -> Vec<Box<dyn InternalIterator>> {
         children.push(Box::new(LevelIter::new(files.clone())));
     }
     children
-}
-
-/// Looks `key` up in one table: `Some(Some(v))` found a value, `Some(None)`
-/// found a tombstone, `None` means the table says nothing about the key.
-fn table_get(table: &Arc<Table>, key: &[u8], lookup: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
-    if !table.may_contain(key) {
-        return Ok(None);
-    }
-    let Some((ikey, value)) = table.seek_entry(lookup)? else {
-        return Ok(None);
-    };
-    let parsed = parse_internal_key(&ikey).ok_or_else(|| {
-        EngineError::corruption(format!("{}: malformed internal key", table.name()))
-    })?;
-    if parsed.user_key != key {
-        return Ok(None);
-    }
-    Ok(Some(match parsed.kind {
-        ValueKind::Put => Some(value),
-        ValueKind::Tombstone => None,
-    }))
 }

@@ -3,13 +3,15 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
+use super::backpressure::{Pressure, write_pressure};
 use super::{Frozen, Inner, WalTail, WriteState};
 use crate::WriteBatch;
 use crate::error::{EngineError, Result};
+use crate::events::EngineEvent;
 use crate::filename::wal_path;
 use crate::key::{MAX_SEQ_NO, SeqNo};
 use crate::log::LogWriter;
@@ -22,6 +24,9 @@ const MAX_BATCH_BYTES: usize = 1 << 30;
 /// How long a stalled writer or a flush waiter sleeps between checks; the
 /// background thread also signals, this only bounds a missed wake-up.
 const WAIT_SLICE: Duration = Duration::from_millis(20);
+
+/// Delay of one slowed-down write.
+const SLOWDOWN: Duration = Duration::from_millis(1);
 
 impl Inner {
     pub(crate) fn write(&self, batch: &WriteBatch) -> Result<SeqNo> {
@@ -68,6 +73,9 @@ impl Inner {
         }
         assert!(last > w.last_seq, "sequence numbers must increase");
         w.last_seq = last;
+        self.counters
+            .user_bytes_written
+            .fetch_add(batch.approximate_size_bytes() as u64, Ordering::Relaxed);
         let sync = self.opts.wal == WalMode::Sync;
         if !sync {
             self.visible_seq.store(last, Ordering::Release);
@@ -117,19 +125,56 @@ impl Inner {
         }
     }
 
-    /// Freezes the memtable when it is full, first waiting while too many
-    /// frozen memtables are queued (back-pressure instead of unbounded
-    /// memory).
+    /// Applies back-pressure (see `backpressure.rs`), then freezes the
+    /// memtable if it is full.
     fn make_room(&self, w: &mut MutexGuard<'_, WriteState>) -> Result<()> {
-        while w.mem.memory_usage_bytes() >= self.opts.memtable_size_bytes {
-            if self.read_view().imms.len() < self.opts.max_immutable_memtables {
-                return self.freeze(w);
+        let mut slowed = false;
+        let mut stopped_since: Option<Instant> = None;
+        let result = loop {
+            let full = w.mem.memory_usage_bytes() >= self.opts.memtable_size_bytes;
+            let view = self.read_view();
+            let pressure = write_pressure(
+                view.version.levels[0].len(),
+                view.imms.len(),
+                full,
+                &self.opts,
+            );
+            drop(view);
+            match pressure {
+                Pressure::Stop => {
+                    if let Err(e) = self.check_writable() {
+                        break Err(e);
+                    }
+                    stopped_since.get_or_insert_with(Instant::now);
+                    self.wake_background();
+                    self.stall.wait_for(w, WAIT_SLICE);
+                }
+                Pressure::SlowDown if !slowed && stopped_since.is_none() => {
+                    slowed = true;
+                    let start = Instant::now();
+                    MutexGuard::unlocked(w, || std::thread::sleep(SLOWDOWN));
+                    self.note_stall(false, start.elapsed());
+                }
+                Pressure::Go | Pressure::SlowDown => {
+                    break if full { self.freeze(w) } else { Ok(()) };
+                }
             }
-            self.check_writable()?;
-            self.wake_background();
-            self.stall.wait_for(w, WAIT_SLICE);
+        };
+        if let Some(since) = stopped_since {
+            self.note_stall(true, since.elapsed());
         }
-        Ok(())
+        result
+    }
+
+    fn note_stall(&self, stopped: bool, duration: Duration) {
+        let counter = if stopped {
+            &self.counters.stall_micros
+        } else {
+            &self.counters.slowdown_micros
+        };
+        counter.fetch_add(duration.as_micros() as u64, Ordering::Relaxed);
+        self.events
+            .publish(EngineEvent::WriteStalled { stopped, duration });
     }
 
     /// Moves the active memtable to the flush queue and starts a new WAL

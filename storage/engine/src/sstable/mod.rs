@@ -9,9 +9,11 @@
 pub(crate) mod block;
 pub(crate) mod bloom;
 mod builder;
+mod cache;
 mod table;
 
 pub(crate) use builder::{TableBuilder, TableSummary};
+pub(crate) use cache::BlockCache;
 pub(crate) use table::{Table, TableIter};
 
 use crate::coding::{Decoder, put_varint};

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::bloom::{key_hash, may_contain};
+use super::cache::BlockCache;
 use super::{BLOCK_TRAILER_BYTES, BlockHandle, FOOTER_BYTES, Footer};
 use crate::coding::read_u32;
 use crate::error::{EngineError, Result};
@@ -14,6 +15,8 @@ use crate::iter::InternalIterator;
 /// are read on demand.
 pub(crate) struct Table {
     name: String,
+    /// The engine's block cache and this table's file number, its key there.
+    cache: Option<(Arc<BlockCache>, u64)>,
     file: Arc<dyn RandomAccessFile>,
     index: Arc<Block>,
     filter: Vec<u8>,
@@ -45,6 +48,7 @@ impl Table {
             .map_err(|e| EngineError::corruption(format!("{name}: {e}")))?;
         let mut table = Table {
             name,
+            cache: None,
             file,
             index: Arc::new(empty_block()),
             filter: Vec::new(),
@@ -54,6 +58,31 @@ impl Table {
         table.index = Arc::new(table.decode_block(index)?);
         table.filter = table.read_block(footer.filter)?;
         Ok(table)
+    }
+
+    /// Reads data blocks through `cache`, keyed by `number`.
+    pub(crate) fn with_cache(mut self, cache: Option<Arc<BlockCache>>, number: u64) -> Table {
+        self.cache = cache.map(|c| (c, number));
+        self
+    }
+
+    /// The decoded data block at `handle`, from the cache when it is there.
+    fn data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        if let Some((cache, number)) = &self.cache
+            && let Some(block) = cache.get(*number, handle.offset)
+        {
+            return Ok(block);
+        }
+        let block = Arc::new(self.decode_block(self.read_block(handle)?)?);
+        if let Some((cache, number)) = &self.cache {
+            cache.insert(
+                *number,
+                handle.offset,
+                Arc::clone(&block),
+                handle.size as usize,
+            );
+        }
+        Ok(block)
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -148,8 +177,7 @@ impl TableIter {
         }
         let handle =
             BlockHandle::decode(self.index.value()).ok_or_else(|| self.corruption("index"))?;
-        let block = self.table.read_block(handle)?;
-        self.data = Some(BlockIter::new(Arc::new(self.table.decode_block(block)?)));
+        self.data = Some(BlockIter::new(self.table.data_block(handle)?));
         Ok(())
     }
 

@@ -19,6 +19,12 @@ pub fn tiny_options(wal: WalMode) -> Options {
         target_file_size_bytes: 2048,
         max_immutable_memtables: 2,
         block_restart_interval: 4,
+        l0_slowdown_trigger: 6,
+        l0_stop_trigger: 10,
+        max_bytes_for_level_base: 8192,
+        level_size_multiplier: 4,
+        compaction_rate_limit_bytes_per_sec: 0,
+        block_cache_bytes: 4096,
     }
 }
 
