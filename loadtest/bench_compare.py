@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Strata against etcd on this machine, side by side, with the same bench tool (strata-bench).
+
+`run` starts a fresh 3-member etcd and a fresh 3-node Strata behind Envoy (deploy/local/cluster.py),
+loads the same records into both, then runs every workload interleaved (etcd, Strata, etcd, Strata,
+...) with the same clients, connections, key/value sizes and request budget. Around each run it
+reads the CPU time (utime + stime from /proc/<pid>/stat) of every process of the side under test
+(the 3 etcd members; the 3 Strata nodes and Envoy) and of the bench client. It prints a markdown
+table with the ratios and writes every run's JSON summary under the run dir.
+
+`down` stops everything `run` started (by the pids it recorded). `run` also stops it on exit,
+on failure and on SIGINT/SIGTERM. Every wait is bounded. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = ROOT / "deploy" / "local" / "cluster.py"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+ETCD_PORTS = [(21301, 21302), (21303, 21304), (21305, 21306)]  # (client, peer)
+STRATA_BASE, STRATA_GATEWAY, STRATA_ADMIN, STRATA_CONSOLE = 21401, 21480, 21491, 21473
+RECORDS = 10_000
+
+# (id, label, strata-bench arguments, request budget per run). Clients/connections follow etcd's own
+# benchmark (`--clients 100 --conns 10`, `--clients 1000 --conns 100`).
+WORKLOADS = [
+    ("put-1", "put, 1 client", ["--workload", "put", "--clients", "1", "--connections", "1"], 5_000),
+    ("put-100", "put, 100 clients / 10 conns", ["--workload", "put", "--clients", "100", "--connections", "10"], 60_000),
+    ("put-1000", "put, 1000 clients / 100 conns",
+     ["--workload", "put", "--clients", "1000", "--connections", "100"], 100_000),
+    ("get-lin", "get linearizable, 100 clients", ["--workload", "get", "--clients", "100", "--connections", "10"],
+     120_000),
+    ("get-stale", "get serializable/stale, 100 clients",
+     ["--workload", "get", "--clients", "100", "--connections", "10", "--read-consistency", "stale"], 160_000),
+    ("ycsb-a", "YCSB A (zipfian), 100 clients", ["--workload", "a", "--clients", "100", "--connections", "10"], 80_000),
+    ("ycsb-b", "YCSB B (zipfian), 100 clients", ["--workload", "b", "--clients", "100", "--connections", "10"], 100_000),
+]
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        # After "pid (comm) ": state is field 3, utime 14, stime 15 (1-based) -> 11, 12 here.
+        total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def read_pids(pid_dir: Path) -> list[int]:
+    pids = []
+    for f in sorted(pid_dir.glob("*.pid")):
+        try:
+            pids.append(int(f.read_text().strip()))
+        except ValueError:
+            pass
+    return pids
+
+
+# --- etcd ------------------------------------------------------------------------------------
+
+def etcd_up(etcd: Path, run_dir: Path) -> list[int]:
+    base = run_dir / "etcd"
+    shutil.rmtree(base, ignore_errors=True)
+    (base / "pids").mkdir(parents=True)
+    (base / "logs").mkdir(parents=True)
+    cluster = ",".join(f"e{i + 1}=http://127.0.0.1:{peer}" for i, (_, peer) in enumerate(ETCD_PORTS))
+    for i, (client, peer) in enumerate(ETCD_PORTS):
+        name = f"e{i + 1}"
+        argv = [str(etcd), "--name", name, "--data-dir", str(base / name),
+                "--listen-client-urls", f"http://127.0.0.1:{client}",
+                "--advertise-client-urls", f"http://127.0.0.1:{client}",
+                "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+                "--initial-cluster", cluster, "--initial-cluster-state", "new",
+                "--initial-cluster-token", "strata-bench", "--log-level", "warn"]
+        with open(base / "logs" / f"{name}.log", "ab") as log:
+            p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+        (base / "pids" / f"{name}.pid").write_text(str(p.pid))
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if all(http_ok(f"http://127.0.0.1:{c}/health") for c, _ in ETCD_PORTS):
+            return read_pids(base / "pids")
+        time.sleep(0.2)
+    raise RuntimeError(f"etcd not healthy after 30 s; logs in {base / 'logs'}")
+
+
+def etcd_down(run_dir: Path) -> None:
+    pid_dir = run_dir / "etcd" / "pids"
+    if not pid_dir.is_dir():
+        return
+    pids = read_pids(pid_dir)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + 5
+    while time.time() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        if alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for f in pid_dir.glob("*.pid"):
+        f.unlink()
+
+
+# --- Strata ----------------------------------------------------------------------------------
+
+def strata_up(bin_dir: Path, envoy: Path, run_dir: Path) -> list[int]:
+    sdir = run_dir / "strata"
+    subprocess.run([sys.executable, str(CLUSTER), "up", "--fresh", "--run-dir", str(sdir),
+                    "--bin-dir", str(bin_dir), "--envoy", str(envoy),
+                    "--base-port", str(STRATA_BASE), "--gateway-port", str(STRATA_GATEWAY),
+                    "--admin-port", str(STRATA_ADMIN), "--console-port", str(STRATA_CONSOLE),
+                    "--timeout", "60"], check=True, timeout=90)
+    return read_pids(sdir / "pids")
+
+
+def strata_down(run_dir: Path) -> None:
+    if (run_dir / "strata" / "pids").is_dir():
+        subprocess.run([sys.executable, str(CLUSTER), "down", "--run-dir", str(run_dir / "strata")],
+                       timeout=30, check=False)
+
+
+def down(run_dir: Path) -> None:
+    etcd_down(run_dir)
+    strata_down(run_dir)
+
+
+# --- runs ------------------------------------------------------------------------------------
+
+def side_args(side: str) -> list[str]:
+    if side == "etcd":
+        return ["--target", "etcd", "--endpoints", ",".join(f"127.0.0.1:{c}" for c, _ in ETCD_PORTS)]
+    return ["--target", "grpc", "--endpoints", f"http://127.0.0.1:{STRATA_GATEWAY}"]
+
+
+COMMON = ["--records", str(RECORDS), "--key-size", "8", "--value-size", "256", "--no-progress", "--threads", "2"]
+
+
+def run_bench(bench: Path, args: list[str], out: Path, limit_s: float) -> tuple[dict, float]:
+    """Runs strata-bench once; returns its JSON summary and the client's CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out.with_suffix(".log"), "w") as log:
+        p = subprocess.Popen([str(bench), *args, "--json", str(out)], stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        try:
+            rc = p.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+            raise RuntimeError(f"strata-bench overran {limit_s:.0f} s: {' '.join(args)}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc != 0:
+        raise RuntimeError(f"strata-bench failed ({rc}): {out.with_suffix('.log').read_text()[-2000:]}")
+    client_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return json.loads(out.read_text()), client_cpu
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} vCPU ({model}), {mem_gib:.0f} GiB, {platform.system()} {platform.release()}"
+
+
+def fmt_side(r: dict) -> tuple[str, str, str, str]:
+    return (f"{r['ops_per_s']:,.0f}" + (f" ({r['errors']} err)" if r["errors"] else ""),
+            f"{r['p50_ms']:.2f} / {r['p99_ms']:.1f}",
+            f"{r['cores']:.2f}",
+            f"{r['cpu_us_per_op']:.0f}")
+
+
+def aggregate(runs: list[dict]) -> dict:
+    ops = sum(r["ops"] for r in runs)
+    secs = sum(r["duration_s"] for r in runs)
+    cpu = sum(r["server_cpu_s"] for r in runs)
+    n = len(runs)
+    return {
+        "ops": ops, "errors": sum(r["errors"] for r in runs),
+        "ops_per_s": ops / secs if secs else 0.0,
+        "p50_ms": sum(r["p50_ms"] for r in runs) / n, "p99_ms": sum(r["p99_ms"] for r in runs) / n,
+        "cores": cpu / secs if secs else 0.0,
+        "cpu_us_per_op": cpu / ops * 1e6 if ops else 0.0,
+        "client_cpu_s": sum(r["client_cpu_s"] for r in runs),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir).resolve()
+    bench, etcd = Path(args.bench), Path(args.etcd)
+    for path in (bench, etcd, Path(args.bin_dir) / "strata-node", Path(args.envoy)):
+        if not path.exists():
+            print(f"bench-compare: {path} is missing", file=sys.stderr)
+            return 1
+    down(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    (run_dir / "runs").mkdir(parents=True)
+    print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}", flush=True)
+    pids = {"etcd": etcd_up(etcd, run_dir), "strata": strata_up(Path(args.bin_dir), Path(args.envoy), run_dir)}
+    print(f"etcd pids {pids['etcd']}, strata pids (3 nodes + envoy) {pids['strata']}", flush=True)
+    for side in ("etcd", "strata"):
+        summary, _ = run_bench(bench, [*side_args(side), *COMMON, "--workload", "c", "--load-only",
+                                       "--load-clients", "64"], run_dir / "runs" / f"load-{side}.json", 180)
+        print(f"loaded {RECORDS} records into {side} in {summary['load']['duration_s']:.1f} s", flush=True)
+
+    only = set(args.only.split(",")) if args.only else None
+    if only and only - {w[0] for w in WORKLOADS}:
+        raise SystemExit(f"unknown workload ids {sorted(only - {w[0] for w in WORKLOADS})}")
+    selected = [w for w in WORKLOADS if not only or w[0] in only]
+    results = []
+    for wi, (_, label, wargs, budget) in enumerate(selected):
+        rounds = {"etcd": [], "strata": []}
+        for rnd in range(args.rounds):
+            for side in ("etcd", "strata"):
+                out = run_dir / "runs" / f"w{wi}-{side}-r{rnd}.json"
+                bench_args = [*side_args(side), *COMMON, *wargs, "--no-load", "--ops", str(budget),
+                              "--duration", f"{args.seconds}s", "--request-timeout", "10s"]
+                cpu0 = cpu_seconds(pids[side])
+                summary, client_cpu = run_bench(bench, bench_args, out, args.seconds + 60)
+                cpu1 = cpu_seconds(pids[side])
+                if not all(alive(p) for p in pids[side]):
+                    raise RuntimeError(f"a {side} process died during '{label}'")
+                r = {"ops": summary["ops"], "errors": summary["errors"], "duration_s": summary["duration_s"],
+                     "p50_ms": summary["latency"]["p50_us"] / 1000, "p99_ms": summary["latency"]["p99_us"] / 1000,
+                     "server_cpu_s": cpu1 - cpu0, "client_cpu_s": client_cpu}
+                rounds[side].append(r)
+                print(f"  {label:<40} {side:<6} round {rnd + 1}: {summary['throughput_ops_per_s']:>9,.0f} ops/s "
+                      f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.1f} ms, {r['errors']} errors, "
+                      f"server CPU {r['server_cpu_s']:.1f} s, client CPU {client_cpu:.1f} s", flush=True)
+        e, s = aggregate(rounds["etcd"]), aggregate(rounds["strata"])
+        results.append({"workload": label, "args": wargs, "budget": budget, "etcd": e, "strata": s,
+                        "rounds": rounds,
+                        "throughput_ratio": s["ops_per_s"] / e["ops_per_s"] if e["ops_per_s"] else None,
+                        "cpu_per_op_ratio": s["cpu_us_per_op"] / e["cpu_us_per_op"] if e["cpu_us_per_op"] else None})
+
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}\n")
+    head = ("| workload | etcd ops/s | etcd p50 / p99 ms | etcd CPU cores | etcd CPU µs/op "
+            "| Strata ops/s | Strata p50 / p99 ms | Strata CPU cores | Strata CPU µs/op "
+            "| throughput Strata/etcd | CPU per op Strata/etcd |")
+    print(head)
+    print("|" + "---|" * 11)
+    for r in results:
+        e, s = fmt_side(r["etcd"]), fmt_side(r["strata"])
+        tr = f"{r['throughput_ratio']:.2f}×" if r["throughput_ratio"] else "n/a"
+        cr = f"{r['cpu_per_op_ratio']:.2f}×" if r["cpu_per_op_ratio"] else "n/a"
+        print(f"| {r['workload']} | {' | '.join(e)} | {' | '.join(s)} | {tr} | {cr} |")
+    (run_dir / "results.json").write_text(json.dumps({"machine": machine(), "seconds": args.seconds,
+                                                       "rounds": args.rounds, "results": results}, indent=2))
+    print(f"\nper-run JSON summaries: {run_dir / 'runs'}; table data: {run_dir / 'results.json'}")
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--run-dir", required=True)
+    r.add_argument("--bench", required=True, help="strata-bench built with --features etcd")
+    r.add_argument("--etcd", required=True)
+    r.add_argument("--bin-dir", required=True, help="directory of the release strata-node")
+    r.add_argument("--envoy", required=True)
+    r.add_argument("--seconds", type=int, default=20, help="upper bound of each run")
+    r.add_argument("--rounds", type=int, default=2, help="interleaved rounds per side and workload")
+    r.add_argument("--only", help="comma-separated workload ids: " + ",".join(w[0] for w in WORKLOADS))
+    d = sub.add_parser("down")
+    d.add_argument("--run-dir", required=True)
+    args = p.parse_args()
+    run_dir = Path(args.run_dir).resolve()
+    if args.cmd == "down":
+        down(run_dir)
+        return 0
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        return run(args)
+    finally:
+        down(run_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
