@@ -1,0 +1,510 @@
+// Package cluster runs a Strata cluster as native processes on 127.0.0.1
+// behind a real Envoy, with a fault-injecting proxy on every directed link
+// between nodes, and offers the faults the nemesis needs: kill -9, SIGSTOP /
+// SIGCONT, link cuts and delays, restarts. Every process it starts is
+// stopped by Close, by pid.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata/chaos/proxy"
+)
+
+// Config says what to run and where.
+type Config struct {
+	NodeBin  string // strata-node
+	Envoy    string // envoy binary
+	GenEnvoy string // gateway/gen_envoy.py
+	RunDir   string // logs and data live here
+	BasePort int    // every port is BasePort+0..49
+	Nodes    int
+	// DataDirs overrides the data directory of node i (index i-1).
+	DataDirs []string
+	// NodeEnv is added to every node's environment.
+	NodeEnv []string
+}
+
+// Node is one storage node.
+type Node struct {
+	ID      int
+	Port    int
+	DataDir string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	paused  bool
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	cfg     Config
+	mu      sync.Mutex
+	nodes   []*Node
+	proxies map[[2]int]*proxy.Proxy
+	envoy   *exec.Cmd
+	HTTP    *http.Client
+	closed  bool
+}
+
+// NodePort is node id's port; ProxyPort the port of link from→to;
+// GatewayPort Envoy's listener.
+func (c *Cluster) NodePort(id int) int { return c.cfg.BasePort + id }
+
+// ProxyPort is the port of the proxy for the directed link from→to.
+func (c *Cluster) ProxyPort(from, to int) int {
+	return c.cfg.BasePort + 10 + (from-1)*c.cfg.Nodes + (to - 1)
+}
+
+// GatewayURL is Envoy's REST/gRPC address as a URL.
+func (c *Cluster) GatewayURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.cfg.BasePort+40) }
+
+// GatewayAddr is Envoy's listener address.
+func (c *Cluster) GatewayAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+40) }
+
+// NodeURL is node id's direct address as a URL.
+func (c *Cluster) NodeURL(id int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.NodePort(id)) }
+
+// IDs lists the node ids.
+func (c *Cluster) IDs() []int {
+	ids := make([]int, c.cfg.Nodes)
+	for i := range ids {
+		ids[i] = i + 1
+	}
+	return ids
+}
+
+// Start starts proxies, nodes and Envoy and waits until the gateway reaches
+// a leader. On error everything started is stopped again.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Nodes > 5 || cfg.Nodes < 1 {
+		return nil, fmt.Errorf("1..5 nodes, not %d", cfg.Nodes)
+	}
+	c := &Cluster{
+		cfg:     cfg,
+		proxies: map[[2]int]*proxy.Proxy{},
+		HTTP: &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     30 * time.Second,
+		}},
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.RunDir, "logs"), 0o755); err != nil {
+		return nil, err
+	}
+	for i := 1; i <= cfg.Nodes; i++ {
+		dd := filepath.Join(cfg.RunDir, "data", fmt.Sprintf("node%d", i))
+		if len(cfg.DataDirs) >= i && cfg.DataDirs[i-1] != "" {
+			dd = cfg.DataDirs[i-1]
+		}
+		if err := os.MkdirAll(dd, 0o755); err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, &Node{ID: i, Port: c.NodePort(i), DataDir: dd})
+		for j := 1; j <= cfg.Nodes; j++ {
+			if i == j {
+				continue
+			}
+			p, err := proxy.Listen(fmt.Sprintf("127.0.0.1:%d", c.ProxyPort(i, j)),
+				fmt.Sprintf("127.0.0.1:%d", c.NodePort(j)))
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("proxy %d->%d: %w", i, j, err)
+			}
+			c.proxies[[2]int{i, j}] = p
+		}
+	}
+	for i := 1; i <= cfg.Nodes; i++ {
+		if err := c.StartNode(i); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	if err := c.startEnvoy(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.WaitGatewayLeader(60 * time.Second); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// peersFor is node id's --peers: itself directly, every other node through
+// the proxy of the link id→other.
+func (c *Cluster) peersFor(id int) string {
+	var parts []string
+	for j := 1; j <= c.cfg.Nodes; j++ {
+		port := c.NodePort(j)
+		if j != id {
+			port = c.ProxyPort(id, j)
+		}
+		parts = append(parts, fmt.Sprintf("%d=127.0.0.1:%d", j, port))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *Cluster) logFile(name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(c.cfg.RunDir, "logs", name+".log"),
+		os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+// NodeCommand is the command line that starts node id (for reports).
+func (c *Cluster) NodeCommand(id int) []string {
+	n := c.nodes[id-1]
+	return []string{c.cfg.NodeBin, "--id", fmt.Sprint(id), "--listen",
+		fmt.Sprintf("127.0.0.1:%d", n.Port), "--advertise", fmt.Sprintf("127.0.0.1:%d", n.Port),
+		"--peers", c.peersFor(id), "--data-dir", n.DataDir}
+}
+
+// StartNode starts (or restarts) node id with its data directory.
+func (c *Cluster) StartNode(id int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("cluster closed")
+	}
+	n := c.nodes[id-1]
+	if n.cmd != nil {
+		return fmt.Errorf("node %d is running", id)
+	}
+	log, err := c.logFile(fmt.Sprintf("node%d", id))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
+	argv := c.NodeCommand(id)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), "STRATA_LOG=info,raft=warn"), c.cfg.NodeEnv...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting node %d: %w", id, err)
+	}
+	n.cmd, n.paused = cmd, false
+	n.exited = make(chan struct{})
+	go func(ch chan struct{}) { _ = cmd.Wait(); close(ch) }(n.exited)
+	return nil
+}
+
+// Running reports whether node id's process is alive (paused counts).
+func (c *Cluster) Running(id int) bool {
+	c.mu.Lock()
+	n := c.nodes[id-1]
+	cmd, exited := n.cmd, n.exited
+	c.mu.Unlock()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Exited lists nodes that were started and died on their own.
+func (c *Cluster) Exited() []int {
+	var out []int
+	for _, id := range c.IDs() {
+		c.mu.Lock()
+		cmd := c.nodes[id-1].cmd
+		c.mu.Unlock()
+		if cmd != nil && !c.Running(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Paused reports whether node id is stopped with SIGSTOP.
+func (c *Cluster) Paused(id int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[id-1].paused
+}
+
+// Kill sends SIGKILL to node id and waits for it to exit.
+func (c *Cluster) Kill(id int) {
+	c.mu.Lock()
+	n := c.nodes[id-1]
+	cmd, exited := n.cmd, n.exited
+	n.cmd, n.paused = nil, false
+	c.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+// Pause sends SIGSTOP to node id; Resume sends SIGCONT.
+func (c *Cluster) Pause(id int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[id-1]
+	if n.cmd != nil && !n.paused {
+		_ = n.cmd.Process.Signal(syscall.SIGSTOP)
+		n.paused = true
+	}
+}
+
+// Resume undoes Pause.
+func (c *Cluster) Resume(id int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[id-1]
+	if n.cmd != nil && n.paused {
+		_ = n.cmd.Process.Signal(syscall.SIGCONT)
+		n.paused = false
+	}
+}
+
+// Link is the proxy of the directed link from→to.
+func (c *Cluster) Link(from, to int) *proxy.Proxy { return c.proxies[[2]int{from, to}] }
+
+// Isolate cuts every link to and from node id.
+func (c *Cluster) Isolate(id int) {
+	for _, j := range c.IDs() {
+		if j != id {
+			c.Link(id, j).Cut()
+			c.Link(j, id).Cut()
+		}
+	}
+}
+
+// HealLinks restores every link.
+func (c *Cluster) HealLinks() {
+	for _, p := range c.proxies {
+		p.Heal()
+	}
+}
+
+// HealAll resumes paused nodes, restores links and restarts dead nodes.
+func (c *Cluster) HealAll() error {
+	c.HealLinks()
+	for _, id := range c.IDs() {
+		c.Resume(id)
+		if !c.Running(id) {
+			c.mu.Lock()
+			c.nodes[id-1].cmd = nil
+			c.mu.Unlock()
+			if err := c.StartNode(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startEnvoy() error {
+	cfgPath := filepath.Join(c.cfg.RunDir, "envoy.yaml")
+	var nodes []string
+	for _, id := range c.IDs() {
+		nodes = append(nodes, fmt.Sprintf("127.0.0.1:%d", c.NodePort(id)))
+	}
+	gen := exec.Command("python3", c.cfg.GenEnvoy, "--nodes", strings.Join(nodes, ","),
+		"--listen", c.GatewayAddr(), "--admin", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+41),
+		"--console", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+42),
+		"--k6", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+43), "--out", cfgPath)
+	if out, err := gen.CombinedOutput(); err != nil {
+		return fmt.Errorf("gen_envoy.py: %v: %s", err, out)
+	}
+	log, err := c.logFile("envoy")
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(c.cfg.Envoy, "-c", cfgPath, "--disable-hot-restart", "--log-level", "warn",
+		"--base-id", fmt.Sprint(c.cfg.BasePort))
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting envoy: %w", err)
+	}
+	c.mu.Lock()
+	c.envoy = cmd
+	c.mu.Unlock()
+	return nil
+}
+
+// Close stops every process and proxy. It is safe to call more than once
+// and from a signal handler.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	envoy := c.envoy
+	c.mu.Unlock()
+	for _, n := range c.nodes {
+		c.mu.Lock()
+		cmd, exited := n.cmd, n.exited
+		n.cmd = nil
+		c.mu.Unlock()
+		if cmd != nil {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			<-exited
+		}
+	}
+	if envoy != nil {
+		_ = envoy.Process.Signal(syscall.SIGKILL)
+		_, _ = envoy.Process.Wait()
+	}
+	for _, p := range c.proxies {
+		p.Close()
+	}
+}
+
+// Get fetches url with a timeout and returns status and body (status 0 on a
+// transport error).
+func (c *Cluster) Get(url string, timeout time.Duration) (int, []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	return resp.StatusCode, b
+}
+
+// Leader is the one running, unpaused node answering 200 on
+// /health/leader, or 0.
+func (c *Cluster) Leader() int {
+	var leaders []int
+	for _, id := range c.IDs() {
+		if !c.Running(id) || c.Paused(id) {
+			continue
+		}
+		if st, _ := c.Get(c.NodeURL(id)+"/health/leader", 500*time.Millisecond); st == 200 {
+			leaders = append(leaders, id)
+		}
+	}
+	if len(leaders) == 1 {
+		return leaders[0]
+	}
+	return 0
+}
+
+// WaitGatewayLeader waits until Envoy routes /health/leader to a leader.
+func (c *Cluster) WaitGatewayLeader(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if st, _ := c.Get(c.GatewayURL()+"/health/leader", time.Second); st == 200 {
+			return nil
+		}
+		if dead := c.Exited(); len(dead) > 0 {
+			return fmt.Errorf("nodes %v exited; logs in %s", dead, filepath.Join(c.cfg.RunDir, "logs"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("gateway found no leader within %v; logs in %s", timeout, filepath.Join(c.cfg.RunDir, "logs"))
+}
+
+// Scan reads node id's whole key space with consistency=stale, directly
+// from that node, following pages.
+func (c *Cluster) Scan(id int) (map[string]string, error) {
+	out := map[string]string{}
+	token := ""
+	for pages := 0; pages < 10000; pages++ {
+		u := c.NodeURL(id) + "/v1/kv?consistency=stale&limit=1000&encoding=base64"
+		if token != "" {
+			u += "&page_token=" + url.QueryEscape(token)
+		}
+		st, body := c.Get(u, 5*time.Second)
+		if st != 200 {
+			return nil, fmt.Errorf("node %d scan: status %d %s", id, st, body)
+		}
+		var page struct {
+			Kvs []struct {
+				Key   []byte `json:"key"`
+				Value []byte `json:"value"`
+			} `json:"kvs"`
+			NextPageToken *string `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("node %d scan: %v", id, err)
+		}
+		for _, kv := range page.Kvs {
+			out[string(kv.Key)] = string(kv.Value)
+		}
+		if page.NextPageToken == nil || *page.NextPageToken == "" {
+			return out, nil
+		}
+		token = *page.NextPageToken
+	}
+	return nil, fmt.Errorf("node %d scan: too many pages", id)
+}
+
+// WaitConverged polls every node's stale scan until all are equal and
+// returns the common state, or the last difference found.
+func (c *Cluster) WaitConverged(timeout time.Duration) (map[string]string, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		var first map[string]string
+		last = nil
+		for _, id := range c.IDs() {
+			s, err := c.Scan(id)
+			if err != nil {
+				last = err
+				break
+			}
+			if first == nil {
+				first = s
+				continue
+			}
+			if d := Diff(first, s); d != "" {
+				last = fmt.Errorf("node 1 and node %d differ: %s", id, d)
+				break
+			}
+		}
+		if last == nil {
+			return first, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, last
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// Diff describes the first few differences between two states ("" if equal).
+func Diff(a, b map[string]string) string {
+	var d []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			d = append(d, fmt.Sprintf("%q only in first", k))
+		} else if w != v {
+			d = append(d, fmt.Sprintf("%q: %q vs %q", k, v, w))
+		}
+		if len(d) >= 5 {
+			break
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && len(d) < 5 {
+			d = append(d, fmt.Sprintf("%q only in second", k))
+		}
+	}
+	return strings.Join(d, "; ")
+}

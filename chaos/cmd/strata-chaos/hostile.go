@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/strata/chaos/cluster"
+	"github.com/strata/chaos/history"
+)
+
+// grpcCase is one hostile gRPC request: a raw body (gRPC framing included)
+// sent to a method.
+type grpcCase struct {
+	name   string
+	target string // "gateway" or "node"
+	method string
+	body   []byte
+}
+
+// knownFindings are findings already reported, by case: without -strict
+// they are shown but do not fail the run, so the suite catches new ones.
+var knownFindings = map[string]string{
+	"KV/Put: two messages on a unary call": "a second message on a unary call is ignored and the first applied (gRPC wants an error)",
+}
+
+const internalOnDecode = "undecodable request answered INTERNAL (tonic's default), not INVALID_ARGUMENT"
+
+func known(gc grpcCase, a grpcAnswer) string {
+	if k := knownFindings[gc.name]; k != "" {
+		return k
+	}
+	if a.GrpcStatus == "13" && (strings.Contains(a.Message, "decod") || strings.Contains(a.Message, "EOF") ||
+		strings.Contains(a.Message, "compressed-flag") || strings.Contains(a.Message, "Missing%20request")) {
+		return internalOnDecode
+	}
+	return ""
+}
+
+// frame wraps payload in gRPC's 5-byte length-prefixed framing.
+func frame(compressed byte, payload []byte) []byte {
+	b := make([]byte, 5, 5+len(payload))
+	b[0] = compressed
+	binary.BigEndian.PutUint32(b[1:], uint32(len(payload)))
+	return append(b, payload...)
+}
+
+func varint(v uint64) []byte { return binary.AppendUvarint(nil, v) }
+
+// pbField encodes one protobuf field: varint (wire 0) or bytes (wire 2).
+func pbVarint(field int, v uint64) []byte { return append(varint(uint64(field<<3|0)), varint(v)...) }
+func pbBytes(field int, b []byte) []byte {
+	out := append(varint(uint64(field<<3|2)), varint(uint64(len(b)))...)
+	return append(out, b...)
+}
+
+func raftBatch(group, from, to uint64, msgs ...[]byte) []byte {
+	b := append(pbVarint(1, group), pbVarint(2, from)...)
+	b = append(b, pbVarint(3, to)...)
+	for _, m := range msgs {
+		b = append(b, pbBytes(4, m)...)
+	}
+	return b
+}
+
+func hostileCases() []grpcCase {
+	garbage := bytes.Repeat([]byte{0xff}, 64)
+	big := bytes.Repeat([]byte{'a'}, 20<<20)
+	put := "/strata.v1.KV/Put"
+	send := "/strata.v1.Raft/Send"
+	wrongType := pbVarint(1, 7) // PutRequest.key is bytes, sent as a varint
+	truncated := frame(0, pbBytes(1, []byte("key")))[:6]
+	lying := frame(0, []byte("k"))
+	binary.BigEndian.PutUint32(lying[1:], 1<<31)
+	return []grpcCase{
+		{"KV/Put: garbage protobuf", "gateway", put, frame(0, garbage)},
+		{"KV/Put: field of the wrong wire type", "gateway", put, frame(0, wrongType)},
+		{"KV/Put: truncated frame", "gateway", put, truncated},
+		{"KV/Put: length prefix of 2 GiB, 1 byte sent", "gateway", put, lying},
+		{"KV/Put: compressed flag without grpc-encoding", "gateway", put, frame(1, pbBytes(1, []byte("k")))},
+		{"KV/Put: no message at all", "gateway", put, nil},
+		{"KV/Put: two messages on a unary call", "gateway", put,
+			append(frame(0, append(pbBytes(1, []byte("hostile/a")), pbBytes(2, []byte("v"))...)),
+				frame(0, append(pbBytes(1, []byte("hostile/b")), pbBytes(2, []byte("v"))...))...)},
+		{"KV/Put: 20 MiB value (over the 16 MiB message limit)", "gateway", put,
+			frame(0, append(pbBytes(1, []byte("hostile/big")), pbBytes(2, big)...))},
+		{"KV/Get: garbage protobuf", "gateway", "/strata.v1.KV/Get", frame(0, garbage)},
+		{"KV/Batch: garbage protobuf", "gateway", "/strata.v1.KV/Batch", frame(0, garbage)},
+		{"KV/CompareAndSwap: garbage protobuf", "gateway", "/strata.v1.KV/CompareAndSwap", frame(0, garbage)},
+		{"Raft/Send through the gateway", "gateway", send, frame(0, raftBatch(1, 2, 1, garbage))},
+		{"Raft/Send: garbage batch", "node", send, frame(0, garbage)},
+		{"Raft/Send: garbage raft message", "node", send, frame(0, raftBatch(1, 2, 1, garbage))},
+		{"Raft/Send: empty raft message bytes", "node", send, frame(0, raftBatch(1, 2, 1, []byte{}))},
+		{"Raft/Send: another group", "node", send, frame(0, raftBatch(99, 2, 1, []byte{}))},
+		{"Raft/Send: addressed to another node", "node", send, frame(0, raftBatch(1, 2, 7, []byte{}))},
+		{"Raft/Send: from an unknown node", "node", send, frame(0, raftBatch(1, 9, 1, []byte{}))},
+		{"Raft/Send: truncated frame", "node", send, frame(0, raftBatch(1, 2, 1, garbage))[:20]},
+		{"Raft/Send: 20 MiB message", "node", send, frame(0, raftBatch(1, 2, 1, big))},
+	}
+}
+
+type grpcAnswer struct {
+	Case       string `json:"case"`
+	HTTPStatus int    `json:"http_status"`
+	GrpcStatus string `json:"grpc_status"`
+	Message    string `json:"grpc_message"`
+	Err        string `json:"error,omitempty"`
+	Verdict    string `json:"verdict"`
+}
+
+// h2c is an HTTP/2 client over plain TCP.
+func h2c() *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http2.Transport{
+		AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+}
+
+// clear gRPC codes for bad input: anything but OK, UNKNOWN and INTERNAL
+// (which say "server bug", not "your request is wrong").
+func clearCode(code string) bool {
+	switch code {
+	case "3", "5", "8", "9", "11", "12", "7":
+		return true
+	}
+	return false
+}
+
+func sendRaw(client *http.Client, url string, body []byte) grpcAnswer {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("content-type", "application/grpc")
+	req.Header.Set("te", "trailers")
+	resp, err := client.Do(req)
+	if err != nil {
+		return grpcAnswer{Err: err.Error()}
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	a := grpcAnswer{HTTPStatus: resp.StatusCode}
+	a.GrpcStatus, a.Message = resp.Trailer.Get("grpc-status"), resp.Trailer.Get("grpc-message")
+	if a.GrpcStatus == "" { // trailers-only response
+		a.GrpcStatus, a.Message = resp.Header.Get("grpc-status"), resp.Header.Get("grpc-message")
+	}
+	return a
+}
+
+// cmdHostile sends malformed and oversized gRPC messages to the KV service
+// through Envoy and to the internal raft service directly on a node, then
+// checks every answer is a clear error, every node still runs, and the
+// key space and raft terms are unchanged.
+func cmdHostile(args []string) int {
+	var c common
+	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
+	c.flags(fs, 22300)
+	strict := fs.Bool("strict", false, "fail on known findings too")
+	_ = fs.Parse(args)
+	c.resolve("hostile")
+	cl := startCluster(c.config("cluster", 3))
+	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: 5 * time.Second}
+	for i := 0; i < 10; i++ {
+		op := history.Op{Kind: history.Put, Key: fmt.Sprintf("seed/%d", i), Value: "v"}
+		kv.Put(&op)
+	}
+	before, err := cl.WaitConverged(20 * time.Second)
+	if err != nil {
+		fatalf("before: %v", err)
+	}
+	termsBefore := terms(cl)
+	client := h2c()
+	var answers []grpcAnswer
+	var failures []string
+	for _, gc := range hostileCases() {
+		url := cl.GatewayURL() + gc.method
+		if gc.target == "node" {
+			url = cl.NodeURL(1) + gc.method
+		}
+		a := sendRaw(client, url, gc.body)
+		a.Case = gc.name
+		switch {
+		case a.Err != "":
+			a.Verdict = "transport error"
+			if gc.target == "gateway" {
+				failures = append(failures, gc.name+": "+a.Err)
+			}
+		case clearCode(a.GrpcStatus):
+			a.Verdict = "clear error"
+		case gc.method == "/strata.v1.Raft/Send" && gc.target == "gateway" && a.HTTPStatus == 404:
+			a.Verdict = "clear error (not routed)"
+		case known(gc, a) != "" && !*strict:
+			a.Verdict = "KNOWN FINDING"
+			a.Err = known(gc, a)
+		default:
+			a.Verdict = "UNCLEAR"
+			failures = append(failures, fmt.Sprintf("%s: http %d grpc-status %q %q", gc.name, a.HTTPStatus,
+				a.GrpcStatus, a.Message))
+		}
+		answers = append(answers, a)
+		fmt.Printf("  %-55s http %3d grpc-status %-3s %-16s %s\n", gc.name, a.HTTPStatus, a.GrpcStatus, a.Verdict,
+			truncate(a.Message+a.Err, 90))
+	}
+	if dead := cl.Exited(); len(dead) > 0 {
+		failures = append(failures, fmt.Sprintf("nodes %v exited", dead))
+	}
+	after, err := cl.WaitConverged(20 * time.Second)
+	if err != nil {
+		failures = append(failures, "after: "+err.Error())
+	} else {
+		if !*strict {
+			// The known multi-message finding applies its first message.
+			delete(after, "hostile/a")
+		}
+		if d := cluster.Diff(before, after); d != "" {
+			failures = append(failures, "key space changed: "+d)
+		}
+	}
+	termsAfter := terms(cl)
+	fmt.Printf("  raft terms before %v after %v\n", termsBefore, termsAfter)
+	report := map[string]any{"answers": answers, "failures": failures, "terms_before": termsBefore, "terms_after": termsAfter}
+	b, _ := json.MarshalIndent(report, "", "  ")
+	_ = os.WriteFile(filepath.Join(c.runDir, "result.json"), b, 0o644)
+	fmt.Printf("hostile: %d cases, %d unclear or harmful; %s\n", len(answers), len(failures), filepath.Join(c.runDir, "result.json"))
+	for _, f := range failures {
+		fmt.Println("  FAIL", f)
+	}
+	if len(failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func terms(cl *cluster.Cluster) map[int]uint64 {
+	out := map[int]uint64{}
+	for _, id := range cl.IDs() {
+		st, body := cl.Get(cl.NodeURL(id)+"/v1/cluster/status", 2*time.Second)
+		var s struct {
+			Nodes []struct {
+				ID   int    `json:"id"`
+				Term uint64 `json:"term"`
+			} `json:"nodes"`
+		}
+		if st == 200 && json.Unmarshal(body, &s) == nil {
+			for _, n := range s.Nodes {
+				if n.ID == id {
+					out[id] = n.Term
+				}
+			}
+		}
+	}
+	return out
+}
+
+// cmdExec starts a cluster, runs the command after "--" with STRATA_URL set
+// to the gateway, and stops the cluster.
+func cmdExec(args []string) int {
+	var c common
+	fs := flag.NewFlagSet("exec", flag.ExitOnError)
+	c.flags(fs, 22400)
+	_ = fs.Parse(args)
+	c.resolve("exec")
+	if fs.NArg() == 0 {
+		fmt.Println("usage: strata-chaos exec [flags] -- command args...")
+		return 2
+	}
+	cl := startCluster(c.config("cluster", 3))
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	cmd.Env = append(os.Environ(), "STRATA_URL="+cl.GatewayURL(), "STRATA_RUN_DIR="+c.runDir)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	atExit(func() {
+		if cmd.Process != nil && cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	err := cmd.Run()
+	if dead := cl.Exited(); len(dead) > 0 {
+		fmt.Printf("exec: nodes %v exited during the command; logs in %s\n", dead, c.runDir)
+		return 1
+	}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		fmt.Println(err)
+		return 1
+	}
+	return 0
+}

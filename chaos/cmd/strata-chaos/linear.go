@@ -1,0 +1,368 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/strata/chaos/cluster"
+	"github.com/strata/chaos/history"
+)
+
+type linearOpts struct {
+	common
+	runs      int
+	duration  time.Duration
+	clients   int
+	regKeys   int
+	listKeys  int
+	maxOps    int
+	faults    string
+	interval  time.Duration
+	opTimeout time.Duration
+}
+
+// runResult is what one run did and found; it is written as result.json.
+type runResult struct {
+	Run         int            `json:"run"`
+	Seed        int64          `json:"seed"`
+	Ops         int            `json:"ops"`
+	Outcomes    map[string]int `json:"outcomes"`
+	Faults      []string       `json:"faults"`
+	Verdict     string         `json:"linearizable"`
+	Violations  []string       `json:"violations"`
+	Command     string         `json:"command"`
+	Dir         string         `json:"dir"`
+	DurationSec float64        `json:"duration_s"`
+}
+
+func cmdLinear(args []string) int {
+	var o linearOpts
+	fs := flag.NewFlagSet("linear", flag.ExitOnError)
+	o.flags(fs, 22000)
+	fs.IntVar(&o.runs, "runs", 1, "number of runs (seeds seed, seed+1, ...)")
+	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time per run")
+	fs.IntVar(&o.clients, "clients", 6, "concurrent clients")
+	fs.IntVar(&o.regKeys, "reg-keys", 4, "register keys (get/put/cas)")
+	fs.IntVar(&o.listKeys, "list-keys", 2, "list-append keys (CAS read-modify-write)")
+	fs.IntVar(&o.maxOps, "max-ops", 20000, "bound on recorded operations per run")
+	fs.StringVar(&o.faults, "faults", "kill-leader,kill-follower,kill-random,pause-leader,pause-random,"+
+		"partition-leader,partition-random,partition-one-way,delay-link,restart-all", "nemesis faults (comma list, or none)")
+	fs.DurationVar(&o.interval, "interval", 3*time.Second, "time between the start of two faults")
+	fs.DurationVar(&o.opTimeout, "op-timeout", 6*time.Second, "client timeout per operation (then ambiguous)")
+	_ = fs.Parse(args)
+	o.resolve("linear")
+	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients, faults %s; run dir %s\n",
+		o.runs, o.duration, o.clients, o.faults, o.runDir)
+	failed := 0
+	var results []runResult
+	for i := 0; i < o.runs; i++ {
+		r := o.run(i, o.seed+int64(i))
+		results = append(results, r)
+		status := "ok"
+		if len(r.Violations) > 0 {
+			status = "VIOLATION"
+			failed++
+		}
+		fmt.Printf("run %d seed %d: %s — %d ops %v, faults %d, linearizable %s (%.0f s)\n", i, r.Seed, status,
+			r.Ops, r.Outcomes, len(r.Faults), r.Verdict, r.DurationSec)
+		for _, v := range r.Violations {
+			fmt.Printf("  violation: %s\n", v)
+		}
+		if len(r.Violations) > 0 {
+			fmt.Printf("  history and visualization: %s\n  reproduce: %s\n", r.Dir, r.Command)
+		}
+	}
+	b, _ := json.MarshalIndent(results, "", "  ")
+	_ = os.WriteFile(filepath.Join(o.runDir, "summary.json"), b, 0o644)
+	fmt.Printf("summary: %d run(s), %d with violations; %s\n", o.runs, failed, filepath.Join(o.runDir, "summary.json"))
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func (o *linearOpts) run(i int, seed int64) runResult {
+	start := time.Now()
+	sub := fmt.Sprintf("run-%d-seed-%d", i, seed)
+	res := runResult{Run: i, Seed: seed, Command: commandLine(seed), Dir: filepath.Join(o.runDir, sub)}
+	cl, err := cluster.Start(o.config(sub, 3))
+	if err != nil {
+		res.Violations = append(res.Violations, "cluster did not start: "+err.Error())
+		return res
+	}
+	defer cl.Close()
+	atExit(cl.Close)
+	rng := rand.New(rand.NewSource(seed))
+	rec := history.NewRecorder(o.maxOps)
+	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: o.opTimeout}
+
+	// Clients run until the deadline; the nemesis runs beside them.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	acked := &ackedAppends{elems: map[string]map[string]bool{}}
+	for c := 0; c < o.clients; c++ {
+		wg.Add(1)
+		go func(c int, seed int64) {
+			defer wg.Done()
+			o.client(c, rand.New(rand.NewSource(seed)), kv, rec, acked, stop)
+		}(c, rng.Int63())
+	}
+	nem := newNemesis(cl, rand.New(rand.NewSource(rng.Int63())), o.faults)
+	nemDone := make(chan struct{})
+	go func() { defer close(nemDone); nem.run(o.interval, stop) }()
+	time.Sleep(o.duration)
+	close(stop)
+	wg.Wait()
+	<-nemDone
+	res.Faults = nem.log
+
+	// Heal everything, then check convergence and read every key once more.
+	if err := cl.HealAll(); err != nil {
+		res.Violations = append(res.Violations, "restart after healing failed: "+err.Error())
+	}
+	if err := cl.WaitGatewayLeader(60 * time.Second); err != nil {
+		res.Violations = append(res.Violations, "no leader after healing: "+err.Error())
+	}
+	state, err := cl.WaitConverged(30 * time.Second)
+	if err != nil {
+		res.Violations = append(res.Violations, "nodes did not converge after healing: "+err.Error())
+	}
+	final := o.finalReads(kv, rec)
+	if dead := cl.Exited(); len(dead) > 0 {
+		res.Violations = append(res.Violations, fmt.Sprintf("nodes %v exited on their own", dead))
+	}
+
+	ops := rec.Ops()
+	res.Ops = len(ops)
+	res.Outcomes = map[string]int{}
+	for k, v := range history.Counts(ops) {
+		res.Outcomes[string(k)] = v
+	}
+	_ = history.Save(filepath.Join(res.Dir, "history.json"), ops)
+	lin, err := history.CheckLinearizable(ops, 2*time.Minute, filepath.Join(res.Dir, "history.html"))
+	res.Verdict = string(lin.Verdict)
+	switch {
+	case err != nil:
+		res.Violations = append(res.Violations, "visualization: "+err.Error())
+	case lin.Verdict == porcupine.Illegal:
+		res.Violations = append(res.Violations, fmt.Sprintf("history is not linearizable (%d ops checked, %d ambiguous); see history.html",
+			lin.Checked, lin.Ambiguous))
+	case lin.Verdict == porcupine.Unknown:
+		res.Violations = append(res.Violations, "linearizability check timed out (inconclusive)")
+	}
+	res.Violations = append(res.Violations, acked.check(final, state)...)
+	res.DurationSec = time.Since(start).Seconds()
+	b, _ := json.MarshalIndent(res, "", "  ")
+	_ = os.WriteFile(filepath.Join(res.Dir, "result.json"), b, 0o644)
+	return res
+}
+
+func regKey(i int) string  { return fmt.Sprintf("reg/%d", i) }
+func listKey(i int) string { return fmt.Sprintf("list/%d", i) }
+
+// client issues random operations until stop: on register keys get, put and
+// CAS; on list keys appends, each a read followed by CAS attempts.
+func (o *linearOpts) client(c int, rng *rand.Rand, kv *kvClient, rec *history.Recorder, acked *ackedAppends,
+	stop chan struct{}) {
+	seq := 0
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		seq++
+		if o.listKeys > 0 && rng.Intn(2) == 0 {
+			if !o.appendOnce(c, rng, kv, rec, acked, listKey(rng.Intn(o.listKeys)), fmt.Sprintf("%d.%d", c, seq)) {
+				return
+			}
+			continue
+		}
+		op := history.Op{Client: c, Key: regKey(rng.Intn(o.regKeys))}
+		switch r := rng.Intn(10); {
+		case r < 4:
+			op.Kind = history.Get
+		case r < 7:
+			op.Kind, op.Value = history.Put, fmt.Sprintf("%d.%d", c, seq)
+		default:
+			op.Kind, op.Value = history.Cas, fmt.Sprintf("%d.%d", c, seq)
+			if rng.Intn(4) == 0 {
+				op.ExpectedAbsent = true
+			} else {
+				op.Expected = fmt.Sprintf("%d.%d", rng.Intn(o.clients), seq-rng.Intn(8))
+			}
+		}
+		if !issue(kv, rec, &op) {
+			return
+		}
+	}
+}
+
+// issue runs one operation and records it; false when the recorder is full.
+func issue(kv *kvClient, rec *history.Recorder, op *history.Op) bool {
+	op.Call = rec.Now()
+	switch op.Kind {
+	case history.Get:
+		kv.Get(op)
+	case history.Put:
+		kv.Put(op)
+	case history.Cas:
+		kv.Cas(op)
+	}
+	op.Return = rec.Now()
+	if op.Result != history.Ok {
+		// Back off a little, as the retry hint says.
+		time.Sleep(50 * time.Millisecond)
+	}
+	return rec.Add(*op)
+}
+
+// appendOnce appends elem to the list at key: read, then CAS from what was
+// read to that plus elem, again from the current value if the CAS lost, at
+// most 8 attempts. The append takes effect exactly when one CAS succeeds;
+// an ambiguous CAS ends the attempt (the element may or may not be there).
+func (o *linearOpts) appendOnce(c int, rng *rand.Rand, kv *kvClient, rec *history.Recorder, acked *ackedAppends,
+	key, elem string) bool {
+	read := history.Op{Client: c, Kind: history.Get, Key: key}
+	if !issue(kv, rec, &read) {
+		return false
+	}
+	if read.Result != history.Ok {
+		return true
+	}
+	cur, exists := read.Got, read.Found
+	for attempt := 0; attempt < 8; attempt++ {
+		next := elem
+		if exists {
+			next = cur + " " + elem
+		}
+		op := history.Op{Client: c, Kind: history.Cas, Key: key, Expected: cur, ExpectedAbsent: !exists, Value: next}
+		if !issue(kv, rec, &op) {
+			return false
+		}
+		switch {
+		case op.Result == history.Ok && op.Succeeded:
+			acked.add(key, elem)
+			return true
+		case op.Result == history.Ok:
+			cur, exists = op.Got, op.Found
+		case op.Result == history.Unknown:
+			acked.ambiguous(key, elem)
+			return true
+		default:
+			time.Sleep(time.Duration(rng.Intn(50)) * time.Millisecond)
+		}
+	}
+	return true
+}
+
+// finalReads reads every key through the gateway after healing and records
+// the reads (client id -1 → shown as a separate client).
+func (o *linearOpts) finalReads(kv *kvClient, rec *history.Recorder) map[string]history.Op {
+	out := map[string]history.Op{}
+	var keys []string
+	for i := 0; i < o.regKeys; i++ {
+		keys = append(keys, regKey(i))
+	}
+	for i := 0; i < o.listKeys; i++ {
+		keys = append(keys, listKey(i))
+	}
+	for _, k := range keys {
+		for attempt := 0; attempt < 20; attempt++ {
+			op := history.Op{Client: o.clients, Kind: history.Get, Key: k}
+			op.Call = rec.Now()
+			kv.Get(&op)
+			op.Return = rec.Now()
+			if op.Result == history.Ok {
+				rec.Add(op)
+				out[k] = op
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	return out
+}
+
+// ackedAppends remembers which list elements were acknowledged (their CAS
+// succeeded) and which are ambiguous.
+type ackedAppends struct {
+	mu    sync.Mutex
+	elems map[string]map[string]bool // key → elem → acknowledged
+}
+
+func (a *ackedAppends) add(key, elem string) { a.set(key, elem, true) }
+
+func (a *ackedAppends) ambiguous(key, elem string) { a.set(key, elem, false) }
+
+func (a *ackedAppends) set(key, elem string, ack bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.elems[key] == nil {
+		a.elems[key] = map[string]bool{}
+	}
+	a.elems[key][elem] = ack
+}
+
+// check: every acknowledged element is in the final list exactly once, no
+// element appears that was never attempted, and the converged state of the
+// nodes agrees with the final linearizable reads.
+func (a *ackedAppends) check(final map[string]history.Op, state map[string]string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var v []string
+	var keys []string
+	for k := range a.elems {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := final[k]
+		if !ok {
+			v = append(v, fmt.Sprintf("%s: no final read succeeded", k))
+			continue
+		}
+		seen := map[string]int{}
+		if f.Found {
+			for _, e := range strings.Fields(f.Got) {
+				seen[e]++
+			}
+		}
+		lost := 0
+		for e, ack := range a.elems[k] {
+			if ack && seen[e] == 0 {
+				lost++
+				if lost <= 5 {
+					v = append(v, fmt.Sprintf("%s: acknowledged append %q lost", k, e))
+				}
+			}
+		}
+		for e, n := range seen {
+			if n > 1 {
+				v = append(v, fmt.Sprintf("%s: element %q appears %d times", k, e, n))
+			}
+			if _, ok := a.elems[k][e]; !ok {
+				v = append(v, fmt.Sprintf("%s: element %q was never appended", k, e))
+			}
+		}
+	}
+	if state != nil {
+		for k, f := range final {
+			got, ok := state[k]
+			if ok != f.Found || got != f.Got {
+				v = append(v, fmt.Sprintf("%s: final linearizable read %q (found %v) differs from the converged state %q (found %v)",
+					k, f.Got, f.Found, got, ok))
+			}
+		}
+	}
+	return v
+}

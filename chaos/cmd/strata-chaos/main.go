@@ -1,0 +1,163 @@
+// Command strata-chaos runs Strata's reliability checks against a real
+// cluster on 127.0.0.1 behind Envoy:
+//
+//	strata-chaos linear    concurrent clients + nemesis, Porcupine check
+//	strata-chaos crashloop kill -9 / restart cycles under write load
+//	strata-chaos diskfull  ENOSPC on small tmpfs data directories
+//	strata-chaos hostile   malformed and oversized gRPC / raft messages
+//	strata-chaos exec      start a cluster, run a command against it, stop
+//	strata-chaos check     re-check a saved history
+//
+// Every process it starts is killed on exit, also on SIGINT/SIGTERM.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata/chaos/cluster"
+)
+
+type common struct {
+	root     string
+	nodeBin  string
+	envoy    string
+	runDir   string
+	basePort int
+	seed     int64
+}
+
+func (c *common) flags(fs *flag.FlagSet, port int) {
+	fs.StringVar(&c.root, "root", "..", "repository root")
+	fs.StringVar(&c.nodeBin, "node-bin", "", "strata-node binary (default: <root>/storage/target/debug/strata-node)")
+	fs.StringVar(&c.envoy, "envoy", "", "envoy binary (default: <root>/.tools/venv/bin/envoy)")
+	fs.StringVar(&c.runDir, "run-dir", "", "run directory (default: <root>/.run/chaos-<cmd>-<time>)")
+	fs.IntVar(&c.basePort, "base-port", port, "first of 50 ports in 22000-22999")
+	fs.Int64Var(&c.seed, "seed", time.Now().UnixNano()%1_000_000, "random seed")
+}
+
+func (c *common) resolve(cmd string) {
+	c.root, _ = filepath.Abs(c.root)
+	if c.nodeBin == "" {
+		c.nodeBin = filepath.Join(c.root, "storage/target/debug/strata-node")
+	}
+	if c.envoy == "" {
+		c.envoy = filepath.Join(c.root, ".tools/venv/bin/envoy")
+	}
+	if c.runDir == "" {
+		c.runDir = filepath.Join(c.root, ".run", fmt.Sprintf("chaos-%s-%s", cmd, time.Now().Format("20060102-150405")))
+	}
+	c.runDir, _ = filepath.Abs(c.runDir)
+	if c.basePort < 22000 || c.basePort+50 > 23000 {
+		fatalf("base port %d outside 22000-22999", c.basePort)
+	}
+}
+
+func (c *common) config(sub string, nodes int) cluster.Config {
+	return cluster.Config{NodeBin: c.nodeBin, Envoy: c.envoy, GenEnvoy: filepath.Join(c.root, "gateway/gen_envoy.py"),
+		RunDir: filepath.Join(c.runDir, sub), BasePort: c.basePort, Nodes: nodes}
+}
+
+// cleanup runs registered functions once, at exit or on a signal.
+var cleanup struct {
+	sync.Mutex
+	fns []func()
+}
+
+func atExit(f func()) {
+	cleanup.Lock()
+	cleanup.fns = append(cleanup.fns, f)
+	cleanup.Unlock()
+}
+
+func runCleanup() {
+	cleanup.Lock()
+	fns := cleanup.fns
+	cleanup.fns = nil
+	cleanup.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "strata-chaos: "+format+"\n", args...)
+	runCleanup()
+	os.Exit(2)
+}
+
+// startCluster starts a cluster and makes sure it is stopped at exit.
+func startCluster(cfg cluster.Config) *cluster.Cluster {
+	cl, err := cluster.Start(cfg)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	atExit(cl.Close)
+	return cl
+}
+
+func main() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "strata-chaos: %v, stopping everything\n", s)
+		runCleanup()
+		os.Exit(130)
+	}()
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: strata-chaos linear|crashloop|diskfull|hostile|exec|check [flags]")
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	var code int
+	switch cmd {
+	case "linear":
+		code = cmdLinear(args)
+	case "crashloop":
+		code = cmdCrashLoop(args)
+	case "diskfull":
+		code = cmdDiskFull(args)
+	case "hostile":
+		code = cmdHostile(args)
+	case "exec":
+		code = cmdExec(args)
+	case "check":
+		code = cmdCheck(args)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown command %q\n", cmd)
+		code = 2
+	}
+	runCleanup()
+	os.Exit(code)
+}
+
+// commandLine reproduces the current invocation with a given seed, for the
+// failure report.
+func commandLine(seed int64) string {
+	var parts []string
+	skip := false
+	for _, a := range os.Args[1:] {
+		if skip {
+			skip = false
+			continue
+		}
+		if a == "-seed" || a == "--seed" {
+			skip = true
+			continue
+		}
+		if strings.HasPrefix(a, "-seed=") || strings.HasPrefix(a, "--seed=") || strings.HasPrefix(a, "-runs=") ||
+			strings.HasPrefix(a, "--runs=") {
+			continue
+		}
+		parts = append(parts, a)
+	}
+	return fmt.Sprintf("(cd chaos && go run ./cmd/strata-chaos %s -runs=1 -seed=%d)", strings.Join(parts, " "), seed)
+}

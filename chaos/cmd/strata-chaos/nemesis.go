@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"time"
+
+	"github.com/strata/chaos/cluster"
+)
+
+// A fault is injected by apply, which returns the function that heals it.
+type fault struct {
+	name  string
+	apply func(n *nemesis) (heal func(), what string)
+}
+
+// faults the nemesis knows. Membership change under load and catch-up by
+// snapshot are hooks for when the node supports them (AddMember /
+// RemoveMember and snapshot streaming): add them here as
+// "membership-change" and "snapshot-catchup" (wipe a follower's data dir
+// after log compaction, restart it, and let it catch up by snapshot).
+var faults = map[string]fault{
+	"kill-leader":   {"kill-leader", func(n *nemesis) (func(), string) { return n.kill(n.leader()) }},
+	"kill-follower": {"kill-follower", func(n *nemesis) (func(), string) { return n.kill(n.follower()) }},
+	"kill-random":   {"kill-random", func(n *nemesis) (func(), string) { return n.kill(n.random()) }},
+	"pause-leader":  {"pause-leader", func(n *nemesis) (func(), string) { return n.pause(n.leader()) }},
+	"pause-random":  {"pause-random", func(n *nemesis) (func(), string) { return n.pause(n.random()) }},
+	"partition-leader": {"partition-leader", func(n *nemesis) (func(), string) {
+		return n.isolate(n.leader())
+	}},
+	"partition-random": {"partition-random", func(n *nemesis) (func(), string) {
+		return n.isolate(n.random())
+	}},
+	// One-way: the leader can no longer reach one follower, but the
+	// follower still reaches the leader (a classic source of stale leaders).
+	"partition-one-way": {"partition-one-way", func(n *nemesis) (func(), string) {
+		l, f := n.leader(), n.follower()
+		n.cl.Link(l, f).Cut()
+		return n.cl.HealLinks, fmt.Sprintf("cut link %d->%d", l, f)
+	}},
+	"delay-link": {"delay-link", func(n *nemesis) (func(), string) {
+		a := n.random()
+		b := a%3 + 1
+		d := time.Duration(50+n.rng.Intn(200)) * time.Millisecond
+		n.cl.Link(a, b).Delay(d)
+		n.cl.Link(b, a).Delay(d)
+		return n.cl.HealLinks, fmt.Sprintf("delay %d<->%d by %v", a, b, d)
+	}},
+	"restart-all": {"restart-all", func(n *nemesis) (func(), string) {
+		for _, id := range n.cl.IDs() {
+			n.cl.Kill(id)
+		}
+		return func() { _ = n.cl.HealAll() }, "kill -9 every node, then restart"
+	}},
+}
+
+type nemesis struct {
+	cl     *cluster.Cluster
+	rng    *rand.Rand
+	enable []fault
+	log    []string
+	start  time.Time
+}
+
+func newNemesis(cl *cluster.Cluster, rng *rand.Rand, names string) *nemesis {
+	n := &nemesis{cl: cl, rng: rng, start: time.Now()}
+	for _, name := range strings.Split(names, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || name == "none" {
+			continue
+		}
+		f, ok := faults[name]
+		if !ok {
+			fatalf("unknown fault %q", name)
+		}
+		n.enable = append(n.enable, f)
+	}
+	return n
+}
+
+func (n *nemesis) leader() int {
+	if l := n.cl.Leader(); l != 0 {
+		return l
+	}
+	return n.random()
+}
+
+func (n *nemesis) follower() int {
+	l := n.cl.Leader()
+	ids := n.cl.IDs()
+	for {
+		id := ids[n.rng.Intn(len(ids))]
+		if id != l {
+			return id
+		}
+	}
+}
+
+func (n *nemesis) random() int { return n.cl.IDs()[n.rng.Intn(len(n.cl.IDs()))] }
+
+func (n *nemesis) kill(id int) (func(), string) {
+	n.cl.Kill(id)
+	return func() { _ = n.cl.StartNode(id) }, fmt.Sprintf("kill -9 node %d", id)
+}
+
+func (n *nemesis) pause(id int) (func(), string) {
+	n.cl.Pause(id)
+	return func() { n.cl.Resume(id) }, fmt.Sprintf("SIGSTOP node %d", id)
+}
+
+func (n *nemesis) isolate(id int) (func(), string) {
+	n.cl.Isolate(id)
+	return n.cl.HealLinks, fmt.Sprintf("isolate node %d", id)
+}
+
+// run injects one fault per interval: it waits a random part of the
+// interval, applies a fault, holds it 0.5–2.5 s, heals it, and waits for the
+// gateway to reach a leader again (bounded), until stop.
+func (n *nemesis) run(interval time.Duration, stop chan struct{}) {
+	if len(n.enable) == 0 {
+		return
+	}
+	sleep := func(d time.Duration) bool {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	for {
+		if !sleep(time.Duration(n.rng.Int63n(int64(interval)/2 + 1))) {
+			return
+		}
+		f := n.enable[n.rng.Intn(len(n.enable))]
+		at := time.Since(n.start)
+		heal, what := f.apply(n)
+		hold := time.Duration(500+n.rng.Intn(2000)) * time.Millisecond
+		ok := sleep(hold)
+		heal()
+		n.log = append(n.log, fmt.Sprintf("%6.1fs %s: %s for %v", at.Seconds(), f.name, what, hold))
+		if !ok {
+			return
+		}
+		_ = n.cl.WaitGatewayLeader(10 * time.Second)
+		if !sleep(interval / 2) {
+			return
+		}
+	}
+}
