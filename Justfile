@@ -14,10 +14,10 @@ export PATH := tools / "bin" + ":" + venv / "bin" + ":" + env("PATH")
 export CARGO_TARGET_DIR := target
 
 # Recipes of each area live beside this file.
-import? 'just/engine.just'
+import 'just/engine.just'
 import 'just/raft.just'
-import? 'just/bench.just'
-import? 'just/reliability.just'
+import 'just/bench.just'
+import 'just/reliability.just'
 
 # List the recipes.
 default:
@@ -81,7 +81,7 @@ check: lint test-all
 # The whole test suite (what CI runs).
 test: setup lint test-all
 
-test-all: test-rust test-console test-gateway test-deploy test-smoke test-e2e
+test-all: test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
 
 # Rust unit and multi-node integration tests (real processes behind real Envoy).
 test-rust:

@@ -643,6 +643,11 @@ export interface components {
              * @description The answering node.
              */
             node_id: number;
+            /**
+             * Format: uint64
+             * @description The leader this node knows (on /health/ready).
+             */
+            leader_id?: number;
         };
         TransferLeaderRequest: {
             /** @description Id of the voter that should lead. */
@@ -724,7 +729,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description STORAGE_FULL: the disk is full. */
+        /** @description Disk full (STORAGE_FULL). On a write the node failed while applying a committed entry, so the write may be committed on the other replicas: treat it as outcome unknown. */
         StorageFull: {
             headers: {
                 [name: string]: unknown;

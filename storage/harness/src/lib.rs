@@ -11,6 +11,8 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -313,6 +315,71 @@ impl Cluster {
             .find(|n| n.id != leader && n.child.is_some())
             .map(|n| n.id)
             .context("no running follower")
+    }
+
+    /// Puts through the gateway until one succeeds, retrying the answers a
+    /// client may retry (503) or must re-check (504), for at most `timeout`.
+    pub async fn put_until_ok(&self, key: &str, value: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let r = self
+                .http
+                .put(format!("{}/v1/kv/{key}", self.gateway_url()))
+                .body(value.to_string())
+                .timeout(Duration::from_secs(3))
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => {
+                    let status = r.status().as_u16();
+                    if status != 503 && status != 504 {
+                        bail!(
+                            "unexpected {status}: {}",
+                            r.text().await.unwrap_or_default()
+                        );
+                    }
+                }
+                Err(e) if e.is_timeout() || e.is_connect() || e.is_request() => {}
+                Err(e) => return Err(e.into()),
+            }
+            if Instant::now() > deadline {
+                bail!("no successful put of {key} within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A background writer through the gateway: puts `<prefix><n>` = same,
+    /// until `stop` is set (or 60 s / 20,000 writes pass), and returns the
+    /// acknowledged keys. Any answer but 200 or a retryable 503 fails it.
+    pub fn spawn_writer(
+        &self,
+        prefix: &str,
+        stop: Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<Vec<String>> {
+        let (http, gw, prefix) = (self.http.clone(), self.gateway_url(), prefix.to_string());
+        tokio::spawn(async move {
+            let (mut acked, started) = (Vec::new(), Instant::now());
+            for i in 0..20_000u32 {
+                if stop.load(Ordering::Relaxed) || started.elapsed() > Duration::from_secs(60) {
+                    break;
+                }
+                let key = format!("{prefix}{i}");
+                let r = http
+                    .put(format!("{gw}/v1/kv/{key}"))
+                    .body(key.clone())
+                    .send()
+                    .await;
+                let r = r.expect("the gateway answers");
+                match r.status().as_u16() {
+                    200 => acked.push(key),
+                    503 => {}
+                    other => panic!("unexpected {other}: {}", r.text().await.unwrap_or_default()),
+                }
+            }
+            acked
+        })
     }
 
     /// Everything node `id` has logged so far.

@@ -7,43 +7,6 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use strata_harness::Cluster;
 
-/// Puts through the gateway until one succeeds or `timeout` passes.
-async fn put_until_ok(
-    c: &Cluster,
-    key: &str,
-    value: &str,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let r = c
-            .http()
-            .put(format!("{}/v1/kv/{key}", c.gateway_url()))
-            .body(value.to_string())
-            .timeout(Duration::from_secs(3))
-            .send()
-            .await;
-        match r {
-            Ok(r) if r.status() == StatusCode::OK => return Ok(()),
-            Ok(r) => {
-                let status = r.status();
-                anyhow::ensure!(
-                    status == StatusCode::SERVICE_UNAVAILABLE
-                        || status == StatusCode::GATEWAY_TIMEOUT,
-                    "unexpected {status}: {}",
-                    r.text().await.unwrap_or_default()
-                );
-            }
-            Err(e) => anyhow::ensure!(e.is_timeout() || e.is_connect() || e.is_request(), "{e}"),
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "no successful put of {key} within {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn get(c: &Cluster, key: &str) -> (StatusCode, String) {
     let r = c
         .http()
@@ -63,7 +26,7 @@ async fn killing_the_leader_elects_another_and_writes_resume() {
     let mut acked = BTreeMap::new();
     for i in 0..50 {
         let (k, v) = (format!("before-{i}"), format!("v{i}"));
-        put_until_ok(&c, &k, &v, Duration::from_secs(5))
+        c.put_until_ok(&k, &v, Duration::from_secs(5))
             .await
             .unwrap();
         acked.insert(k, v);
@@ -71,7 +34,7 @@ async fn killing_the_leader_elects_another_and_writes_resume() {
     let old = c.wait_leader(Duration::from_secs(5)).await.unwrap();
     c.kill(old).unwrap();
     let killed_at = Instant::now();
-    put_until_ok(&c, "after-kill", "ok", Duration::from_secs(10))
+    c.put_until_ok("after-kill", "ok", Duration::from_secs(10))
         .await
         .unwrap();
     eprintln!(
@@ -114,7 +77,7 @@ async fn full_restart_keeps_every_acknowledged_write() {
     let mut acked = BTreeMap::new();
     for i in 0..200 {
         let (k, v) = (format!("key-{i:04}"), format!("value-{i}"));
-        put_until_ok(&c, &k, &v, Duration::from_secs(5))
+        c.put_until_ok(&k, &v, Duration::from_secs(5))
             .await
             .unwrap();
         acked.insert(k, v);

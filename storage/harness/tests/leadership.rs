@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -19,38 +19,7 @@ async fn leader_transfer_under_load_moves_leadership_without_losing_writes() {
     let target = c.follower().await.unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let http = c.http().clone();
-        let gw = c.gateway_url();
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let mut acked = Vec::new();
-            let mut i = 0u32;
-            let started = Instant::now();
-            while !stop.load(Ordering::Relaxed)
-                && started.elapsed() < Duration::from_secs(20)
-                && i < 5000
-            {
-                let key = format!("load-{i}");
-                i += 1;
-                let r = http
-                    .put(format!("{gw}/v1/kv/{key}"))
-                    .body(key.clone())
-                    .send()
-                    .await
-                    .unwrap();
-                match r.status() {
-                    StatusCode::OK => acked.push(key),
-                    StatusCode::SERVICE_UNAVAILABLE => {}
-                    other => panic!(
-                        "unexpected {other} during transfer: {}",
-                        r.text().await.unwrap()
-                    ),
-                }
-            }
-            acked
-        })
-    };
+    let writer = c.spawn_writer("load-", stop.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let resp = c

@@ -35,31 +35,7 @@ async fn add_learner_promote_and_remove_an_old_node_under_load() {
     // write is readable afterwards, also on the new node.
     let mut c = Cluster::start(3).await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (http, gw, stop) = (c.http().clone(), c.gateway_url(), stop.clone());
-        tokio::spawn(async move {
-            let (mut acked, mut i, started) = (Vec::new(), 0u32, Instant::now());
-            while !stop.load(Ordering::Relaxed)
-                && started.elapsed() < Duration::from_secs(60)
-                && i < 20_000
-            {
-                let key = format!("m-{i}");
-                i += 1;
-                let r = http
-                    .put(format!("{gw}/v1/kv/{key}"))
-                    .body(key.clone())
-                    .send()
-                    .await
-                    .unwrap();
-                match r.status() {
-                    StatusCode::OK => acked.push(key),
-                    StatusCode::SERVICE_UNAVAILABLE => {}
-                    other => panic!("unexpected {other}: {}", r.text().await.unwrap()),
-                }
-            }
-            acked
-        })
-    };
+    let writer = c.spawn_writer("m-", stop.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     c.add_joining_node(4).unwrap();
@@ -122,25 +98,9 @@ async fn add_learner_promote_and_remove_an_old_node_under_load() {
     assert!(!acked.is_empty(), "the writer made no progress");
     // The reshaped cluster (voters: the leader, one old node and node 4)
     // takes writes.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = c
-            .http()
-            .put(format!("{}/v1/kv/after-change", c.gateway_url()))
-            .body("ok")
-            .send()
-            .await
-            .unwrap();
-        if r.status() == StatusCode::OK {
-            break;
-        }
-        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert!(
-            Instant::now() < deadline,
-            "no write accepted after the membership changes"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    c.put_until_ok("after-change", "ok", Duration::from_secs(10))
+        .await
+        .expect("a write is accepted after the change");
     for key in acked.iter().step_by(7) {
         let r = c
             .http()
@@ -215,23 +175,7 @@ async fn learner_replaces_a_voter_in_one_joint_change() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     c.kill(old).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = c
-            .http()
-            .put(format!("{}/v1/kv/after-swap", c.gateway_url()))
-            .body("ok")
-            .send()
-            .await
-            .unwrap();
-        if r.status() == StatusCode::OK {
-            break;
-        }
-        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-        assert!(
-            Instant::now() < deadline,
-            "no write accepted after the swap"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    c.put_until_ok("after-swap", "ok", Duration::from_secs(10))
+        .await
+        .expect("a write is accepted after the change");
 }

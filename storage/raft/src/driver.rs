@@ -235,6 +235,37 @@ impl Driver {
         }
     }
 
+    /// One logical clock tick. A peer whose storage failed does not tick, so
+    /// it never campaigns; it still answers votes and appends.
+    pub(crate) fn tick(&mut self) {
+        if self.failure.is_none() {
+            self.node.tick();
+        }
+    }
+
+    /// Everything the loop does after taking inputs: issue reads, handle
+    /// Ready, publish the status.
+    pub(crate) fn round(&mut self, shared: &Shared) {
+        self.issue_reads();
+        self.on_ready(shared);
+        self.publish(shared);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn durable_tail(&self) -> (std::path::PathBuf, u64) {
+        self.node.store().durable_tail()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> &RawNode<RaftLogStore> {
+        &self.node
+    }
+
+    #[cfg(test)]
+    pub(crate) fn raw_mut(&mut self) -> &mut RawNode<RaftLogStore> {
+        &mut self.node
+    }
+
     pub(crate) fn run(mut self, shared: Arc<Shared>) {
         let mut next_tick = Instant::now() + self.tick;
         loop {
@@ -263,22 +294,16 @@ impl Driver {
             }
             let now = Instant::now();
             if now >= next_tick {
-                // A node whose storage failed stops ticking so it never
-                // campaigns; it still answers votes and appends.
-                if self.failure.is_none() {
-                    self.node.tick();
-                }
+                self.tick();
                 next_tick = now + self.tick;
                 self.expire_reads(now);
             }
-            self.issue_reads();
-            self.on_ready(&shared);
-            self.publish(&shared);
+            self.round(&shared);
         }
         self.fail_all_waiters(ProposeError::Stopped);
     }
 
-    fn handle(&mut self, input: Input) {
+    pub(crate) fn handle(&mut self, input: Input) {
         match input {
             Input::Propose {
                 request_id,
@@ -325,15 +350,19 @@ impl Driver {
         }
     }
 
-    fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
+    /// Why this peer cannot take a proposal now, if it cannot.
+    fn refusal(&self) -> Option<ProposeError> {
         if let Some(f) = &self.failure {
-            let _ = tx.send(Err(ProposeError::Storage(f.clone())));
-            return;
+            return Some(ProposeError::Storage(f.clone()));
         }
-        if self.node.raft.state != StateRole::Leader {
-            let _ = tx.send(Err(ProposeError::NotLeader {
-                leader_id: self.node.raft.leader_id,
-            }));
+        (self.node.raft.state != StateRole::Leader).then(|| ProposeError::NotLeader {
+            leader_id: self.node.raft.leader_id,
+        })
+    }
+
+    fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
+        if let Some(refusal) = self.refusal() {
+            let _ = tx.send(Err(refusal));
             return;
         }
         let data = Proposal {
@@ -360,14 +389,8 @@ impl Driver {
         change: ConfChangeV2,
         tx: oneshot::Sender<Result<u64, ProposeError>>,
     ) {
-        if let Some(f) = &self.failure {
-            let _ = tx.send(Err(ProposeError::Storage(f.clone())));
-            return;
-        }
-        if self.node.raft.state != StateRole::Leader {
-            let _ = tx.send(Err(ProposeError::NotLeader {
-                leader_id: self.node.raft.leader_id,
-            }));
+        if let Some(refusal) = self.refusal() {
+            let _ = tx.send(Err(refusal));
             return;
         }
         let before = self.node.raft.raft_log.last_index();

@@ -16,6 +16,8 @@ pub mod log;
 mod logger;
 pub mod members;
 mod peer;
+#[cfg(test)]
+mod sim;
 pub mod snapshot;
 pub mod state_machine;
 mod status;

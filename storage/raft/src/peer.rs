@@ -111,6 +111,29 @@ pub(crate) struct Shared {
     next_request_id: AtomicU64,
 }
 
+impl Shared {
+    pub(crate) fn new(
+        inbox: Sender<Input>,
+        status: PeerStatus,
+        state_machine: Arc<StateMachine>,
+        snapshot_dirs: SnapshotDirs,
+    ) -> Self {
+        let (events, _) = broadcast::channel(256);
+        Shared {
+            inbox,
+            status: RwLock::new(status),
+            events,
+            state_machine,
+            snapshot_dirs,
+            log_syncs: AtomicU64::new(0),
+            // Request ids only need to be unique per proposer and restart:
+            // start from a random point so a restarted node does not reuse
+            // old ids.
+            next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
+        }
+    }
+}
+
 impl Peer {
     /// Opens the raft log, recovers the state machine's position and starts
     /// the driver thread.
@@ -120,7 +143,6 @@ impl Peer {
         transport: impl Transport,
     ) -> Result<Peer, StartError> {
         let (tx, rx) = crossbeam_channel::bounded(config.inbox_capacity);
-        let (events, _) = broadcast::channel(256);
         let dirs = SnapshotDirs::new(config.snapshot_root.clone()).map_err(|e| {
             StartError::Config(format!(
                 "snapshot directory {}: {e}",
@@ -145,18 +167,7 @@ impl Peer {
             jobs_rx,
         )
         .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;
-        // Request ids only need to be unique per proposer and restart: start
-        // from a random point so a restarted node does not reuse old ids.
-        let seed = rand::random::<u64>() >> 1;
-        let shared = Arc::new(Shared {
-            inbox: tx,
-            status: RwLock::new(driver.status()),
-            events,
-            state_machine,
-            snapshot_dirs: dirs,
-            log_syncs: AtomicU64::new(0),
-            next_request_id: AtomicU64::new(seed),
-        });
+        let shared = Arc::new(Shared::new(tx, driver.status(), state_machine, dirs));
         let handle = PeerHandle { inner: shared };
         let thread_handle = handle.clone();
         let thread = std::thread::Builder::new()

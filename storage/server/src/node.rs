@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use strata_engine::{Engine, Options as EngineOptions, WalMode};
 use strata_proto::v1::cluster_server::ClusterServer;
 use strata_proto::v1::kv_server::KvServer;
@@ -48,10 +49,12 @@ pub async fn run(
     let members = config.members().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    // The raft log is the write-ahead log: the engine's own WAL is written
-    // without fsync, and anything it loses is replayed from the raft log.
+    // The raft log is the write-ahead log, so the engine keeps none of its
+    // own: applied data lives in the memtable until a flush, every apply
+    // batch records its raft index, and the raft log is compacted only up to
+    // what a flush made durable. After a crash the raft log replays the rest.
     let engine_opts = EngineOptions {
-        wal: WalMode::NoSync,
+        wal: WalMode::Disabled,
         ..EngineOptions::default()
     };
     let engine = Arc::new(
@@ -136,6 +139,13 @@ pub async fn run(
         tokio::spawn(crate::join::join(core.clone(), config.advertise_address()));
     }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    // Small request/response frames must not wait for Nagle's algorithm to
+    // meet the peer's delayed ACK (tens of milliseconds per round trip).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = stop_rx.await;
     });
@@ -147,8 +157,9 @@ pub async fn run(
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
     drop(core);
     drop(peer);
-    if let Err(e) = engine.sync_wal() {
-        tracing::warn!(error = %e, "final WAL sync failed");
+    // A clean stop flushes, so the next start need not replay the log.
+    if let Err(e) = engine.flush() {
+        tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
     }
     Ok(())
 }

@@ -29,6 +29,8 @@ pub struct Segments {
     path: PathBuf,
     seq: u64,
     size_bytes: u64,
+    /// How much of the current segment the last sync covered.
+    synced_bytes: u64,
     max_segment_bytes: u64,
 }
 
@@ -105,6 +107,7 @@ impl Segments {
             path,
             seq,
             size_bytes,
+            synced_bytes: size_bytes,
             max_segment_bytes,
         };
         Ok((segments, records))
@@ -152,7 +155,15 @@ impl Segments {
     pub fn sync(&mut self) -> Result<(), LogError> {
         self.file
             .sync_data()
-            .map_err(|e| LogError::io(&self.path, e))
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.synced_bytes = self.size_bytes;
+        Ok(())
+    }
+
+    /// The current segment and how many of its bytes are durable; a power
+    /// loss may cut it there (earlier segments are wholly durable).
+    pub fn durable_tail(&self) -> (PathBuf, u64) {
+        (self.path.clone(), self.synced_bytes)
     }
 
     /// Starts a new segment. The old one is synced first so that a later
@@ -171,6 +182,7 @@ impl Segments {
         self.path = path;
         self.seq = seq;
         self.size_bytes = 0;
+        self.synced_bytes = 0;
         Ok(())
     }
 }

@@ -391,6 +391,12 @@ impl RaftLogStore {
         self.term(index).ok()
     }
 
+    /// The current segment file and its durable length (see
+    /// [`Segments::durable_tail`]).
+    pub fn durable_tail(&self) -> (std::path::PathBuf, u64) {
+        self.segments.durable_tail()
+    }
+
     /// How many segment files the log has.
     pub fn segment_count(&self) -> usize {
         self.segment_max_index.len().max(1)
