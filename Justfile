@@ -90,7 +90,7 @@ test-rust:
 
 # Console unit tests.
 test-console: setup-console
-    cd console && npm test
+    cd console && mkdir -p node_modules/.cache && npm run check:api && npm test
 
 # Gateway config generator tests.
 test-gateway:

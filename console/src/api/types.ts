@@ -1,7 +1,7 @@
 // Names for the API's schemas, taken from the generated OpenAPI types so that the
 // console can never drift from the contract. Regenerate with `npm run gen:api`;
 // never type an API payload by hand.
-import type { components, paths } from './schema';
+import type { components, paths } from './generated/schema';
 
 type Schemas = components['schemas'];
 
