@@ -120,6 +120,9 @@ impl Driver {
             &config.bootstrap_voters,
         )?;
         finish_interrupted_install(&state_machine, &mut store)?;
+        // Snapshots staged but never installed (raft found them stale, or
+        // the node stopped first) are of no further use.
+        dirs.remove_incoming();
         if state_machine.applied_index()? == 0
             && store.first_index() > 1
             && state_machine.conf_state()?.is_none()
