@@ -13,21 +13,41 @@ use tower::{Service, ServiceExt};
 use crate::error::ApiError;
 
 /// Mounts a tonic service at `/{package.Service}/*`.
-pub fn with_grpc<S>(router: Router, svc: S) -> Router
+pub fn with_grpc<S, B: 'static>(router: Router, svc: S) -> Router
 where
-    S: Service<Request<tonic::body::Body>, Error = Infallible>
+    S: Service<Request<tonic::body::Body>, Response = http::Response<B>, Error = Infallible>
         + NamedService
         + Clone
         + Send
         + Sync
         + 'static,
-    S::Response: IntoResponse,
+    http::Response<B>: IntoResponse,
     S::Future: Send + 'static,
 {
     router.route_service(
         &format!("/{}/{{*rest}}", S::NAME),
-        svc.map_request(|req: Request<Body>| req.map(tonic::body::Body::new)),
+        svc.map_request(|req: Request<Body>| req.map(tonic::body::Body::new))
+            .map_response(malformed_request_is_invalid_argument),
     )
+}
+
+/// tonic answers a request body it cannot decode with INTERNAL; to the
+/// client that is bad input, which the API reports as INVALID_ARGUMENT.
+/// Only tonic's own decoding errors carry these messages.
+fn malformed_request_is_invalid_argument<B>(mut resp: http::Response<B>) -> http::Response<B> {
+    let headers = resp.headers_mut();
+    let internal = headers.get("grpc-status").is_some_and(|v| v == "13");
+    let decoding = headers
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|m| {
+            m.starts_with("failed%20to%20decode")
+                || m.contains("compressed-flag%20but%20no%20grpc-encoding")
+        });
+    if internal && decoding {
+        headers.insert("grpc-status", http::HeaderValue::from_static("3"));
+    }
+    resp
 }
 
 /// Unknown routes: a gRPC client gets UNIMPLEMENTED, anyone else a JSON 404.
@@ -48,4 +68,35 @@ pub async fn fallback(req: Request<Body>) -> Response {
         req.uri().path()
     ))
     .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grpc_error(status: &str, message: &'static str) -> http::Response<()> {
+        let mut r = http::Response::new(());
+        r.headers_mut()
+            .insert("grpc-status", http::HeaderValue::from_str(status).unwrap());
+        r.headers_mut()
+            .insert("grpc-message", http::HeaderValue::from_static(message));
+        r
+    }
+
+    #[test]
+    fn undecodable_requests_become_invalid_argument_and_nothing_else_changes() {
+        let r = malformed_request_is_invalid_argument(grpc_error(
+            "13",
+            "failed%20to%20decode%20Protobuf%20message",
+        ));
+        assert_eq!(r.headers()["grpc-status"], "3");
+        let r = malformed_request_is_invalid_argument(grpc_error("13", "storage%20failed"));
+        assert_eq!(
+            r.headers()["grpc-status"],
+            "13",
+            "our own INTERNAL errors stay INTERNAL"
+        );
+        let r = malformed_request_is_invalid_argument(grpc_error("14", "failed%20to%20decode"));
+        assert_eq!(r.headers()["grpc-status"], "14");
+    }
 }
