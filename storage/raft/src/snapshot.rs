@@ -71,7 +71,9 @@ impl SnapshotDirs {
     /// Removes every staged incoming snapshot. Called at start once an
     /// interrupted install (the only reader of one) has been finished.
     pub fn remove_incoming(&self) {
-        let Ok(entries) = fs::read_dir(&self.root) else { return };
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return;
+        };
         for entry in entries.flatten() {
             if entry.file_name().to_string_lossy().starts_with("in-") {
                 let _ = fs::remove_dir_all(entry.path());
