@@ -52,18 +52,39 @@ pub async fn gather(core: &Core) -> StatusResponse {
     let mut nodes = futures::future::join_all(asks).await;
     nodes.push(local);
     nodes.sort_by_key(|n| n.id);
-    // The leader of the highest term any reachable member reports.
-    let (term, leader_id) = nodes
-        .iter()
-        .filter(|n| n.healthy || n.term > 0)
-        .map(|n| (n.term, n.leader_id))
-        .max()
-        .unwrap_or((0, 0));
+    let (term, leader_id) = leader_of(&nodes);
     StatusResponse {
         leader_id,
         term,
         nodes,
     }
+}
+
+/// Replaces this node's entry in `status` with `local` and recomputes the
+/// leader; returns whether anything changed.
+fn with_local(status: &mut StatusResponse, local: NodeStatus) -> bool {
+    let before = status.clone();
+    match status.nodes.iter_mut().find(|n| n.id == local.id) {
+        Some(n) => *n = local,
+        None => {
+            status.nodes.push(local);
+            status.nodes.sort_by_key(|n| n.id);
+        }
+    }
+    let (term, leader_id) = leader_of(&status.nodes);
+    status.term = term;
+    status.leader_id = leader_id;
+    *status != before
+}
+
+/// The leader of the highest term any reachable member reports.
+fn leader_of(nodes: &[NodeStatus]) -> (u64, u64) {
+    nodes
+        .iter()
+        .filter(|n| n.healthy || n.term > 0)
+        .map(|n| (n.term, n.leader_id))
+        .max()
+        .unwrap_or((0, 0))
 }
 
 /// Keeps a fresh cluster status for subscribers: refreshed every `period`,
@@ -82,6 +103,11 @@ pub fn spawn_watch(core: Arc<Core>, period: Duration) -> watch::Receiver<StatusR
                     if matches!(ev, Err(broadcast::error::RecvError::Closed)) {
                         break;
                     }
+                    // This node's own view changed (e.g. a new leader):
+                    // show it at once, before asking the peers, which can
+                    // take a while when one of them is down.
+                    let local = core.local_status();
+                    tx.send_if_modified(|old| with_local(old, local));
                 }
             }
             let status = gather(&core).await;
@@ -98,4 +124,31 @@ pub fn spawn_watch(core: Arc<Core>, period: Duration) -> watch::Receiver<StatusR
         }
     });
     rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: u64, term: u64, leader_id: u64) -> NodeStatus {
+        NodeStatus {
+            id,
+            term,
+            leader_id,
+            healthy: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_local_leader_change_shows_without_asking_peers() {
+        let mut st = StatusResponse {
+            leader_id: 1,
+            term: 6,
+            nodes: vec![node(1, 6, 1), node(2, 6, 1), node(3, 6, 1)],
+        };
+        assert!(with_local(&mut st, node(2, 7, 2)));
+        assert_eq!((st.term, st.leader_id), (7, 2));
+        assert!(!with_local(&mut st, node(2, 7, 2)), "no change, no update");
+    }
 }

@@ -15,7 +15,7 @@ export interface ClusterEventsOptions {
 
 // Capped at 2 s: one cheap request per tab every 2 s while down is fine, and a
 // cluster that comes back is visible again within that.
-const DEFAULT_RECONNECT_DELAYS_MS: readonly number[] = [250, 500, 1000, 2000];
+const DEFAULT_RECONNECT_DELAYS_MS: readonly number[] = [50, 200, 500, 1000, 2000];
 const DEFAULT_SILENCE_LIMIT_MS = 5000;
 
 /**
