@@ -19,6 +19,20 @@ async fn members(c: &Cluster) -> Value {
         .unwrap()
 }
 
+/// Starts node `id` with `--join` and waits until the cluster lists it.
+async fn join(c: &mut Cluster, id: u64) {
+    c.add_joining_node(id).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while member(&members(c).await, id).is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "node {id} never joined; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn member(m: &Value, id: u64) -> Option<&Value> {
     m["members"]
         .as_array()
@@ -38,16 +52,7 @@ async fn add_learner_promote_and_remove_an_old_node_under_load() {
     let writer = c.spawn_writer("m-", stop.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
 
-    c.add_joining_node(4).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while member(&members(&c).await, 4).is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "node 4 never joined; logs in {}",
-            c.log_dir().display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    join(&mut c, 4).await;
     assert_eq!(member(&members(&c).await, 4).unwrap()["voter"], false);
 
     let r = c
@@ -139,12 +144,7 @@ async fn learner_replaces_a_voter_in_one_joint_change() {
     // single joint-consensus change: afterwards the group has three voters,
     // OLD is gone, and writes still commit with OLD stopped.
     let mut c = Cluster::start(3).await.unwrap();
-    c.add_joining_node(4).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while member(&members(&c).await, 4).is_none() {
-        assert!(Instant::now() < deadline, "node 4 never joined");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    join(&mut c, 4).await;
     let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
     let old = (1..=3).find(|&id| id != leader).unwrap();
     let r = c

@@ -48,10 +48,6 @@ impl PeerChannels {
         self.members.all()
     }
 
-    pub fn directory(&self) -> &Members {
-        &self.members
-    }
-
     pub fn address(&self, id: u64) -> Option<String> {
         self.members.address(id)
     }

@@ -321,11 +321,6 @@ impl RaftLogStore {
         record::encode(RecordKind::HardState, &payload, &mut self.pending);
     }
 
-    /// Whether anything is waiting for [`persist`](Self::persist).
-    pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
-    }
-
     /// Writes every pending record and fsyncs once. Returns whether it
     /// synced (nothing was pending otherwise).
     pub fn persist(&mut self) -> Result<bool, LogError> {
@@ -397,20 +392,10 @@ impl RaftLogStore {
         self.segments.durable_tail()
     }
 
-    /// How many segment files the log has.
-    pub fn segment_count(&self) -> usize {
-        self.segment_max_index.len().max(1)
-    }
-
     /// Offers a snapshot for raft to send to lagging followers.
     pub fn set_ready_snapshot(&mut self, snapshot: Snapshot) {
         self.ready_snapshot = Some(snapshot);
         self.snapshot_wanted.set(false);
-    }
-
-    /// The snapshot on offer, if any.
-    pub fn ready_snapshot(&self) -> Option<&Snapshot> {
-        self.ready_snapshot.as_ref()
     }
 
     /// Whether raft asked for a snapshot that is not ready; clears the flag.

@@ -6,17 +6,10 @@ use strata_proto::v1::cluster_server::Cluster;
 use strata_proto::v1::*;
 use tonic::{Request, Response, Status};
 
+use super::hop;
 use crate::cluster::gather;
-use crate::core::{Core, FORWARDED_HEADER, Hop};
+use crate::core::Core;
 use crate::membership::Change;
-
-fn hop<T>(req: &Request<T>) -> Hop {
-    if req.metadata().contains_key(FORWARDED_HEADER) {
-        Hop::Forwarded
-    } else {
-        Hop::Client
-    }
-}
 
 pub struct ClusterService {
     core: Arc<Core>,

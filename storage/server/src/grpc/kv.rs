@@ -6,7 +6,8 @@ use strata_proto::v1::kv_server::Kv;
 use strata_proto::v1::*;
 use tonic::{Request, Response, Status};
 
-use crate::core::{Core, FORWARDED_HEADER, Hop};
+use super::hop;
+use crate::core::Core;
 
 pub struct KvService {
     core: Arc<Core>,
@@ -15,14 +16,6 @@ pub struct KvService {
 impl KvService {
     pub fn new(core: Arc<Core>) -> Self {
         KvService { core }
-    }
-}
-
-fn hop<T>(req: &Request<T>) -> Hop {
-    if req.metadata().contains_key(FORWARDED_HEADER) {
-        Hop::Forwarded
-    } else {
-        Hop::Client
     }
 }
 

@@ -4,3 +4,16 @@
 pub mod cluster;
 pub mod kv;
 pub mod raft;
+
+use tonic::Request;
+
+use crate::core::{FORWARDED_HEADER, Hop};
+
+/// Whether a request was already forwarded once by another node.
+pub(crate) fn hop<T>(req: &Request<T>) -> Hop {
+    if req.metadata().contains_key(FORWARDED_HEADER) {
+        Hop::Forwarded
+    } else {
+        Hop::Client
+    }
+}
