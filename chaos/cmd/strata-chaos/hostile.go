@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -30,25 +29,6 @@ type grpcCase struct {
 	target string // "gateway" or "node"
 	method string
 	body   []byte
-}
-
-// knownFindings are findings already reported, by case: without -strict
-// they are shown but do not fail the run, so the suite catches new ones.
-var knownFindings = map[string]string{
-	"KV/Put: two messages on a unary call": "a second message on a unary call is ignored and the first applied (gRPC wants an error)",
-}
-
-const internalOnDecode = "undecodable request answered INTERNAL (tonic's default), not INVALID_ARGUMENT"
-
-func known(gc grpcCase, a grpcAnswer) string {
-	if k := knownFindings[gc.name]; k != "" {
-		return k
-	}
-	if a.GrpcStatus == "13" && (strings.Contains(a.Message, "decod") || strings.Contains(a.Message, "EOF") ||
-		strings.Contains(a.Message, "compressed-flag") || strings.Contains(a.Message, "Missing%20request")) {
-		return internalOnDecode
-	}
-	return ""
 }
 
 // frame wraps payload in gRPC's 5-byte length-prefixed framing.
@@ -108,6 +88,8 @@ func hostileCases() []grpcCase {
 		{"Raft/Send: another group", "node", send, frame(0, raftBatch(99, 2, 1, []byte{}))},
 		{"Raft/Send: addressed to another node", "node", send, frame(0, raftBatch(1, 2, 7, []byte{}))},
 		{"Raft/Send: from an unknown node", "node", send, frame(0, raftBatch(1, 9, 1, []byte{}))},
+		{"Raft/Send: two messages on a unary call", "node", send,
+			append(frame(0, raftBatch(1, 2, 1)), frame(0, raftBatch(1, 2, 1))...)},
 		{"Raft/Send: truncated frame", "node", send, frame(0, raftBatch(1, 2, 1, garbage))[:20]},
 		{"Raft/Send: 20 MiB message", "node", send, frame(0, raftBatch(1, 2, 1, big))},
 	}
@@ -168,7 +150,6 @@ func cmdHostile(args []string) int {
 	var c common
 	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
 	c.flags(fs, 22300)
-	strict := fs.Bool("strict", false, "fail on known findings too")
 	_ = fs.Parse(args)
 	c.resolve("hostile")
 	cl := startCluster(c.config("cluster", 3))
@@ -202,9 +183,6 @@ func cmdHostile(args []string) int {
 			a.Verdict = "clear error"
 		case gc.method == "/strata.v1.Raft/Send" && gc.target == "gateway" && a.HTTPStatus == 404:
 			a.Verdict = "clear error (not routed)"
-		case known(gc, a) != "" && !*strict:
-			a.Verdict = "KNOWN FINDING"
-			a.Err = known(gc, a)
 		default:
 			a.Verdict = "UNCLEAR"
 			failures = append(failures, fmt.Sprintf("%s: http %d grpc-status %q %q", gc.name, a.HTTPStatus,
@@ -221,10 +199,6 @@ func cmdHostile(args []string) int {
 	if err != nil {
 		failures = append(failures, "after: "+err.Error())
 	} else {
-		if !*strict {
-			// The known multi-message finding applies its first message.
-			delete(after, "hostile/a")
-		}
 		if d := cluster.Diff(before, after); d != "" {
 			failures = append(failures, "key space changed: "+d)
 		}

@@ -11,9 +11,11 @@ use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
 
 use crate::error::ApiError;
+use crate::grpc::one_message::{OneMessage, Requests};
 
-/// Mounts a tonic service at `/{package.Service}/*`.
-pub fn with_grpc<S, B: 'static>(router: Router, svc: S) -> Router
+/// Mounts a tonic service at `/{package.Service}/*`; methods that take one
+/// request message refuse a call that carries more.
+pub fn with_grpc<S, B: 'static>(router: Router, svc: S, requests: Requests) -> Router
 where
     S: Service<Request<tonic::body::Body>, Response = http::Response<B>, Error = Infallible>
         + NamedService
@@ -26,8 +28,14 @@ where
 {
     router.route_service(
         &format!("/{}/{{*rest}}", S::NAME),
-        svc.map_request(|req: Request<Body>| req.map(tonic::body::Body::new))
-            .map_response(malformed_request_is_invalid_argument),
+        svc.map_request(move |req: Request<Body>| {
+            if requests.one_for(req.uri().path()) {
+                req.map(|b| tonic::body::Body::new(OneMessage::new(b)))
+            } else {
+                req.map(tonic::body::Body::new)
+            }
+        })
+        .map_response(malformed_request_is_invalid_argument),
     )
 }
 
@@ -42,6 +50,8 @@ fn malformed_request_is_invalid_argument<B>(mut resp: http::Response<B>) -> http
         .and_then(|v| v.to_str().ok())
         .is_some_and(|m| {
             m.starts_with("failed%20to%20decode")
+                || m.starts_with("Unexpected%20EOF%20decoding%20stream")
+                || m.starts_with("Missing%20request%20message")
                 || m.contains("compressed-flag%20but%20no%20grpc-encoding")
         });
     if internal && decoding {
@@ -90,6 +100,14 @@ mod tests {
             "failed%20to%20decode%20Protobuf%20message",
         ));
         assert_eq!(r.headers()["grpc-status"], "3");
+        let r = malformed_request_is_invalid_argument(grpc_error(
+            "13",
+            "Unexpected%20EOF%20decoding%20stream.",
+        ));
+        assert_eq!(r.headers()["grpc-status"], "3", "a truncated stream");
+        let r =
+            malformed_request_is_invalid_argument(grpc_error("13", "Missing%20request%20message."));
+        assert_eq!(r.headers()["grpc-status"], "3", "an empty body");
         let r = malformed_request_is_invalid_argument(grpc_error("13", "storage%20failed"));
         assert_eq!(
             r.headers()["grpc-status"],

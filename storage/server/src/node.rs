@@ -18,6 +18,7 @@ use crate::config::NodeConfig;
 use crate::core::Core;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
+use crate::grpc::one_message::Requests;
 use crate::grpc::raft::RaftService;
 use crate::peers::PeerChannels;
 use crate::rest::{self, AppState};
@@ -121,17 +122,23 @@ pub async fn run(
         KvServer::new(KvService::new(core.clone()))
             .max_decoding_message_size(max_msg)
             .max_encoding_message_size(max_msg),
+        Requests::One,
     );
-    app = with_grpc(app, ClusterServer::new(ClusterService::new(core.clone())));
+    app = with_grpc(
+        app,
+        ClusterServer::new(ClusterService::new(core.clone())),
+        Requests::One,
+    );
     app = with_grpc(
         app,
         RaftServer::new(RaftService::new(config.id, config.group_id, handle))
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20),
+        Requests::OneExcept(&["InstallSnapshot"]),
     );
-    app = with_grpc(app, health_service);
-    app = with_grpc(app, reflection_v1);
-    app = with_grpc(app, reflection_v1alpha);
+    app = with_grpc(app, health_service, Requests::One);
+    app = with_grpc(app, reflection_v1, Requests::Any);
+    app = with_grpc(app, reflection_v1alpha, Requests::Any);
     let app = app.fallback(fallback);
 
     tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod kv;
+pub mod one_message;
 pub mod raft;
 
 use tonic::Request;
