@@ -29,8 +29,13 @@ type Config struct {
 	Envoy    string // envoy binary
 	GenEnvoy string // gateway/gen_envoy.py
 	RunDir   string // logs and data live here
-	BasePort int    // every port is BasePort+0..49
-	Nodes    int
+	BasePort int    // every port is BasePort+0..99
+	Nodes    int    // ids 1..Nodes form the initial configuration
+	// Slots is the number of node ids with a port and proxied links
+	// (default Nodes): ids Nodes+1..Slots are for nodes that join later.
+	Slots int
+	// NodeArgs are added to every node's command line.
+	NodeArgs []string
 	// DataDirs overrides the data directory of node i (index i-1).
 	DataDirs []string
 	// NodeEnv is added to every node's environment.
@@ -45,6 +50,9 @@ type Node struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	paused  bool
+	// member: part of the configuration as far as the harness knows;
+	// joined: started with --join; retired: removed, never started again.
+	member, joined, retired bool
 }
 
 // Cluster is a running cluster.
@@ -64,7 +72,7 @@ func (c *Cluster) NodePort(id int) int { return c.cfg.BasePort + id }
 
 // ProxyPort is the port of the proxy for the directed link from→to.
 func (c *Cluster) ProxyPort(from, to int) int {
-	return c.cfg.BasePort + 10 + (from-1)*c.cfg.Nodes + (to - 1)
+	return c.cfg.BasePort + 50 + (from-1)*c.cfg.Slots + (to - 1)
 }
 
 // GatewayURL is Envoy's REST/gRPC address as a URL.
@@ -76,20 +84,47 @@ func (c *Cluster) GatewayAddr() string { return fmt.Sprintf("127.0.0.1:%d", c.cf
 // NodeURL is node id's direct address as a URL.
 func (c *Cluster) NodeURL(id int) string { return fmt.Sprintf("http://127.0.0.1:%d", c.NodePort(id)) }
 
-// IDs lists the node ids.
+// IDs lists the ids of the members, in order.
 func (c *Cluster) IDs() []int {
-	ids := make([]int, c.cfg.Nodes)
-	for i := range ids {
-		ids[i] = i + 1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []int
+	for _, n := range c.nodes {
+		if n.member {
+			ids = append(ids, n.ID)
+		}
 	}
 	return ids
+}
+
+// FreeSlot is an id that was never used, or 0.
+func (c *Cluster) FreeSlot() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		if !n.member && !n.retired {
+			return n.ID
+		}
+	}
+	return 0
+}
+
+// Proxied reports whether the links into node id pass through the proxies
+// (a node that joined later is reached at its advertised address).
+func (c *Cluster) Proxied(id int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.nodes[id-1].joined
 }
 
 // Start starts proxies, nodes and Envoy and waits until the gateway reaches
 // a leader. On error everything started is stopped again.
 func Start(cfg Config) (*Cluster, error) {
-	if cfg.Nodes > 5 || cfg.Nodes < 1 {
-		return nil, fmt.Errorf("1..5 nodes, not %d", cfg.Nodes)
+	if cfg.Slots < cfg.Nodes {
+		cfg.Slots = cfg.Nodes
+	}
+	if cfg.Slots > 6 || cfg.Nodes < 1 {
+		return nil, fmt.Errorf("1..6 node slots, not %d nodes in %d slots", cfg.Nodes, cfg.Slots)
 	}
 	c := &Cluster{
 		cfg:     cfg,
@@ -102,7 +137,7 @@ func Start(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.RunDir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	for i := 1; i <= cfg.Nodes; i++ {
+	for i := 1; i <= cfg.Slots; i++ {
 		dd := filepath.Join(cfg.RunDir, "data", fmt.Sprintf("node%d", i))
 		if len(cfg.DataDirs) >= i && cfg.DataDirs[i-1] != "" {
 			dd = cfg.DataDirs[i-1]
@@ -110,8 +145,8 @@ func Start(cfg Config) (*Cluster, error) {
 		if err := os.MkdirAll(dd, 0o755); err != nil {
 			return nil, err
 		}
-		c.nodes = append(c.nodes, &Node{ID: i, Port: c.NodePort(i), DataDir: dd})
-		for j := 1; j <= cfg.Nodes; j++ {
+		c.nodes = append(c.nodes, &Node{ID: i, Port: c.NodePort(i), DataDir: dd, member: i <= cfg.Nodes})
+		for j := 1; j <= cfg.Slots; j++ {
 			if i == j {
 				continue
 			}
@@ -142,10 +177,24 @@ func Start(cfg Config) (*Cluster, error) {
 }
 
 // peersFor is node id's --peers: itself directly, every other node through
-// the proxy of the link id→other.
+// the proxy of the link id→other. A node of the initial configuration lists
+// that configuration; a joining node lists the members it asks to join.
 func (c *Cluster) peersFor(id int) string {
 	var parts []string
-	for j := 1; j <= c.cfg.Nodes; j++ {
+	var peers []int
+	if c.Proxied(id) {
+		for j := 1; j <= c.cfg.Nodes; j++ {
+			peers = append(peers, j)
+		}
+	} else {
+		for _, j := range c.IDs() {
+			if j != id {
+				peers = append(peers, j)
+			}
+		}
+		peers = append(peers, id)
+	}
+	for _, j := range peers {
 		port := c.NodePort(j)
 		if j != id {
 			port = c.ProxyPort(id, j)
@@ -155,6 +204,9 @@ func (c *Cluster) peersFor(id int) string {
 	return strings.Join(parts, ",")
 }
 
+// LogDir holds one log file per process (node<id>.log, envoy.log).
+func (c *Cluster) LogDir() string { return filepath.Join(c.cfg.RunDir, "logs") }
+
 func (c *Cluster) logFile(name string) (*os.File, error) {
 	return os.OpenFile(filepath.Join(c.cfg.RunDir, "logs", name+".log"),
 		os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -163,13 +215,44 @@ func (c *Cluster) logFile(name string) (*os.File, error) {
 // NodeCommand is the command line that starts node id (for reports).
 func (c *Cluster) NodeCommand(id int) []string {
 	n := c.nodes[id-1]
-	return []string{c.cfg.NodeBin, "--id", fmt.Sprint(id), "--listen",
+	argv := []string{c.cfg.NodeBin, "--id", fmt.Sprint(id), "--listen",
 		fmt.Sprintf("127.0.0.1:%d", n.Port), "--advertise", fmt.Sprintf("127.0.0.1:%d", n.Port),
 		"--peers", c.peersFor(id), "--data-dir", n.DataDir}
+	if !c.Proxied(id) {
+		argv = append(argv, "--join")
+	}
+	return append(argv, c.cfg.NodeArgs...)
+}
+
+// StartJoining starts the never-used node id with --join: it asks the
+// members to add it as a learner. The harness counts it a member from now.
+func (c *Cluster) StartJoining(id int) error {
+	c.mu.Lock()
+	n := c.nodes[id-1]
+	if n.member || n.retired {
+		c.mu.Unlock()
+		return fmt.Errorf("node %d was used already", id)
+	}
+	n.joined = true
+	c.mu.Unlock()
+	err := c.StartNode(id)
+	c.mu.Lock()
+	n.member = err == nil
+	c.mu.Unlock()
+	return err
+}
+
+// Retire kills node id (removed from the configuration) for good.
+func (c *Cluster) Retire(id int) {
+	c.Kill(id)
+	c.mu.Lock()
+	c.nodes[id-1].member, c.nodes[id-1].retired = false, true
+	c.mu.Unlock()
 }
 
 // StartNode starts (or restarts) node id with its data directory.
 func (c *Cluster) StartNode(id int) error {
+	argv := c.NodeCommand(id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -179,13 +262,15 @@ func (c *Cluster) StartNode(id int) error {
 	if n.cmd != nil {
 		return fmt.Errorf("node %d is running", id)
 	}
+	if n.retired {
+		return fmt.Errorf("node %d was removed", id)
+	}
 	log, err := c.logFile(fmt.Sprintf("node%d", id))
 	if err != nil {
 		return err
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
-	argv := c.NodeCommand(id)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "STRATA_LOG=info,raft=warn"), c.cfg.NodeEnv...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -312,8 +397,9 @@ func (c *Cluster) HealAll() error {
 
 func (c *Cluster) startEnvoy() error {
 	cfgPath := filepath.Join(c.cfg.RunDir, "envoy.yaml")
+	// Every slot, so that nodes joining later are routed to as well.
 	var nodes []string
-	for _, id := range c.IDs() {
+	for id := 1; id <= c.cfg.Slots; id++ {
 		nodes = append(nodes, fmt.Sprintf("127.0.0.1:%d", c.NodePort(id)))
 	}
 	gen := exec.Command("python3", c.cfg.GenEnvoy, "--nodes", strings.Join(nodes, ","),
@@ -495,7 +581,7 @@ func Diff(a, b map[string]string) string {
 		if w, ok := b[k]; !ok {
 			d = append(d, fmt.Sprintf("%q only in first", k))
 		} else if w != v {
-			d = append(d, fmt.Sprintf("%q: %q vs %q", k, v, w))
+			d = append(d, fmt.Sprintf("%q: %q vs %q", k, clip(v), clip(w)))
 		}
 		if len(d) >= 5 {
 			break
@@ -507,4 +593,12 @@ func Diff(a, b map[string]string) string {
 		}
 	}
 	return strings.Join(d, "; ")
+}
+
+// clip shortens a value for a report: long list values run to kilobytes.
+func clip(v string) string {
+	if len(v) > 60 {
+		return v[:28] + "…" + v[len(v)-28:]
+	}
+	return v
 }

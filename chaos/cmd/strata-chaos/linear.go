@@ -42,6 +42,11 @@ type runResult struct {
 	Command     string         `json:"command"`
 	Dir         string         `json:"dir"`
 	DurationSec float64        `json:"duration_s"`
+	// SnapshotCatchUps counts followers seen catching up by snapshot;
+	// Members are the node ids in the configuration at the end.
+	SnapshotCatchUps int   `json:"snapshot_catchups"`
+	VotersReplaced   int   `json:"voters_replaced"`
+	Members          []int `json:"members"`
 }
 
 func cmdLinear(args []string) int {
@@ -55,7 +60,8 @@ func cmdLinear(args []string) int {
 	fs.IntVar(&o.listKeys, "list-keys", 2, "list-append keys (CAS read-modify-write)")
 	fs.IntVar(&o.maxOps, "max-ops", 20000, "bound on recorded operations per run")
 	fs.StringVar(&o.faults, "faults", "kill-leader,kill-follower,kill-random,pause-leader,pause-random,"+
-		"partition-leader,partition-random,partition-one-way,delay-link,restart-all", "nemesis faults (comma list, or none)")
+		"partition-leader,partition-random,partition-one-way,delay-link,restart-all,membership-change,snapshot-catchup",
+		"nemesis faults (comma list, or none)")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "time between the start of two faults")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 6*time.Second, "client timeout per operation (then ambiguous)")
 	_ = fs.Parse(args)
@@ -72,8 +78,8 @@ func cmdLinear(args []string) int {
 			status = "VIOLATION"
 			failed++
 		}
-		fmt.Printf("run %d seed %d: %s — %d ops %v, faults %d, linearizable %s (%.0f s)\n", i, r.Seed, status,
-			r.Ops, r.Outcomes, len(r.Faults), r.Verdict, r.DurationSec)
+		fmt.Printf("run %d seed %d: %s — %d ops %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s (%.0f s)\n",
+			i, r.Seed, status, r.Ops, r.Outcomes, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict, r.DurationSec)
 		for _, v := range r.Violations {
 			fmt.Printf("  violation: %s\n", v)
 		}
@@ -94,7 +100,13 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	start := time.Now()
 	sub := fmt.Sprintf("run-%d-seed-%d", i, seed)
 	res := runResult{Run: i, Seed: seed, Command: commandLine(seed), Dir: filepath.Join(o.runDir, sub)}
-	cl, err := cluster.Start(o.config(sub, 3))
+	cfg := o.config(sub, 3)
+	// Three more node slots for membership changes, and a small log
+	// compaction policy so that snapshots are frequent.
+	cfg.Slots = 6
+	cfg.NodeArgs = []string{"--compact-log-entries", fmt.Sprint(compactLogEntries),
+		"--compact-keep-entries", fmt.Sprint(compactKeepEntries)}
+	cl, err := cluster.Start(cfg)
 	if err != nil {
 		res.Violations = append(res.Violations, "cluster did not start: "+err.Error())
 		return res
@@ -124,6 +136,9 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	wg.Wait()
 	<-nemDone
 	res.Faults = nem.log
+	res.SnapshotCatchUps = nem.snapshots
+	res.VotersReplaced = nem.replaced
+	res.Members = cl.IDs()
 
 	// Heal everything, then check convergence and read every key once more.
 	if err := cl.HealAll(); err != nil {

@@ -39,7 +39,7 @@ func (c *common) flags(fs *flag.FlagSet, port int) {
 	fs.StringVar(&c.nodeBin, "node-bin", "", "strata-node binary (default: <root>/storage/target/debug/strata-node)")
 	fs.StringVar(&c.envoy, "envoy", "", "envoy binary (default: <root>/.tools/venv/bin/envoy)")
 	fs.StringVar(&c.runDir, "run-dir", "", "run directory (default: <root>/.run/chaos-<cmd>-<time>)")
-	fs.IntVar(&c.basePort, "base-port", port, "first of 50 ports in 22000-22999")
+	fs.IntVar(&c.basePort, "base-port", port, "first of 100 ports in 22000-22999")
 	fs.Int64Var(&c.seed, "seed", time.Now().UnixNano()%1_000_000, "random seed")
 }
 
@@ -55,7 +55,7 @@ func (c *common) resolve(cmd string) {
 		c.runDir = filepath.Join(c.root, ".run", fmt.Sprintf("chaos-%s-%s", cmd, time.Now().Format("20060102-150405")))
 	}
 	c.runDir, _ = filepath.Abs(c.runDir)
-	if c.basePort < 22000 || c.basePort+50 > 23000 {
+	if c.basePort < 22000 || c.basePort+100 > 23000 {
 		fatalf("base port %d outside 22000-22999", c.basePort)
 	}
 }

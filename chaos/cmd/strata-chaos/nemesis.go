@@ -15,11 +15,9 @@ type fault struct {
 	apply func(n *nemesis) (heal func(), what string)
 }
 
-// faults the nemesis knows. Membership change under load and catch-up by
-// snapshot are hooks for when the node supports them (AddMember /
-// RemoveMember and snapshot streaming): add them here as
-// "membership-change" and "snapshot-catchup" (wipe a follower's data dir
-// after log compaction, restart it, and let it catch up by snapshot).
+// faults the nemesis knows. Partitions act on the proxied links between
+// nodes, so they pick among nodes whose incoming links are proxied (a node
+// that joined later is reached at its own address).
 var faults = map[string]fault{
 	"kill-leader":   {"kill-leader", func(n *nemesis) (func(), string) { return n.kill(n.leader()) }},
 	"kill-follower": {"kill-follower", func(n *nemesis) (func(), string) { return n.kill(n.follower()) }},
@@ -27,21 +25,27 @@ var faults = map[string]fault{
 	"pause-leader":  {"pause-leader", func(n *nemesis) (func(), string) { return n.pause(n.leader()) }},
 	"pause-random":  {"pause-random", func(n *nemesis) (func(), string) { return n.pause(n.random()) }},
 	"partition-leader": {"partition-leader", func(n *nemesis) (func(), string) {
-		return n.isolate(n.leader())
+		return n.isolate(n.proxied(n.leader()))
 	}},
 	"partition-random": {"partition-random", func(n *nemesis) (func(), string) {
-		return n.isolate(n.random())
+		return n.isolate(n.proxied(n.random()))
 	}},
 	// One-way: the leader can no longer reach one follower, but the
 	// follower still reaches the leader (a classic source of stale leaders).
 	"partition-one-way": {"partition-one-way", func(n *nemesis) (func(), string) {
-		l, f := n.leader(), n.follower()
+		l, f := n.leader(), n.proxied(n.follower())
+		if f == l {
+			return func() {}, "skipped: no proxied follower"
+		}
 		n.cl.Link(l, f).Cut()
 		return n.cl.HealLinks, fmt.Sprintf("cut link %d->%d", l, f)
 	}},
 	"delay-link": {"delay-link", func(n *nemesis) (func(), string) {
-		a := n.random()
-		b := a%3 + 1
+		a := n.proxied(n.random())
+		b := n.proxied(n.other(a))
+		if a == b {
+			return func() {}, "skipped: fewer than two proxied nodes"
+		}
 		d := time.Duration(50+n.rng.Intn(200)) * time.Millisecond
 		n.cl.Link(a, b).Delay(d)
 		n.cl.Link(b, a).Delay(d)
@@ -53,6 +57,8 @@ var faults = map[string]fault{
 		}
 		return func() { _ = n.cl.HealAll() }, "kill -9 every node, then restart"
 	}},
+	"membership-change": {"membership-change", func(n *nemesis) (func(), string) { return n.replaceVoter() }},
+	"snapshot-catchup":  {"snapshot-catchup", func(n *nemesis) (func(), string) { return n.snapshotCatchUp() }},
 }
 
 type nemesis struct {
@@ -61,6 +67,9 @@ type nemesis struct {
 	enable []fault
 	log    []string
 	start  time.Time
+	// snapshots counts the snapshot-catchup faults that saw an install;
+	// replaced the membership changes that swapped a voter.
+	snapshots, replaced int
 }
 
 func newNemesis(cl *cluster.Cluster, rng *rand.Rand, names string) *nemesis {
@@ -98,6 +107,34 @@ func (n *nemesis) follower() int {
 }
 
 func (n *nemesis) random() int { return n.cl.IDs()[n.rng.Intn(len(n.cl.IDs()))] }
+
+// other is a member other than id (id itself when there is none).
+func (n *nemesis) other(id int) int {
+	var others []int
+	for _, j := range n.cl.IDs() {
+		if j != id {
+			others = append(others, j)
+		}
+	}
+	if len(others) == 0 {
+		return id
+	}
+	return others[n.rng.Intn(len(others))]
+}
+
+// proxied is id when its incoming links are proxied, otherwise a member
+// whose are (id when there is none).
+func (n *nemesis) proxied(id int) int {
+	if n.cl.Proxied(id) {
+		return id
+	}
+	for _, j := range n.cl.IDs() {
+		if n.cl.Proxied(j) {
+			return j
+		}
+	}
+	return id
+}
 
 func (n *nemesis) kill(id int) (func(), string) {
 	n.cl.Kill(id)

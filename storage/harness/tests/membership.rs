@@ -179,3 +179,75 @@ async fn learner_replaces_a_voter_in_one_joint_change() {
         .await
         .expect("a write is accepted after the change");
 }
+
+/// The voters listed by the cluster, once no joint configuration remains
+/// that still names `gone`.
+async fn voters_without(c: &Cluster, gone: u64) -> Vec<u64> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = members(c).await;
+        if member(&m, gone).is_none() {
+            return m["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["voter"] == true)
+                .map(|x| x["id"].as_u64().unwrap())
+                .collect();
+        }
+        assert!(Instant::now() < deadline, "{gone} is still listed: {m}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replacing_or_removing_the_leader_hands_leadership_over_first() {
+    // Proves: a change that removes the current leader (a joint replace,
+    // then a plain remove) succeeds: the leader first hands leadership to a
+    // voter that stays, the removed node does not crash, and the group keeps
+    // taking writes. Found by the chaos harness: a leader that removed
+    // itself panicked inside raft-rs and took the process down.
+    let mut c = Cluster::start(3).await.unwrap();
+    join(&mut c, 4).await;
+    let first = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    let r = c
+        .http()
+        .post(format!(
+            "{}/v1/cluster/members/4/promote?replace={first}",
+            c.gateway_url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    let voters = voters_without(&c, first).await;
+    assert_eq!(voters.len(), 3, "{voters:?}");
+    assert!(voters.contains(&4), "{voters:?}");
+    c.put_until_ok("after-replace", "ok", Duration::from_secs(10))
+        .await
+        .expect("a write is accepted after the leader was replaced");
+
+    let second = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+    assert_ne!(second, first);
+    let r = c
+        .http()
+        .delete(format!("{}/v1/cluster/members/{second}", c.gateway_url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+    assert_eq!(voters_without(&c, second).await.len(), 2);
+    c.put_until_ok("after-remove", "ok", Duration::from_secs(10))
+        .await
+        .expect("a write is accepted after the leader was removed");
+    for id in [first, second] {
+        let live = c
+            .http()
+            .get(format!("{}/health/live", c.node_url(id)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(live.status(), StatusCode::OK, "removed node {id} died");
+        assert!(!c.node_log(id).contains("panicked"), "node {id} panicked");
+    }
+}

@@ -396,6 +396,20 @@ impl Driver {
             let _ = tx.send(Err(refusal));
             return;
         }
+        if removes(&change, self.id) && self.node.raft.state == StateRole::Leader {
+            let _ = tx.send(Err(ProposeError::Invalid(format!(
+                "node {} leads the group and cannot remove itself; transfer leadership first",
+                self.id
+            ))));
+            return;
+        }
+        if self.node.raft.has_pending_conf() {
+            // raft-rs would append an empty entry in its place.
+            let _ = tx.send(Err(ProposeError::Dropped(
+                "an earlier configuration change is not applied yet".into(),
+            )));
+            return;
+        }
         let before = self.node.raft.raft_log.last_index();
         match self.node.propose_conf_change(Vec::new(), change) {
             Ok(()) if self.node.raft.raft_log.last_index() > before => {
@@ -673,8 +687,8 @@ impl Driver {
                     } else {
                         self.apply_encoded_conf_change::<ConfChangeV2>(entry)
                     };
-                    let Some(cs) = cs else { return };
-                    applied_conf.push(entry.index);
+                    let Some((cs, rejected)) = cs else { return };
+                    applied_conf.push((entry.index, rejected));
                     batch.push(Committed {
                         index: entry.index,
                         proposal: None,
@@ -699,12 +713,14 @@ impl Driver {
                     let Some(tx) = self.conf_waiters.remove(&index) else {
                         continue;
                     };
-                    let outcome = if applied_conf.contains(&index) {
-                        Ok(index)
-                    } else {
-                        Err(ProposeError::Dropped(format!(
+                    let outcome = match applied_conf.iter().find(|(i, _)| *i == index) {
+                        Some((_, None)) => Ok(index),
+                        Some((_, Some(why))) => Err(ProposeError::Invalid(format!(
+                            "raft rejected the configuration change: {why}"
+                        ))),
+                        None => Err(ProposeError::Dropped(format!(
                             "entry {index} was replaced by another leader's entry"
-                        )))
+                        ))),
                     };
                     let _ = tx.send(outcome);
                 }
@@ -736,10 +752,11 @@ impl Driver {
         }
     }
 
-    /// Decodes and applies a configuration change entry and returns the new
-    /// configuration; a change that does not decode fails the peer (the log
-    /// holds something we did not write).
-    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> Option<ConfState>
+    /// Decodes and applies a configuration change entry and returns the
+    /// configuration afterwards, with raft's reason when it rejected the
+    /// change (then the configuration is unchanged); a change that does not
+    /// decode fails the peer (the log holds something we did not write).
+    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> Option<(ConfState, Option<String>)>
     where
         C: protobuf::Message + raft_proto::ConfChangeI,
     {
@@ -750,29 +767,65 @@ impl Driver {
         }
         let v2 = cc.as_v2();
         let addresses = Members::decode(&v2.context).unwrap_or_default();
-        for change in &v2.changes {
-            match change.get_change_type() {
-                ConfChangeType::AddNode | ConfChangeType::AddLearnerNode => {
-                    if let Some(addr) = addresses.get(&change.node_id) {
+        match self.node.apply_conf_change(&cc) {
+            Ok(cs) => {
+                for change in &v2.changes {
+                    let added = matches!(
+                        change.get_change_type(),
+                        ConfChangeType::AddNode | ConfChangeType::AddLearnerNode
+                    );
+                    if let (true, Some(addr)) = (added, addresses.get(&change.node_id)) {
                         self.members.insert(change.node_id, addr.clone());
                     }
                 }
-                ConfChangeType::RemoveNode => self.members.remove(change.node_id),
-            }
-        }
-        match self.node.apply_conf_change(&cc) {
-            Ok(cs) => {
+                // A voter removed by a joint change keeps voting in the
+                // outgoing configuration until the group leaves it: its
+                // address goes only once no configuration names it.
+                let named: Vec<u64> = [
+                    &cs.voters,
+                    &cs.voters_outgoing,
+                    &cs.learners,
+                    &cs.learners_next,
+                ]
+                .into_iter()
+                .flatten()
+                .copied()
+                .collect();
+                for id in self.members.all().into_keys() {
+                    if !named.contains(&id) {
+                        self.members.remove(id);
+                    }
+                }
+                self.step_down_if_removed();
                 self.node.mut_store().set_conf_state(&cs);
                 self.events.note(
                     RaftEventKind::MembershipChanged,
                     format!("voters {:?} learners {:?}", cs.voters, cs.learners),
                 );
-                Some(cs)
+                Some((cs, None))
             }
             Err(e) => {
-                tracing::error!(error = %e, "conf change rejected");
-                Some(self.node.store().conf_state().clone())
+                // Every member rejects it alike: the configuration stays.
+                tracing::warn!(error = %e, index = entry.index, "conf change rejected");
+                Some((self.node.store().conf_state().clone(), Some(e.to_string())))
             }
+        }
+    }
+
+    /// A leader the configuration no longer names stops leading at once
+    /// (raft-rs keeps no progress for it and must not act as its leader);
+    /// the remaining voters elect a new one. Membership changes hand
+    /// leadership over before removing the leader, so this is the rare
+    /// case of a change proposed by an earlier leader.
+    fn step_down_if_removed(&mut self) {
+        let raft = &mut self.node.raft;
+        if raft.state == StateRole::Leader && raft.prs().get(self.id).is_none() {
+            tracing::warn!(
+                id = self.id,
+                "removed from the configuration while leading; stepping down"
+            );
+            let term = raft.term;
+            raft.become_follower(term, raft::INVALID_ID);
         }
     }
 
@@ -888,4 +941,15 @@ fn finish_interrupted_install(
     sm.finish_install()?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(())
+}
+
+/// Whether the change removes (or demotes) member `id`.
+fn removes(change: &ConfChangeV2, id: u64) -> bool {
+    change.changes.iter().any(|c| {
+        c.node_id == id
+            && matches!(
+                c.get_change_type(),
+                ConfChangeType::RemoveNode | ConfChangeType::AddLearnerNode
+            )
+    })
 }

@@ -5,14 +5,19 @@
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{
     AddMemberRequest, MembersResponse, PromoteMemberRequest, RemoveMemberRequest,
+    TransferLeaderRequest,
 };
 use strata_raft::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Members, PeerStatus,
 };
+use tonic::transport::Channel;
 
 use crate::core::{Core, Hop, Route};
 use crate::error::ApiError;
 use crate::grpc::cluster::members;
+
+/// Pause before proposing a change again that raft did not take.
+const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A requested change, checked against the current configuration.
 pub enum Change {
@@ -76,6 +81,19 @@ impl Change {
         Ok(())
     }
 
+    /// The voter that stays in the configuration: when the change removes
+    /// `leader`, the voter to hand leadership to first.
+    fn successor(&self, leader: u64, st: &PeerStatus) -> Option<u64> {
+        let removed = match self {
+            Change::Remove { id } | Change::Replace { old: id, .. } => *id,
+            Change::Add { .. } | Change::Promote { .. } => return None,
+        };
+        if removed != leader {
+            return None;
+        }
+        st.voters.iter().copied().find(|&v| v != leader)
+    }
+
     fn conf_change(&self) -> ConfChangeV2 {
         let single = |change_type, node_id| {
             let mut c = ConfChangeSingle::default();
@@ -114,50 +132,104 @@ impl Core {
     ) -> Result<MembersResponse, ApiError> {
         // Checked on the leader only: a follower's view of the
         // configuration may lag the leader's by a moment.
-        match self.route(hop)? {
-            Route::Leader(ch) => {
-                let mut client = ClusterClient::new(ch);
-                let result = match change {
-                    Change::Add { id, address } => {
-                        client
-                            .add_member(self.forward_request(AddMemberRequest { id, address }))
-                            .await
-                    }
-                    Change::Promote { id } => {
-                        let req = PromoteMemberRequest { id, replace_id: 0 };
-                        client.promote_member(self.forward_request(req)).await
-                    }
-                    Change::Replace { old, id } => {
-                        let req = PromoteMemberRequest {
-                            id,
-                            replace_id: old,
-                        };
-                        client.promote_member(self.forward_request(req)).await
-                    }
-                    Change::Remove { id } => {
-                        client
-                            .remove_member(self.forward_request(RemoveMemberRequest { id }))
-                            .await
-                    }
-                };
-                result
-                    .map(|r| r.into_inner())
-                    .map_err(|s| crate::core::forward_error(&s))
-            }
+        let ch = match self.route(hop)? {
+            Route::Leader(ch) => ch,
             Route::Here => {
-                change.validate(&self.peer().status())?;
-                let wait = self.peer().change_members(change.conf_change());
-                match tokio::time::timeout(self.request_timeout(), wait).await {
-                    Ok(Ok(_)) => Ok(MembersResponse {
-                        members: members(self),
-                    }),
-                    Ok(Err(e)) => Err(ApiError::from_propose(e, true)),
-                    Err(_) => Err(ApiError::from_propose(
-                        strata_raft::ProposeError::Timeout,
-                        true,
-                    )),
+                let st = self.peer().status();
+                change.validate(&st)?;
+                let Some(successor) = change.successor(self.id(), &st) else {
+                    return self.apply_change(change).await;
+                };
+                // A leader must not remove itself: raft-rs would lead a
+                // group it is no longer part of. Hand leadership to a voter
+                // that stays, then let that node apply the change.
+                let req = TransferLeaderRequest {
+                    target_id: successor,
+                };
+                self.transfer_leader(req, Hop::Client).await?;
+                match self.route(Hop::Client)? {
+                    Route::Leader(ch) => ch,
+                    Route::Here => {
+                        return Err(ApiError::unavailable(
+                            "leadership came back to the node being removed; retry",
+                        ));
+                    }
                 }
             }
+        };
+        self.forward_change(ch, change)
+            .await
+            .map_err(|s| crate::core::forward_error(&s))
+    }
+
+    /// Proposes the change here, on the leader, and waits until it is applied.
+    async fn apply_change(&self, change: Change) -> Result<MembersResponse, ApiError> {
+        let deadline = tokio::time::Instant::now() + self.request_timeout();
+        let outcome = loop {
+            let wait = self.peer().change_members(change.conf_change());
+            match tokio::time::timeout_at(deadline, wait).await {
+                // Not applied (a new leader has not yet applied its log, or
+                // an earlier change is still pending): safe to try again.
+                Ok(Err(strata_raft::ProposeError::Dropped(_)))
+                    if tokio::time::Instant::now() + RETRY_PAUSE < deadline =>
+                {
+                    tokio::time::sleep(RETRY_PAUSE).await;
+                }
+                outcome => break outcome,
+            }
+        };
+        match outcome {
+            Ok(Ok(index)) => {
+                // The status the answer lists is published after the
+                // apply that resolved the wait: list the new configuration,
+                // not the one before it.
+                while self.peer().status().applied_index < index
+                    && tokio::time::Instant::now() < deadline
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                Ok(MembersResponse {
+                    members: members(self),
+                })
+            }
+            Ok(Err(e)) => Err(ApiError::from_propose(e, true)),
+            Err(_) => Err(ApiError::from_propose(
+                strata_raft::ProposeError::Timeout,
+                true,
+            )),
         }
+    }
+
+    /// Sends the change to the leader at `ch`, marked as forwarded.
+    async fn forward_change(
+        &self,
+        ch: Channel,
+        change: Change,
+    ) -> Result<MembersResponse, tonic::Status> {
+        let mut client = ClusterClient::new(ch);
+        let result = match change {
+            Change::Add { id, address } => {
+                client
+                    .add_member(self.forward_request(AddMemberRequest { id, address }))
+                    .await
+            }
+            Change::Promote { id } => {
+                let req = PromoteMemberRequest { id, replace_id: 0 };
+                client.promote_member(self.forward_request(req)).await
+            }
+            Change::Replace { old, id } => {
+                let req = PromoteMemberRequest {
+                    id,
+                    replace_id: old,
+                };
+                client.promote_member(self.forward_request(req)).await
+            }
+            Change::Remove { id } => {
+                client
+                    .remove_member(self.forward_request(RemoveMemberRequest { id }))
+                    .await
+            }
+        };
+        result.map(|r| r.into_inner())
     }
 }
