@@ -315,6 +315,16 @@ func (c *Cluster) Exited() []int {
 	return out
 }
 
+// Pid is node id's process id, or 0 when it is not running.
+func (c *Cluster) Pid(id int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cmd := c.nodes[id-1].cmd; cmd != nil && cmd.Process != nil {
+		return cmd.Process.Pid
+	}
+	return 0
+}
+
 // Paused reports whether node id is stopped with SIGSTOP.
 func (c *Cluster) Paused(id int) bool {
 	c.mu.Lock()

@@ -4,6 +4,7 @@
 //	strata-chaos linear    concurrent clients + nemesis, Porcupine check
 //	strata-chaos crashloop kill -9 / restart cycles under write load
 //	strata-chaos diskfull  ENOSPC on small tmpfs data directories
+//	strata-chaos diskfault fsync fails (EIO) under a follower, then the leader
 //	strata-chaos hostile   malformed and oversized gRPC / raft messages
 //	strata-chaos exec      start a cluster, run a command against it, stop
 //	strata-chaos check     re-check a saved history
@@ -113,7 +114,7 @@ func main() {
 		os.Exit(130)
 	}()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: strata-chaos linear|crashloop|diskfull|hostile|exec|check [flags]")
+		fmt.Fprintln(os.Stderr, "usage: strata-chaos linear|crashloop|diskfull|diskfault|hostile|exec|check [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -125,6 +126,8 @@ func main() {
 		code = cmdCrashLoop(args)
 	case "diskfull":
 		code = cmdDiskFull(args)
+	case "diskfault":
+		code = cmdDiskFault(args)
 	case "hostile":
 		code = cmdHostile(args)
 	case "exec":

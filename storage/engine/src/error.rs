@@ -56,6 +56,12 @@ impl EngineError {
         }
     }
 
+    /// Whether the device was full (ENOSPC): the one failure that goes away
+    /// by itself once space is freed.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, EngineError::NoSpace { .. })
+    }
+
     /// Builds a corruption error.
     pub(crate) fn corruption(context: impl Into<String>) -> EngineError {
         EngineError::Corruption {

@@ -92,6 +92,8 @@ pub(crate) struct Driver {
     reads_ready: Vec<(u64, Vec<ReadTx>)>,
     next_read_ctx: u64,
     failure: Option<String>,
+    /// The failure was a full device (see [`PeerStatus::disk_full`]).
+    disk_full: bool,
     last_status: PeerStatus,
     dirs: SnapshotDirs,
     jobs: crossbeam_channel::Sender<Job>,
@@ -185,6 +187,7 @@ impl Driver {
             reads_ready: Vec::new(),
             next_read_ctx: 1,
             failure: None,
+            disk_full: false,
             last_status: PeerStatus {
                 id: config.id,
                 group_id: config.group_id,
@@ -197,6 +200,7 @@ impl Driver {
                 voters: Vec::new(),
                 learners: Vec::new(),
                 failure: None,
+                disk_full: false,
             },
             dirs,
             jobs,
@@ -235,6 +239,7 @@ impl Driver {
             voters,
             learners,
             failure: self.failure.clone(),
+            disk_full: self.disk_full,
         }
     }
 
@@ -250,7 +255,12 @@ impl Driver {
     /// Ready, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
         self.issue_reads();
-        self.on_ready(shared);
+        // A failed peer is inert: it neither persists nor sends anything
+        // (a follower's acknowledgement or a leader's own vote would promise
+        // durability it no longer has), and the others carry on without it.
+        if self.failure.is_none() {
+            self.on_ready(shared);
+        }
         self.publish(shared);
     }
 
@@ -322,6 +332,7 @@ impl Driver {
                     self.reads_unissued.push(tx);
                 }
             }
+            Input::Step(_) if self.failure.is_some() => {}
             Input::Step(m) => {
                 if m.to != self.id {
                     tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
@@ -510,7 +521,7 @@ impl Driver {
                 match self.install_snapshot(&meta) {
                     Ok(dir) => installed = Some(dir),
                     Err(reason) => {
-                        self.fail_storage(reason);
+                        self.fail_storage(reason, false);
                         return;
                     }
                 }
@@ -541,7 +552,7 @@ impl Driver {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    self.fail_log(e.to_string());
+                    self.fail_log(e.to_string(), e.is_no_space());
                     return;
                 }
             }
@@ -549,7 +560,7 @@ impl Driver {
                 // The raft log now records the snapshot: the engine no
                 // longer needs the marker nor the staged copy.
                 if let Err(e) = self.state_machine.finish_install() {
-                    self.fail_storage(format!("clearing the install marker: {e}"));
+                    self.fail_storage(format!("clearing the install marker: {e}"), e.is_no_space());
                     return;
                 }
                 let _ = std::fs::remove_dir_all(dir);
@@ -603,7 +614,10 @@ impl Driver {
                 };
                 let mut conf_state = ConfState::default();
                 if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
-                    self.fail_storage(format!("snapshot configuration does not decode: {e}"));
+                    self.fail_storage(
+                        format!("snapshot configuration does not decode: {e}"),
+                        false,
+                    );
                     return;
                 }
                 let mut snapshot = Snapshot {
@@ -621,14 +635,17 @@ impl Driver {
             JobDone::Durable { index, result } => {
                 self.durable_pending = false;
                 if let Err(e) = result {
-                    self.fail_storage(format!("making applied state durable: {e}"));
+                    self.fail_storage(
+                        format!("making applied state durable: {e}"),
+                        e.is_no_space(),
+                    );
                     return;
                 }
                 let to = index.saturating_sub(self.compact_keep_entries);
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {
-                    self.fail_log(e.to_string());
+                    self.fail_log(e.to_string(), e.is_no_space());
                 }
             }
         }
@@ -677,7 +694,10 @@ impl Driver {
                 EntryType::EntryNormal => match Proposal::decode(&entry.data) {
                     Ok(p) => Some(p),
                     Err(e) => {
-                        self.fail_storage(format!("entry {} does not decode: {e}", entry.index));
+                        self.fail_storage(
+                            format!("entry {} does not decode: {e}", entry.index),
+                            false,
+                        );
                         return;
                     }
                 },
@@ -746,7 +766,7 @@ impl Driver {
             }
             Err(e) => {
                 let err = ProposeError::from_engine(&e);
-                self.fail_storage(format!("applying up to {last}: {e}"));
+                self.fail_storage(format!("applying up to {last}: {e}"), e.is_no_space());
                 self.fail_all_waiters(err);
             }
         }
@@ -762,7 +782,10 @@ impl Driver {
     {
         let mut cc = C::new();
         if let Err(e) = cc.merge_from_bytes(&entry.data) {
-            self.fail_storage(format!("conf change {} does not decode: {e}", entry.index));
+            self.fail_storage(
+                format!("conf change {} does not decode: {e}", entry.index),
+                false,
+            );
             return None;
         }
         let v2 = cc.as_v2();
@@ -842,11 +865,13 @@ impl Driver {
         });
     }
 
-    /// The engine failed: stop applying and acknowledging, hand leadership
-    /// away, and report unhealthy until restarted.
-    fn fail_storage(&mut self, reason: String) {
+    /// The engine failed: stop applying and acknowledging, and report
+    /// unhealthy until restarted. The peer goes inert (see [`Self::round`]);
+    /// a leader asks for a transfer, though the followers usually elect a
+    /// successor by timeout first.
+    fn fail_storage(&mut self, reason: String, disk_full: bool) {
         tracing::error!(reason, "storage failed; this peer stops acknowledging");
-        self.failure = Some(reason);
+        self.note_failure(reason, disk_full);
         if self.node.raft.state == StateRole::Leader {
             let target = self
                 .node
@@ -862,11 +887,19 @@ impl Driver {
         }
     }
 
+    /// Records the first failure; later ones are its consequences.
+    fn note_failure(&mut self, reason: String, disk_full: bool) {
+        if self.failure.is_none() {
+            self.failure = Some(reason);
+            self.disk_full = disk_full;
+        }
+    }
+
     /// The raft log failed to persist: nothing more may be acknowledged or
     /// promised to peers.
-    fn fail_log(&mut self, reason: String) {
+    fn fail_log(&mut self, reason: String, disk_full: bool) {
         tracing::error!(reason, "raft log write failed");
-        self.failure = Some(format!("raft log: {reason}"));
+        self.note_failure(format!("raft log: {reason}"), disk_full);
         self.fail_all_waiters(ProposeError::Storage(reason));
     }
 

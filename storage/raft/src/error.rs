@@ -25,6 +25,16 @@ pub enum LogError {
 }
 
 impl LogError {
+    /// Whether the device was full (ENOSPC).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            LogError::Io { source, .. } => {
+                source.kind() == io::ErrorKind::StorageFull || source.raw_os_error() == Some(28)
+            }
+            LogError::Corruption { .. } => false,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
         LogError::Io {
             path: path.into(),

@@ -92,6 +92,7 @@ mod tests {
             voters: vec![1, 2, 3],
             learners: vec![],
             failure: None,
+            disk_full: false,
         }
     }
 

@@ -112,7 +112,7 @@ pub(crate) enum JobDone {
     },
     Durable {
         index: u64,
-        result: Result<(), String>,
+        result: Result<(), strata_engine::EngineError>,
     },
 }
 
@@ -148,7 +148,7 @@ fn run_jobs(
             }
             Job::Durable { index } => JobDone::Durable {
                 index,
-                result: state_machine.make_durable().map_err(|e| e.to_string()),
+                result: state_machine.make_durable(),
             },
         };
         if inbox.send(Input::Job(done)).is_err() {

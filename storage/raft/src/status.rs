@@ -49,6 +49,8 @@ pub struct PeerStatus {
     pub learners: Vec<u64>,
     /// Set once the peer's storage failed; the peer then acknowledges nothing.
     pub failure: Option<String>,
+    /// The failure was a full device: freeing space and restarting recovers.
+    pub disk_full: bool,
 }
 
 impl PeerStatus {

@@ -46,6 +46,11 @@ pub struct NodeConfig {
     /// further behind catches up by snapshot.
     #[arg(long, env = "STRATA_COMPACT_KEEP_ENTRIES", default_value_t = 5_000)]
     pub compact_keep_entries: u64,
+    /// After the disk filled up, the node restarts itself (and so recovers)
+    /// once this many MiB can be written to its data directory again; 0
+    /// leaves the restart to the operator.
+    #[arg(long, env = "STRATA_RESUME_FREE_MB", default_value_t = 16)]
+    pub resume_free_mb: u64,
 }
 
 /// Bounds on what a request may carry.
@@ -188,6 +193,7 @@ impl NodeConfig {
             timing: Timing::default(),
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
+            resume_free_mb: 16,
         }
     }
 }

@@ -16,7 +16,8 @@ pub mod peers;
 pub mod rest;
 pub mod snapshot_receive;
 pub mod snapshot_send;
+pub mod space;
 pub mod transport;
 
 pub use config::NodeConfig;
-pub use node::run;
+pub use node::{Stop, run};

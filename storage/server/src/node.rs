@@ -40,12 +40,23 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.health.v1.Health")
 }
 
-/// Runs a node on `listener` until `shutdown` resolves.
+/// Why [`run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `shutdown` resolved.
+    Shutdown,
+    /// The disk had filled and has room again: start the node afresh (the
+    /// raft log replays what the failed engine lost) to recover.
+    RestartForSpace,
+}
+
+/// Runs a node on `listener` until `shutdown` resolves, or until a node
+/// whose disk filled up sees space again (then the caller restarts it).
 pub async fn run(
     listener: TcpListener,
     config: NodeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Stop> {
     use anyhow::Context as _;
     let members = config.members().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&config.data_dir)
@@ -157,8 +168,15 @@ pub async fn run(
         let _ = stop_rx.await;
     });
     let server = tokio::spawn(async move { server.await });
-    shutdown.await;
-    tracing::info!(id = config.id, "shutting down");
+    let stop = tokio::select! {
+        _ = shutdown => Stop::Shutdown,
+        _ = crate::space::space_after_full(
+            core.clone(),
+            config.data_dir.clone(),
+            config.resume_free_mb << 20,
+        ), if config.resume_free_mb > 0 => Stop::RestartForSpace,
+    };
+    tracing::info!(id = config.id, ?stop, "shutting down");
     let _ = stop_tx.send(());
     // Event streams never end by themselves: give requests a grace period.
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
@@ -168,5 +186,5 @@ pub async fn run(
     if let Err(e) = engine.flush() {
         tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
     }
-    Ok(())
+    Ok(stop)
 }
