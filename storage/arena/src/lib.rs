@@ -18,5 +18,5 @@ mod comparator;
 mod skiplist;
 
 pub use arena::{Arena, DEFAULT_BLOCK_SIZE_BYTES};
-pub use comparator::{BytewiseComparator, KeyComparator};
+pub use comparator::{BytewiseComparator, KeyComparator, bytewise_prefix};
 pub use skiplist::{Iter, MAX_HEIGHT, SkipList, SkipListWriter};

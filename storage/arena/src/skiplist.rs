@@ -21,9 +21,12 @@ use crate::{Arena, KeyComparator};
 pub const MAX_HEIGHT: usize = 12;
 
 /// Fixed part of a node. In the arena it is followed by `height` links, then
-/// the key bytes, then the value bytes.
+/// the key bytes, then the value bytes. `prefix` is the comparator's
+/// order-preserving summary of the key: a search compares it first and reads
+/// the key only on a tie.
 #[repr(C)]
 struct Node {
+    prefix: u64,
     key_len: u32,
     value_len: u32,
     height: u32,
@@ -108,8 +111,39 @@ unsafe impl<C: KeyComparator> Send for Shared<C> {}
 unsafe impl<C: KeyComparator> Sync for Shared<C> {}
 
 impl<C: KeyComparator> Shared<C> {
+    /// Whether `node`'s key sorts before `key`, whose prefix is `key_prefix`.
+    ///
+    /// # Safety
+    /// `node` must point to a published node in a live arena.
+    #[inline]
+    unsafe fn before(&self, node: *const Node, key: &[u8], key_prefix: u64) -> bool {
+        // SAFETY: the caller guarantees the node is published; its header
+        // and key are immutable.
+        let node_prefix = unsafe { (*node).prefix };
+        if node_prefix != key_prefix {
+            return node_prefix < key_prefix;
+        }
+        // SAFETY: as above.
+        self.cmp.compare(unsafe { Node::key(node) }, key) == CmpOrdering::Less
+    }
+
+    /// Whether `node`'s key equals `key`.
+    ///
+    /// # Safety
+    /// `node` must point to a published node in a live arena.
+    #[inline]
+    unsafe fn same_key(&self, node: *const Node, key: &[u8]) -> bool {
+        // SAFETY: the caller guarantees the node is published; its header
+        // and key are immutable.
+        unsafe {
+            (*node).prefix == self.cmp.prefix(key)
+                && self.cmp.compare(Node::key(node), key) == CmpOrdering::Equal
+        }
+    }
+
     /// Returns the first node whose key is `>= key`, or null.
     fn find_greater_or_equal(&self, key: &[u8]) -> *const Node {
+        let key_prefix = self.cmp.prefix(key);
         let mut x: *const Node = self.head.as_ptr();
         let mut level = self.height.load(Ordering::Acquire) - 1;
         // The node that stopped the search one level up: it is known to be
@@ -124,7 +158,7 @@ impl<C: KeyComparator> Shared<C> {
             // SAFETY: a non-null link points to a published node.
             if !next.is_null()
                 && !ptr::eq(next, last_bigger)
-                && self.cmp.compare(unsafe { Node::key(next) }, key) == CmpOrdering::Less
+                && unsafe { self.before(next, key, key_prefix) }
             {
                 x = next;
             } else if level == 0 {
@@ -161,9 +195,7 @@ impl<C: KeyComparator> SkipList<C> {
         let node = self.shared.find_greater_or_equal(key);
         // SAFETY: non-null results of a search are published nodes kept
         // alive by `self.shared`.
-        if !node.is_null()
-            && self.shared.cmp.compare(unsafe { Node::key(node) }, key) == CmpOrdering::Equal
-        {
+        if !node.is_null() && unsafe { self.shared.same_key(node, key) } {
             // SAFETY: as above.
             Some(unsafe { Node::value(node) })
         } else {
@@ -265,7 +297,7 @@ impl<C: KeyComparator> SkipListWriter<C> {
     /// Creates an empty list whose arena uses blocks of `block_size_bytes`.
     pub fn new(cmp: C, block_size_bytes: usize) -> SkipListWriter<C> {
         let mut arena = Arena::new(block_size_bytes);
-        let head = allocate_node(&mut arena, MAX_HEIGHT, &[], &[]);
+        let head = allocate_node(&mut arena, MAX_HEIGHT, 0, &[], &[]);
         let memory_bytes = arena.used_bytes();
         let shared = Shared {
             cmp,
@@ -307,6 +339,7 @@ impl<C: KeyComparator> SkipListWriter<C> {
         // See `find_greater_or_equal`: a node already found `>= key` one
         // level up is not compared again.
         let mut last_bigger: *const Node = ptr::null();
+        let key_prefix = shared.cmp.prefix(key);
         for level in (0..list_height).rev() {
             loop {
                 // SAFETY: `x` is the head or a published node at least
@@ -315,7 +348,7 @@ impl<C: KeyComparator> SkipListWriter<C> {
                 // SAFETY: non-null links point to published nodes.
                 if !next.is_null()
                     && !ptr::eq(next, last_bigger)
-                    && shared.cmp.compare(unsafe { Node::key(next) }, key) == CmpOrdering::Less
+                    && unsafe { shared.before(next, key, key_prefix) }
                 {
                     x = next;
                 } else {
@@ -328,16 +361,14 @@ impl<C: KeyComparator> SkipListWriter<C> {
         // SAFETY: `prev[0]` is the head or a published node.
         let successor = unsafe { Node::link(prev[0], 0) }.load(Ordering::Acquire);
         // SAFETY: non-null links point to published nodes.
-        if !successor.is_null()
-            && shared.cmp.compare(unsafe { Node::key(successor) }, key) == CmpOrdering::Equal
-        {
+        if !successor.is_null() && unsafe { shared.same_key(successor, key) } {
             return false;
         }
 
         // SAFETY: this writer is the only handle that touches the arena (it
         // is unique and we hold `&mut self`); readers never access it.
         let arena = unsafe { &mut *shared.arena.get() };
-        let node = allocate_node(arena, height, key, value).as_ptr();
+        let node = allocate_node(arena, height, key_prefix, key, value).as_ptr();
         for (level, &p) in prev.iter().enumerate().take(height) {
             // SAFETY: `node` is initialised with `height` links, and `p` is
             // the head or a node at least `level + 1` tall. The node is not
@@ -395,7 +426,13 @@ impl<C: KeyComparator> SkipListWriter<C> {
 }
 
 /// Allocates and initialises a node with null links.
-fn allocate_node(arena: &mut Arena, height: usize, key: &[u8], value: &[u8]) -> NonNull<Node> {
+fn allocate_node(
+    arena: &mut Arena,
+    height: usize,
+    prefix: u64,
+    key: &[u8],
+    value: &[u8],
+) -> NonNull<Node> {
     let links_bytes = height * size_of::<Link>();
     let size = HEADER_BYTES + links_bytes + key.len() + value.len();
     let base = arena.allocate(size, NODE_ALIGN);
@@ -405,6 +442,7 @@ fn allocate_node(arena: &mut Arena, height: usize, key: &[u8], value: &[u8]) -> 
     // stay within `size`.
     unsafe {
         node.as_ptr().write(Node {
+            prefix,
             key_len: key.len() as u32,
             value_len: value.len() as u32,
             height: height as u32,

@@ -152,9 +152,31 @@ proptest! {
     fn skiplist_matches_btreemap(entries in proptest::collection::vec(
         (proptest::collection::vec(any::<u8>(), 0..8), proptest::collection::vec(any::<u8>(), 0..16)), 0..200),
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..8), 0..20)) {
+        check_against_btreemap(&entries, &probes)?;
+    }
+
+    // Proves the same for keys from a three-letter alphabet up to 12 bytes
+    // long: many share their first 8 bytes or differ only by trailing
+    // zeros, where the 8-byte prefixes in the nodes tie and the full key
+    // comparison decides.
+    #[test]
+    fn skiplist_matches_btreemap_when_prefixes_tie(entries in proptest::collection::vec(
+        (proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a')], 0..12),
+         proptest::collection::vec(any::<u8>(), 0..4)), 0..200),
+        probes in proptest::collection::vec(
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a')], 0..12), 0..20)) {
+        check_against_btreemap(&entries, &probes)?;
+    }
+}
+
+fn check_against_btreemap(
+    entries: &[(Vec<u8>, Vec<u8>)],
+    probes: &[Vec<u8>],
+) -> Result<(), TestCaseError> {
+    {
         let mut writer = SkipListWriter::new(BytewiseComparator, 512);
         let mut model = BTreeMap::new();
-        for (k, v) in &entries {
+        for (k, v) in entries {
             let inserted = writer.insert(k, v);
             prop_assert_eq!(inserted, !model.contains_key(k));
             model.entry(k.clone()).or_insert_with(|| v.clone());
@@ -162,7 +184,7 @@ proptest! {
         let list = writer.reader();
         let expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         prop_assert_eq!(collect(&list), expected);
-        for p in &probes {
+        for p in probes {
             let mut it = list.iter();
             it.seek(p);
             let want = model.range(p.clone()..).next().map(|(k, _)| k.clone());
@@ -170,4 +192,5 @@ proptest! {
             prop_assert_eq!(list.get(p).map(<[u8]>::to_vec), model.get(p).cloned());
         }
     }
+    Ok(())
 }

@@ -111,6 +111,12 @@ impl KeyComparator for InternalKeyComparator {
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         compare_internal_keys(a, b)
     }
+
+    /// Internal keys order by user key first, so the user key's bytewise
+    /// prefix orders them too.
+    fn prefix(&self, key: &[u8]) -> u64 {
+        strata_arena::bytewise_prefix(user_key(key))
+    }
 }
 
 #[cfg(test)]
