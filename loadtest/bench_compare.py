@@ -48,6 +48,9 @@ WORKLOADS = [
      ["--workload", "get", "--clients", "100", "--connections", "10", "--read-consistency", "stale"], 160_000),
     ("ycsb-a", "YCSB A (zipfian), 100 clients", ["--workload", "a", "--clients", "100", "--connections", "10"], 80_000),
     ("ycsb-b", "YCSB B (zipfian), 100 clients", ["--workload", "b", "--clients", "100", "--connections", "10"], 100_000),
+    # Throughput in keys/s is ops/s x 100: each request writes 100 keys (a Strata Batch, an etcd Txn).
+    ("batch-100", "batch of 100 puts, 32 clients",
+     ["--workload", "batch", "--batch-size", "100", "--clients", "32", "--connections", "8"], 20_000),
 ]
 
 

@@ -60,6 +60,9 @@ pub struct Args {
     /// Longest scan of workload E (scan lengths are uniform in [1, max]).
     #[arg(long, default_value_t = 100)]
     pub max_scan_len: u32,
+    /// Keys per request of `--workload batch`.
+    #[arg(long, default_value_t = 100)]
+    pub batch_size: usize,
     /// Skip the load phase (the records already exist, or the workload only writes).
     #[arg(long)]
     pub no_load: bool,

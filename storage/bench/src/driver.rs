@@ -182,5 +182,6 @@ async fn execute<T: Target>(
             target.put(conn, key, value).await?;
             Ok(found)
         }
+        Op::Batch { pairs } => target.batch(conn, pairs).await.map(|()| true),
     }
 }

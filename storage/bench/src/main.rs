@@ -123,6 +123,7 @@ async fn drive<T: Target>(args: &Args, target: T) -> anyhow::Result<Summary> {
         values,
         args.records,
         args.max_scan_len,
+        args.batch_size.max(1),
     );
     let plan = RunPlan {
         workers: args.clients.max(1),
@@ -152,6 +153,7 @@ async fn drive<T: Target>(args: &Args, target: T) -> anyhow::Result<Summary> {
         records: args.records,
         key_size_bytes: args.key_size,
         value_size_bytes: args.value_size,
+        batch_size: args.batch_size.max(1),
         clients: args.clients.max(1),
         connections: args.connections(),
         target_rate_per_s: args.rate.max(0.0),

@@ -19,6 +19,8 @@ pub struct RunConfig {
     pub records: u64,
     pub key_size_bytes: usize,
     pub value_size_bytes: usize,
+    /// Keys per request of the batch workload (1 for the others).
+    pub batch_size: usize,
     pub clients: usize,
     pub connections: usize,
     /// 0 = closed loop.
@@ -48,6 +50,8 @@ pub struct Summary {
     /// Open loop: requests due before the deadline that were never sent.
     pub missed: u64,
     pub throughput_ops_per_s: f64,
+    /// Keys written or read per second: requests/s times the batch size.
+    pub throughput_keys_per_s: f64,
     /// Successful requests; open loop measures from the intended send time.
     pub latency: LatencySummary,
     pub per_op: BTreeMap<OpKind, OpSummary>,
@@ -58,6 +62,11 @@ impl Summary {
     pub fn new(config: RunConfig, load: Option<LoadReport>, result: &RunResult) -> Self {
         let r = &result.recorder;
         let secs = result.elapsed.as_secs_f64().max(1e-9);
+        let batch = if config.workload == crate::workload::WorkloadKind::Batch {
+            config.batch_size
+        } else {
+            1
+        };
         let per_op = r
             .per_op()
             .into_iter()
@@ -83,6 +92,7 @@ impl Summary {
             not_found: r.not_found,
             missed: result.missed,
             throughput_ops_per_s: (r.ok_total() as f64 / secs * 10.0).round() / 10.0,
+            throughput_keys_per_s: (r.ok_total() as f64 * batch as f64 / secs).round(),
             latency: LatencySummary::of(&r.overall()),
             per_op,
             error_kinds: r.errors.clone(),
@@ -94,7 +104,7 @@ impl Summary {
         let ms = |us: u64| us as f64 / 1000.0;
         let c = &self.config;
         let mut out = format!(
-            "{:?} workload {:?} ({:?}), {} clients / {} conns: {} ops in {:.2} s = {:.0} ops/s, {} errors, {} missed\n",
+            "{:?} workload {:?} ({:?}), {} clients / {} conns: {} ops in {:.2} s = {:.0} ops/s ({:.0} keys/s), {} errors, {} missed\n",
             c.target,
             c.workload,
             c.distribution,
@@ -103,6 +113,7 @@ impl Summary {
             self.ops,
             self.duration_s,
             self.throughput_ops_per_s,
+            self.throughput_keys_per_s,
             self.errors,
             self.missed
         );

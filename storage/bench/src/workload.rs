@@ -29,6 +29,9 @@ pub enum WorkloadKind {
     Put,
     /// 100 % single-key get (etcd `benchmark range`).
     Get,
+    /// 100 % batched puts: each request writes `--batch-size` keys at once
+    /// (Strata's `Batch`, an etcd transaction of puts). Keys are uniform.
+    Batch,
 }
 
 /// The fractions of each operation; they add up to 1.
@@ -39,6 +42,7 @@ pub struct Mix {
     pub insert: f64,
     pub scan: f64,
     pub read_modify_write: f64,
+    pub batch: f64,
 }
 
 impl WorkloadKind {
@@ -49,6 +53,7 @@ impl WorkloadKind {
             insert,
             scan,
             read_modify_write,
+            batch: 0.0,
         };
         match self {
             WorkloadKind::A => m(0.5, 0.5, 0.0, 0.0, 0.0),
@@ -58,6 +63,10 @@ impl WorkloadKind {
             WorkloadKind::E => m(0.0, 0.0, 0.05, 0.95, 0.0),
             WorkloadKind::F => m(0.5, 0.0, 0.0, 0.0, 0.5),
             WorkloadKind::Put => m(0.0, 1.0, 0.0, 0.0, 0.0),
+            WorkloadKind::Batch => Mix {
+                batch: 1.0,
+                ..m(0.0, 0.0, 0.0, 0.0, 0.0)
+            },
         }
     }
 
@@ -65,14 +74,16 @@ impl WorkloadKind {
     pub fn default_distribution(self) -> DistributionKind {
         match self {
             WorkloadKind::D => DistributionKind::Latest,
-            WorkloadKind::Put | WorkloadKind::Get => DistributionKind::Uniform,
+            WorkloadKind::Put | WorkloadKind::Get | WorkloadKind::Batch => {
+                DistributionKind::Uniform
+            }
             _ => DistributionKind::Zipfian,
         }
     }
 
     /// Whether the run reads keys that must exist beforehand.
     pub fn needs_load(self) -> bool {
-        !matches!(self, WorkloadKind::Put)
+        !matches!(self, WorkloadKind::Put | WorkloadKind::Batch)
     }
 }
 
@@ -99,6 +110,10 @@ pub enum Op {
         key: Bytes,
         value: Bytes,
     },
+    /// Puts of every pair in one request.
+    Batch {
+        pairs: Vec<(Bytes, Bytes)>,
+    },
 }
 
 /// The label an operation is recorded under.
@@ -110,15 +125,17 @@ pub enum OpKind {
     Insert,
     Scan,
     ReadModifyWrite,
+    Batch,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 5] = [
+    pub const ALL: [OpKind; 6] = [
         OpKind::Read,
         OpKind::Update,
         OpKind::Insert,
         OpKind::Scan,
         OpKind::ReadModifyWrite,
+        OpKind::Batch,
     ];
 
     pub fn index(self) -> usize {
@@ -134,6 +151,7 @@ impl Op {
             Op::Insert { .. } => OpKind::Insert,
             Op::Scan { .. } => OpKind::Scan,
             Op::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
+            Op::Batch { .. } => OpKind::Batch,
         }
     }
 }
@@ -147,6 +165,8 @@ pub struct Workload {
     keys: KeySpace,
     values: ValuePool,
     max_scan_len: u32,
+    /// Keys per request of the batch workload.
+    batch_size: usize,
     /// Number of keys that exist (loaded plus inserted); the next insert takes this index.
     live: Arc<AtomicU64>,
 }
@@ -159,15 +179,18 @@ impl Workload {
         values: ValuePool,
         records: u64,
         max_scan_len: u32,
+        batch_size: usize,
     ) -> Self {
         assert!(records >= 1, "a workload needs at least one record");
         assert!(max_scan_len >= 1);
+        assert!(batch_size >= 1, "a batch holds at least one key");
         Workload {
             mix: kind.mix(),
             chooser,
             keys,
             values,
             max_scan_len,
+            batch_size,
             live: Arc::new(AtomicU64::new(records)),
         }
     }
@@ -194,6 +217,13 @@ impl Workload {
                 key: self.keys.key(index),
                 value: self.values.next(rng),
             };
+        }
+        p -= self.mix.batch;
+        if p < 0.0 {
+            let pairs = (0..self.batch_size)
+                .map(|_| (pick(rng), self.values.next(rng)))
+                .collect();
+            return Op::Batch { pairs };
         }
         p -= self.mix.scan;
         if p < 0.0 {
@@ -227,6 +257,7 @@ mod tests {
             ValuePool::new(256, &mut rng),
             1000,
             100,
+            10,
         )
     }
 
@@ -242,9 +273,10 @@ mod tests {
             WorkloadKind::F,
             WorkloadKind::Put,
             WorkloadKind::Get,
+            WorkloadKind::Batch,
         ] {
             let m = kind.mix();
-            let sum = m.read + m.update + m.insert + m.scan + m.read_modify_write;
+            let sum = m.read + m.update + m.insert + m.scan + m.read_modify_write + m.batch;
             assert!((sum - 1.0).abs() < 1e-9, "{kind:?}");
         }
     }
@@ -268,5 +300,18 @@ mod tests {
         assert!(!inserts.is_empty());
         assert_eq!(inserts[0].as_ref(), b"k0001000");
         assert!(inserts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn the_batch_workload_writes_batch_size_keys_per_request() {
+        // Proves every batch request carries exactly the configured number of puts.
+        let mut rng = SmallRng::seed_from_u64(3);
+        let w = workload(WorkloadKind::Batch);
+        for _ in 0..100 {
+            match w.next(&mut rng) {
+                Op::Batch { pairs } => assert_eq!(pairs.len(), 10),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

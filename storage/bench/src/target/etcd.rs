@@ -71,6 +71,18 @@ impl Target for EtcdTarget {
             .map_err(classify)
     }
 
+    async fn batch(&self, conn: usize, pairs: Vec<(Bytes, Bytes)>) -> Result<(), TargetError> {
+        let puts: Vec<etcd_client::TxnOp> = pairs
+            .into_iter()
+            .map(|(k, v)| etcd_client::TxnOp::put(k.to_vec(), v.to_vec(), None))
+            .collect();
+        self.kv(conn)
+            .txn(etcd_client::Txn::new().and_then(puts))
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
     async fn scan(
         &self,
         conn: usize,

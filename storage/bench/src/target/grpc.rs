@@ -60,6 +60,15 @@ impl Target for GrpcTarget {
         }
     }
 
+    async fn batch(&self, conn: usize, pairs: Vec<(Bytes, Bytes)>) -> Result<(), TargetError> {
+        let ops = pairs.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        self.client(conn)
+            .batch(ops)
+            .await
+            .map(|_| ())
+            .map_err(classify)
+    }
+
     async fn scan(
         &self,
         conn: usize,

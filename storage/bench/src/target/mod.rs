@@ -66,6 +66,13 @@ pub trait Target: Send + Sync + 'static {
         consistency: ReadConsistency,
     ) -> impl Future<Output = Result<bool, TargetError>> + Send;
 
+    /// Puts every pair in one atomic request.
+    fn batch(
+        &self,
+        conn: usize,
+        pairs: Vec<(Bytes, Bytes)>,
+    ) -> impl Future<Output = Result<(), TargetError>> + Send;
+
     /// Reads at most `limit` pairs of `[start, end)`; returns how many came back.
     fn scan(
         &self,

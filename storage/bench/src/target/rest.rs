@@ -114,6 +114,29 @@ impl Target for RestTarget {
         }
     }
 
+    async fn batch(&self, conn: usize, pairs: Vec<(Bytes, Bytes)>) -> Result<(), TargetError> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let ops: Vec<serde_json::Value> = pairs
+            .iter()
+            .map(|(k, v)| {
+                serde_json::json!({"op": "put", "key": b64.encode(k), "value": b64.encode(v)})
+            })
+            .collect();
+        let (client, base) = self.client(conn);
+        let resp = client
+            .post(format!("{base}/v1/batch"))
+            .json(&serde_json::json!({"ops": ops, "encoding": "base64"}))
+            .send()
+            .await
+            .map_err(transport)?;
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        resp.bytes().await.map_err(transport)?;
+        Ok(())
+    }
+
     async fn scan(
         &self,
         conn: usize,
