@@ -404,6 +404,16 @@ impl RaftLogStore {
     }
 }
 
+/// Whether `id` has a role in `cs` (raft-rs's test before it restores a
+/// snapshot).
+fn includes(cs: &ConfState, id: u64) -> bool {
+    cs.voters
+        .iter()
+        .chain(&cs.learners)
+        .chain(&cs.voters_outgoing)
+        .any(|&v| v == id)
+}
+
 fn encode_entries(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::new();
     for e in entries {
@@ -491,11 +501,16 @@ impl Storage for RaftLogStore {
         Ok(self.last_index_inner())
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         if let Some(snap) = &self.ready_snapshot {
-            let index = snap.get_metadata().index;
-            // A follower that installs it must be able to continue from our log.
-            if index >= request_index && index >= self.base_index {
+            let meta = snap.get_metadata();
+            // A follower that installs it must be able to continue from our
+            // log, and must be in its configuration: raft-rs ignores a
+            // snapshot taken before its receiver was added.
+            if meta.index >= request_index
+                && meta.index >= self.base_index
+                && includes(meta.get_conf_state(), to)
+            {
                 return Ok(snap.clone());
             }
         }
@@ -669,10 +684,34 @@ mod tests {
         let mut snap = Snapshot::default();
         snap.mut_metadata().index = 5;
         snap.mut_metadata().term = 1;
+        snap.mut_metadata().mut_conf_state().set_voters(vec![1, 2]);
         store.set_ready_snapshot(snap);
         assert_eq!(store.snapshot(3, 2).unwrap().get_metadata().index, 5);
         // Too old for what is asked: a new one is requested.
         assert!(store.snapshot(9, 2).is_err());
+        assert!(store.take_snapshot_request());
+    }
+
+    #[test]
+    fn snapshot_from_before_a_member_joined_is_not_offered_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let mut snap = Snapshot::default();
+        snap.mut_metadata().index = 5;
+        snap.mut_metadata().term = 1;
+        snap.mut_metadata()
+            .mut_conf_state()
+            .set_voters(vec![1, 2, 3]);
+        store.set_ready_snapshot(snap);
+        assert!(store.snapshot(0, 3).is_ok());
+        // Node 4 joined later: raft-rs would ignore this snapshot, so a new
+        // one (whose configuration has node 4) is requested.
+        assert!(matches!(
+            store.snapshot(0, 4),
+            Err(raft::Error::Store(
+                StorageError::SnapshotTemporarilyUnavailable
+            ))
+        ));
         assert!(store.take_snapshot_request());
     }
 }

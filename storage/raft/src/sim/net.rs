@@ -1,11 +1,15 @@
 //! The simulated network: every message is delayed, and may be dropped,
-//! duplicated or reordered by the seeded RNG; links can be cut.
+//! duplicated or reordered by the seeded RNG; links can be cut. A snapshot
+//! travels with its files, like the real transport's stream, and is never
+//! duplicated (a stream either arrives once or fails).
 
 use std::collections::HashSet;
 
 use raft::eraftpb::Message;
 use rand::Rng;
 use rand::rngs::StdRng;
+
+use super::transport::Payload;
 
 /// How hostile the network is, in per-message probabilities.
 #[derive(Debug, Clone, Copy)]
@@ -15,28 +19,48 @@ pub struct Weather {
     pub max_delay_ms: u64,
 }
 
+/// A message on the wire; `snapshot` holds the files of a `MsgSnapshot`.
+pub struct Envelope {
+    pub message: Message,
+    pub snapshot: Option<Payload>,
+}
+
 #[derive(Default)]
 pub struct Net {
-    in_flight: Vec<(u64, Message)>,
+    in_flight: Vec<(u64, Envelope)>,
     /// Cut directed links (from, to).
     cut: HashSet<(u64, u64)>,
 }
 
 impl Net {
-    pub fn send(&mut self, rng: &mut StdRng, now: u64, weather: Weather, m: Message) {
-        if self.cut.contains(&(m.from, m.to)) || rng.random_bool(weather.drop) {
-            return;
+    /// Puts `e` on the wire; returns it if the network lost it at once, so
+    /// that the sender of a snapshot can be told.
+    pub fn send(
+        &mut self,
+        rng: &mut StdRng,
+        now: u64,
+        weather: Weather,
+        e: Envelope,
+    ) -> Option<Envelope> {
+        let link = (e.message.from, e.message.to);
+        if self.cut.contains(&link) || rng.random_bool(weather.drop) {
+            return Some(e);
         }
-        if rng.random_bool(weather.duplicate) {
+        if e.snapshot.is_none() && rng.random_bool(weather.duplicate) {
             let at = now + rng.random_range(0..=weather.max_delay_ms);
-            self.in_flight.push((at, m.clone()));
+            let copy = Envelope {
+                message: e.message.clone(),
+                snapshot: None,
+            };
+            self.in_flight.push((at, copy));
         }
         let at = now + rng.random_range(0..=weather.max_delay_ms);
-        self.in_flight.push((at, m));
+        self.in_flight.push((at, e));
+        None
     }
 
-    /// Messages due at `now`, in a seeded shuffled order.
-    pub fn due(&mut self, rng: &mut StdRng, now: u64) -> Vec<Message> {
+    /// Envelopes due at `now`, in a seeded shuffled order.
+    pub fn due(&mut self, rng: &mut StdRng, now: u64) -> Vec<Envelope> {
         let (mut due, rest): (Vec<_>, Vec<_>) =
             self.in_flight.drain(..).partition(|(at, _)| *at <= now);
         self.in_flight = rest;
@@ -45,7 +69,7 @@ impl Net {
             let j = rng.random_range(0..=i);
             due.swap(i, j);
         }
-        due.into_iter().map(|(_, m)| m).collect()
+        due.into_iter().map(|(_, e)| e).collect()
     }
 
     /// Cuts both directions between `a` and `b`.

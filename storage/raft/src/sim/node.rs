@@ -3,19 +3,27 @@
 //! only what was fsynced: the raft log's current segment is cut back to its
 //! last sync, and the engine loses everything it had not synced.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use raft::eraftpb::Message;
 use strata_engine::{Engine, FaultFs, Options, WalMode};
+use tokio::sync::broadcast;
 
+use super::Stats;
+use super::worker::Worker;
 use crate::driver::Driver;
+use crate::log::store::BOOTSTRAP_INDEX;
 use crate::members::Members;
 use crate::peer::{PeerConfig, Shared};
 use crate::snapshot::SnapshotDirs;
 use crate::state_machine::StateMachine;
+use crate::status::{RaftEvent, RaftEventKind};
 use crate::transport::Transport;
+
+/// The raft group every simulated member serves.
+pub const GROUP: u64 = 1;
 
 /// Collects what a driver sends, for the simulated network to carry.
 #[derive(Clone, Default)]
@@ -33,19 +41,45 @@ impl Outbox {
     }
 }
 
+/// How every member of one seed keeps its raft log: small numbers, so that
+/// logs are compacted, segments deleted and snapshots needed often.
+#[derive(Debug, Clone, Copy)]
+pub struct LogPolicy {
+    pub compact_log_entries: u64,
+    pub compact_keep_entries: u64,
+    pub max_segment_bytes: u64,
+}
+
+/// A running member: what dies with it at a crash.
+pub struct Live {
+    pub driver: Driver,
+    pub shared: Arc<Shared>,
+    pub worker: Worker,
+    events: broadcast::Receiver<RaftEvent>,
+}
+
 pub struct SimNode {
     pub id: u64,
-    pub live: Option<(Driver, Arc<Shared>)>,
+    pub live: Option<Live>,
     pub outbox: Outbox,
-    fs: FaultFs,
+    pub fs: FaultFs,
     log_dir: PathBuf,
+    /// The initial voters; empty for a member that joins later, which
+    /// starts with an empty log and is caught up by a snapshot.
     voters: Vec<u64>,
-    /// The last election timeout this simulation chose for the node.
-    pub chosen_timeout: usize,
+    policy: LogPolicy,
+    /// Counts starts: a snapshot sent by an earlier life is not reported
+    /// to this one (the real transport's task dies with the process).
+    pub generation: u64,
+    /// The log index of the change that made it a member (the bootstrap
+    /// index for the initial voters); `None` while its addition is not
+    /// known to be committed.
+    pub admitted_at: Option<u64>,
 }
 
 impl SimNode {
-    pub fn new(id: u64, voters: Vec<u64>, root: &std::path::Path) -> Self {
+    pub fn new(id: u64, voters: Vec<u64>, root: &Path, policy: LogPolicy) -> Self {
+        let admitted_at = (!voters.is_empty()).then_some(BOOTSTRAP_INDEX);
         SimNode {
             id,
             live: None,
@@ -53,52 +87,66 @@ impl SimNode {
             fs: FaultFs::new(),
             log_dir: root.join(format!("node{id}")),
             voters,
-            chosen_timeout: 0,
+            policy,
+            generation: 0,
+            admitted_at,
         }
     }
 
     pub fn start(&mut self) {
         let engine = Engine::open_with_fs(
             Arc::new(self.fs.clone()),
-            std::path::Path::new("/engine"),
+            Path::new("/engine"),
             Options {
                 wal: WalMode::NoSync,
                 ..Options::default()
             },
         )
         .expect("engine opens");
-        let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
-        let mut config =
-            PeerConfig::new(self.id, 1, self.voters.clone(), self.log_dir.join("raft"));
+        let sm = Arc::new(StateMachine::new(Arc::new(engine), GROUP));
+        let mut config = PeerConfig::new(
+            self.id,
+            GROUP,
+            self.voters.clone(),
+            self.log_dir.join("raft"),
+        );
         config.snapshot_root = self.log_dir.join("snapshots");
-        // No compaction: every member keeps the whole log to compare.
-        config.compact_log_entries = u64::MAX;
+        config.compact_log_entries = self.policy.compact_log_entries;
+        config.compact_keep_entries = self.policy.compact_keep_entries;
+        config.max_segment_bytes = self.policy.max_segment_bytes;
         config.members = Members::default();
         let dirs = SnapshotDirs::new(config.snapshot_root.clone()).expect("snapshot dir");
         let (tx, rx) = crossbeam_channel::bounded(1024);
-        // Nobody takes snapshot jobs; with compaction off none are needed.
-        let (jobs, _) = crossbeam_channel::bounded(1);
+        // The real peer's queue size; the simulation runs the jobs itself.
+        let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
         let driver = Driver::new(
             &config,
             sm.clone(),
             rx,
             Box::new(self.outbox.clone()),
             dirs.clone(),
-            jobs,
+            jobs_tx,
         )
         .expect("driver starts");
         let shared = Arc::new(Shared::new(tx, driver.status(), sm, dirs));
-        self.chosen_timeout = 0;
-        self.live = Some((driver, shared));
+        let events = shared.events.subscribe();
+        self.generation += 1;
+        self.live = Some(Live {
+            driver,
+            shared,
+            worker: Worker::new(jobs_rx),
+            events,
+        });
     }
 
-    /// Power loss: what was not fsynced is gone.
+    /// Power loss: what was not fsynced is gone, and so are the snapshot
+    /// jobs that had not finished.
     pub fn crash(&mut self) {
-        let Some((driver, _)) = self.live.take() else {
+        let Some(live) = self.live.take() else {
             return;
         };
-        let (tail, durable) = driver.durable_tail();
-        drop(driver);
+        let (tail, durable) = live.driver.durable_tail();
+        drop(live);
         let f = std::fs::OpenOptions::new()
             .write(true)
             .open(&tail)
@@ -110,5 +158,17 @@ impl SimNode {
 
     pub fn is_up(&self) -> bool {
         self.live.is_some()
+    }
+
+    /// Counts the snapshot events the driver published since the last call.
+    pub fn count_events(&mut self, stats: &mut Stats) {
+        let Some(live) = &mut self.live else { return };
+        while let Ok(e) = live.events.try_recv() {
+            match e.kind {
+                RaftEventKind::SnapshotSent => stats.snapshots_sent += 1,
+                RaftEventKind::SnapshotInstalled => stats.snapshots_installed += 1,
+                _ => {}
+            }
+        }
     }
 }

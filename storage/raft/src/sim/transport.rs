@@ -1,0 +1,166 @@
+//! The simulated transport: what the server does around the network. Raft
+//! messages go out of a driver's outbox onto the simulated network and are
+//! stepped at their target. A snapshot is done the way the server does it:
+//! the sender reads the checkpoint the `MsgSnapshot` names from its
+//! outgoing directory (`snapshot_send`); the receiver stages the files in a
+//! `.partial` directory, moves it to where its driver installs from, and
+//! only then steps the message (`snapshot_receive`). The sender learns the
+//! outcome through `Input::ReportSnapshot`, a failure included (message
+//! lost, target down or gone).
+
+use std::hash::Hash;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use raft::eraftpb::{Message, MessageType};
+
+use super::Sim;
+use super::check;
+use super::net::Envelope;
+use crate::driver::Input;
+use crate::snapshot::SnapshotDirs;
+
+/// The files of a snapshot in flight, and which life of the sender sent
+/// them.
+pub struct Payload {
+    files: Vec<(PathBuf, Vec<u8>)>,
+    sender_generation: u64,
+}
+
+impl Sim {
+    /// Puts what node `i` sent onto the network; a snapshot carries its
+    /// files, read now as the real transport streams them.
+    pub(super) fn send_outbox(&mut self, i: usize) {
+        let n = &mut self.nodes[i];
+        let Some(live) = &mut n.live else { return };
+        for m in n.outbox.take() {
+            let to = m.to;
+            let snapshot = if m.get_msg_type() == MessageType::MsgSnapshot {
+                // A build that finished after raft made the message may have
+                // pruned the checkpoint it names: the real send then fails
+                // too, and raft retries with the newer one.
+                match read_snapshot(&live.shared.snapshot_dirs, &m) {
+                    Ok(files) => Some(Payload {
+                        files,
+                        sender_generation: n.generation,
+                    }),
+                    Err(_) => {
+                        let what = (self.now, "snapshot unreadable", n.id, to);
+                        what.hash(&mut self.trace);
+                        live.driver.handle(Input::ReportSnapshot { to, ok: false });
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let e = Envelope {
+                message: m,
+                snapshot,
+            };
+            let lost = self.net.send(&mut self.rng, self.now, self.weather, e);
+            if lost.is_some_and(|e| e.snapshot.is_some()) {
+                live.driver.handle(Input::ReportSnapshot { to, ok: false });
+            }
+        }
+    }
+
+    /// Hands a message to its target; a snapshot is staged first, and its
+    /// sender told whether it arrived.
+    pub(super) fn deliver(&mut self, e: Envelope) -> Result<(), String> {
+        let m = &e.message;
+        if e.snapshot.is_some() {
+            check::snapshot_includes_target(m)?;
+        }
+        let snapshot_index = m.get_snapshot().get_metadata().index;
+        let what = (m.from, m.to, m.get_msg_type() as i32, m.term, m.index);
+        let more = (m.log_term, m.commit, m.reject, m.entries.len());
+        self.note((what, more, snapshot_index));
+        let (from, to) = (m.from, m.to);
+        let target = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.id == to)
+            .and_then(|n| n.live.as_mut());
+        let Some(live) = target else {
+            if let Some(p) = e.snapshot {
+                self.report_snapshot(from, p.sender_generation, to, false);
+            }
+            return Ok(());
+        };
+        if let Some(p) = &e.snapshot {
+            stage(&live.shared.snapshot_dirs, &e.message, &p.files)
+                .map_err(|err| format!("node {to} cannot stage a snapshot: {err}"))?;
+        }
+        live.driver.handle(Input::Step(e.message));
+        if let Some(p) = e.snapshot {
+            self.report_snapshot(from, p.sender_generation, to, true);
+        }
+        Ok(())
+    }
+
+    /// Tells the sender how a snapshot ended, if the life that sent it is
+    /// still running.
+    fn report_snapshot(&mut self, from: u64, generation: u64, to: u64, ok: bool) {
+        let sender = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.id == from && n.generation == generation)
+            .and_then(|n| n.live.as_mut());
+        if let Some(live) = sender {
+            live.driver.handle(Input::ReportSnapshot { to, ok });
+        }
+    }
+}
+
+/// The files of the checkpoint `m` names, relative to its directory.
+fn read_snapshot(dirs: &SnapshotDirs, m: &Message) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+    let name = String::from_utf8_lossy(&m.get_snapshot().data).into_owned();
+    let dir = dirs
+        .outgoing(&name)
+        .ok_or_else(|| format!("`{name}` is not a snapshot of ours"))?;
+    let mut files = Vec::new();
+    for rel in list_files(&dir).map_err(|e| format!("listing {}: {e}", dir.display()))? {
+        let bytes = std::fs::read(dir.join(&rel)).map_err(|e| e.to_string())?;
+        files.push((rel, bytes));
+    }
+    Ok(files)
+}
+
+/// Stages `files` where the receiver's driver looks for the snapshot of
+/// `m`; the staged copy is complete before the message is stepped.
+fn stage(dirs: &SnapshotDirs, m: &Message, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()> {
+    let meta = m.get_snapshot().get_metadata();
+    let dir = dirs.incoming(meta.index, meta.term);
+    let partial = dir.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial)?;
+    for (rel, bytes) in files {
+        let path = partial.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(path, bytes)?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&partial, &dir)
+}
+
+/// Every regular file under `dir`, relative to it, in a stable order.
+fn list_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(dir.join(&rel))? {
+            let entry = entry?;
+            let path = rel.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
