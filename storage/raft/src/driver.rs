@@ -641,6 +641,7 @@ impl Driver {
                     );
                     return;
                 }
+                self.dirs.prune_incoming(self.node.raft.raft_log.applied);
                 let to = index.saturating_sub(self.compact_keep_entries);
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)

@@ -81,6 +81,25 @@ impl SnapshotDirs {
         }
     }
 
+    /// Removes staged incoming snapshots at or below index `applied`: raft
+    /// never installs a snapshot the node has already applied past, so they
+    /// would otherwise sit on disk until the next start.
+    pub fn prune_incoming(&self, applied: u64) {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let index = name
+                .to_string_lossy()
+                .strip_prefix("in-")
+                .and_then(|rest| rest.split('-').next()?.parse::<u64>().ok());
+            if index.is_some_and(|i| i <= applied) {
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+
     /// Removes outgoing snapshots other than `keep`.
     pub fn prune_outgoing(&self, keep: &str) {
         let Ok(entries) = fs::read_dir(&self.root) else {
@@ -154,5 +173,25 @@ fn run_jobs(
         if inbox.send(Input::Job(done)).is_err() {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_staged_snapshots_are_pruned_and_newer_ones_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = SnapshotDirs::new(root.path().join("snap")).unwrap();
+        for (index, term) in [(10, 2), (20, 3), (30, 3)] {
+            fs::create_dir_all(dirs.incoming(index, term)).unwrap();
+        }
+        fs::create_dir_all(dirs.root().join("out-20")).unwrap();
+        dirs.prune_incoming(20);
+        assert!(!dirs.incoming(10, 2).exists());
+        assert!(!dirs.incoming(20, 3).exists());
+        assert!(dirs.incoming(30, 3).exists(), "not applied yet: kept");
+        assert!(dirs.root().join("out-20").exists(), "outgoing untouched");
     }
 }
