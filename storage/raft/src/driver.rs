@@ -72,6 +72,9 @@ struct PendingProposal {
 
 /// The most inputs handled before the next Ready, bounding one round's work.
 const MAX_INPUTS_PER_ROUND: usize = 8192;
+/// A size-triggered compaction waits for at least this many applied
+/// entries, so that a heavy unapplied tail cannot make it run every round.
+const MIN_COMPACT_ENTRIES: u64 = 64;
 
 pub(crate) struct Driver {
     id: u64,
@@ -100,6 +103,7 @@ pub(crate) struct Driver {
     snapshot_building: bool,
     durable_pending: bool,
     compact_log_entries: u64,
+    compact_log_bytes: u64,
     compact_keep_entries: u64,
     members: Members,
     events: EventLog,
@@ -207,6 +211,7 @@ impl Driver {
             snapshot_building: false,
             durable_pending: false,
             compact_log_entries: config.compact_log_entries,
+            compact_log_bytes: config.compact_log_bytes,
             compact_keep_entries: config.compact_keep_entries,
             members: config.members.clone(),
             events: EventLog::default(),
@@ -590,7 +595,10 @@ impl Driver {
         }
         let applied = self.node.raft.raft_log.applied;
         let first = self.node.store().first_index();
-        if !self.durable_pending && applied.saturating_sub(first) >= self.compact_log_entries {
+        let applied_entries = applied.saturating_sub(first);
+        let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
+            && applied_entries >= MIN_COMPACT_ENTRIES;
+        if !self.durable_pending && (applied_entries >= self.compact_log_entries || heavy) {
             self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
         }
     }
@@ -642,7 +650,13 @@ impl Driver {
                     return;
                 }
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
-                let to = index.saturating_sub(self.compact_keep_entries);
+                // Keep `compact_keep_entries`, but never more than half the
+                // byte budget: large entries must not keep the log heavy.
+                let to = index.saturating_sub(self.compact_keep_entries).max(
+                    self.node
+                        .store()
+                        .discard_point_for_bytes(index, self.compact_log_bytes / 2),
+                );
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {

@@ -52,6 +52,10 @@ pub struct PeerConfig {
     /// Entries kept behind the applied index at compaction, so a follower
     /// that is only a little behind catches up without a snapshot.
     pub compact_keep_entries: u64,
+    /// Compact the raft log also once its entries weigh this many bytes
+    /// (large batches reach it long before the entry count); such a
+    /// compaction keeps at most half of it.
+    pub compact_log_bytes: u64,
     /// The member directory; filled from storage at start and kept current
     /// as configuration changes apply.
     pub members: Members,
@@ -69,6 +73,7 @@ impl PeerConfig {
             snapshot_root,
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
+            compact_log_bytes: 64 << 20,
             members: Members::default(),
             read_only_option: raft::ReadOnlyOption::Safe,
             id,

@@ -46,6 +46,11 @@ pub struct NodeConfig {
     /// further behind catches up by snapshot.
     #[arg(long, env = "STRATA_COMPACT_KEEP_ENTRIES", default_value_t = 5_000)]
     pub compact_keep_entries: u64,
+    /// Compact the raft log also once its entries weigh this many MiB
+    /// (batches of large values reach it before the entry count); the raft
+    /// log's uncompacted entries are also held in memory, so this bounds it.
+    #[arg(long, env = "STRATA_COMPACT_LOG_MB", default_value_t = 64)]
+    pub compact_log_mb: u64,
     /// After the disk filled up, the node restarts itself (and so recovers)
     /// once this many MiB can be written to its data directory again; 0
     /// leaves the restart to the operator.
@@ -193,6 +198,7 @@ impl NodeConfig {
             timing: Timing::default(),
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
+            compact_log_mb: 64,
             resume_free_mb: 16,
         }
     }

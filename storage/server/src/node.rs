@@ -105,6 +105,7 @@ pub async fn run(
         .join(format!("snapshots-{}", config.group_id));
     peer_config.compact_log_entries = config.compact_log_entries;
     peer_config.compact_keep_entries = config.compact_keep_entries;
+    peer_config.compact_log_bytes = config.compact_log_mb << 20;
     let peer =
         Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
     let handle = peer.handle();

@@ -40,6 +40,9 @@ pub struct RaftLogStore {
     segment_max_index: BTreeMap<u64, u64>,
     /// Entries from `first_index` on, contiguous.
     entries: Vec<Entry>,
+    /// Payload bytes of `entries` (what a size-based compaction policy
+    /// weighs), kept up to date by every change to `entries`.
+    entries_bytes: u64,
     first_index: u64,
     /// Index and term of the last entry before `first_index` (0, 0 at the start).
     base_index: u64,
@@ -94,6 +97,7 @@ impl RaftLogStore {
             pending_max_index: 0,
             segment_max_index: BTreeMap::new(),
             entries: Vec::new(),
+            entries_bytes: 0,
             first_index: 1,
             base_index: 0,
             base_term: 0,
@@ -190,6 +194,7 @@ impl RaftLogStore {
                     let max = self.segment_max_index.entry(rec.seq).or_insert(0);
                     *max = (*max).max(last);
                     self.truncate_from(first.index);
+                    self.entries_bytes += payload_bytes(&entries);
                     self.entries.extend(entries);
                 }
             }
@@ -202,7 +207,8 @@ impl RaftLogStore {
     }
 
     fn truncate_from(&mut self, index: u64) {
-        let keep = (index - self.first_index) as usize;
+        let keep = ((index - self.first_index) as usize).min(self.entries.len());
+        self.entries_bytes -= payload_bytes(&self.entries[keep..]);
         self.entries.truncate(keep);
     }
 
@@ -211,9 +217,11 @@ impl RaftLogStore {
         let drop = (index + 1)
             .saturating_sub(self.first_index)
             .min(self.entries.len() as u64) as usize;
+        self.entries_bytes -= payload_bytes(&self.entries[..drop]);
         self.entries.drain(..drop);
         if self.entries.first().is_some_and(|e| e.index != index + 1) {
             self.entries.clear();
+            self.entries_bytes = 0;
         }
         self.base_index = index;
         self.base_term = term;
@@ -222,6 +230,7 @@ impl RaftLogStore {
 
     fn restore(&mut self, meta: &SnapshotMetadata) {
         self.entries.clear();
+        self.entries_bytes = 0;
         self.base_index = meta.index;
         self.base_term = meta.term;
         self.first_index = meta.index + 1;
@@ -245,6 +254,7 @@ impl RaftLogStore {
             assert_eq!(pair[0].index + 1, pair[1].index, "entries not contiguous");
         }
         self.truncate_from(first.index);
+        self.entries_bytes += payload_bytes(entries);
         self.entries.extend_from_slice(entries);
         self.pending_max_index = self
             .pending_max_index
@@ -377,6 +387,29 @@ impl RaftLogStore {
     }
 
     /// The first index still in the log.
+    /// The highest index to discard so that the entries after it, through
+    /// `upto`, weigh at most `budget_bytes` (`first_index - 1` when they
+    /// all fit: nothing needs to go).
+    pub fn discard_point_for_bytes(&self, upto: u64, budget_bytes: u64) -> u64 {
+        let end = upto
+            .saturating_add(1)
+            .saturating_sub(self.first_index)
+            .min(self.entries.len() as u64) as usize;
+        let mut total = 0;
+        for e in self.entries[..end].iter().rev() {
+            total += payload_bytes(std::slice::from_ref(e));
+            if total > budget_bytes {
+                return e.index;
+            }
+        }
+        self.first_index - 1
+    }
+
+    /// Payload bytes of the entries the log holds (from `first_index` on).
+    pub fn entries_bytes(&self) -> u64 {
+        self.entries_bytes
+    }
+
     pub fn first_index(&self) -> u64 {
         self.first_index
     }
@@ -412,6 +445,15 @@ fn includes(cs: &ConfState, id: u64) -> bool {
         .chain(&cs.learners)
         .chain(&cs.voters_outgoing)
         .any(|&v| v == id)
+}
+
+/// What entries weigh for the size-based compaction policy: their data and
+/// context (the fixed fields are small beside a write's key and value).
+fn payload_bytes(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .map(|e| (e.data.len() + e.context.len()) as u64)
+        .sum()
 }
 
 fn encode_entries(entries: &[Entry]) -> Vec<u8> {
@@ -690,6 +732,36 @@ mod tests {
         // Too old for what is asked: a new one is requested.
         assert!(store.snapshot(9, 2).is_err());
         assert!(store.take_snapshot_request());
+    }
+
+    #[test]
+    fn entry_bytes_follow_appends_conflicts_and_compaction() {
+        // Proves the size the compaction policy weighs stays exact through
+        // appends, a conflicting overwrite and a compaction, and that the
+        // discard point keeps the newest entries within a budget.
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let first = store.first_index();
+        let entry = |index: u64, term: u64, size: usize| Entry {
+            index,
+            term,
+            data: vec![7u8; size].into(),
+            ..Default::default()
+        };
+        let batch: Vec<Entry> = (0..10).map(|i| entry(first + i, 6, 100)).collect();
+        store.append(&batch);
+        assert_eq!(store.entries_bytes(), 1000);
+        // A new leader overwrites the last four with two bigger entries.
+        store.append(&[entry(first + 6, 7, 300), entry(first + 7, 7, 300)]);
+        assert_eq!(store.entries_bytes(), 600 + 600);
+        store.persist().unwrap();
+        // Keeping at most 650 bytes through the last entry: only the two
+        // 300-byte ones fit, so everything up to first + 5 goes.
+        assert_eq!(store.discard_point_for_bytes(first + 7, 650), first + 5);
+        assert_eq!(store.discard_point_for_bytes(first + 7, 700), first + 4);
+        assert_eq!(store.discard_point_for_bytes(first + 7, 10_000), first - 1);
+        store.compact(first + 5).unwrap();
+        assert_eq!(store.entries_bytes(), 600);
     }
 
     #[test]
