@@ -1,6 +1,6 @@
 // Soak: YCSB A (50/50 read/update, zipfian) over REST at a steady arrival rate for 10 minutes by
 // default, with the same thresholds as ycsb-rest.js; watch memory and latency drift on the nodes
-// (`/metrics`) and in the console while it runs.
+// (`just soak` samples their memory and the gateway's answers every 10 s) and in the console.
 //
 //   RATE=200 k6 run loadtest/soak.js                 # 10 minutes
 //   RATE=200 DURATION=2m k6 run loadtest/soak.js     # shorter

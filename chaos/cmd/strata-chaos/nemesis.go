@@ -33,10 +33,17 @@ var faults = map[string]fault{
 	// One-way: the leader can no longer reach one follower, but the
 	// follower still reaches the leader (a classic source of stale leaders).
 	"partition-one-way": {"partition-one-way", func(n *nemesis) (func(), string) {
-		l, f := n.leader(), n.proxied(n.follower())
-		if f == l {
-			return func() {}, "skipped: no proxied follower"
+		l := n.leader()
+		var followers []int
+		for _, id := range n.cl.IDs() {
+			if id != l && n.cl.Proxied(id) {
+				followers = append(followers, id)
+			}
 		}
+		if len(followers) == 0 {
+			return func() {}, "skipped: no follower with proxied links"
+		}
+		f := followers[n.rng.Intn(len(followers))]
 		n.cl.Link(l, f).Cut()
 		return n.cl.HealLinks, fmt.Sprintf("cut link %d->%d", l, f)
 	}},
