@@ -16,16 +16,16 @@ use strata_proto::v1::{
     self as pb, BatchRequest, BatchResponse, CompareAndSwapRequest, CompareAndSwapResponse,
     Consistency, DeleteRequest, DeleteResponse, GetRequest, GetResponse, KeyValue, PutRequest,
     PutResponse, ResponseHeader, ScanRequest, ScanResponse, TransferLeaderRequest,
-    TransferLeaderResponse, batch_op, scan_request,
+    TransferLeaderResponse,
 };
-use strata_raft::keys::prefix_end;
-use strata_raft::{ApplyResult, Command, Op, PeerHandle, ProposeError};
+use strata_raft::{ApplyResult, Command, PeerHandle, ProposeError};
 use tonic::Code;
 use tonic::transport::Channel;
 
 use crate::config::{Limits, Timing};
 use crate::error::{ApiError, ErrorCode};
 use crate::peers::PeerChannels;
+use crate::validate::{self, ScanBounds};
 
 /// Metadata key marking a request a follower forwarded to the leader.
 pub const FORWARDED_HEADER: &str = "x-strata-forwarded";
@@ -94,31 +94,6 @@ impl Core {
         }
     }
 
-    fn check_key(&self, key: &[u8]) -> Result<(), ApiError> {
-        if key.is_empty() {
-            return Err(ApiError::invalid("key must not be empty"));
-        }
-        if key.len() > self.limits.max_key_bytes {
-            return Err(ApiError::too_large(format!(
-                "key is {} bytes; the limit is {}",
-                key.len(),
-                self.limits.max_key_bytes
-            )));
-        }
-        Ok(())
-    }
-
-    fn check_value(&self, value: &[u8]) -> Result<(), ApiError> {
-        if value.len() > self.limits.max_value_bytes {
-            return Err(ApiError::too_large(format!(
-                "value is {} bytes; the limit is {}",
-                value.len(),
-                self.limits.max_value_bytes
-            )));
-        }
-        Ok(())
-    }
-
     pub(crate) fn route(&self, hop: Hop) -> Result<Route, ApiError> {
         let st = self.peer.status();
         if let Some(f) = st.failure {
@@ -182,8 +157,7 @@ impl Core {
     /// Waits until local state reflects every write committed before the
     /// call, unless the read asked for stale data. Returns the applied index.
     async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
-        let consistency = Consistency::try_from(consistency)
-            .map_err(|_| ApiError::invalid(format!("unknown consistency {consistency}")))?;
+        let consistency = validate::consistency(consistency)?;
         let st = self.peer.status();
         if let Some(f) = st.failure {
             return Err(ApiError::new(
@@ -205,8 +179,8 @@ impl Core {
     }
 
     pub async fn put(&self, req: PutRequest, hop: Hop) -> Result<PutResponse, ApiError> {
-        self.check_key(&req.key)?;
-        self.check_value(&req.value)?;
+        self.limits.check_key(&req.key)?;
+        self.limits.check_value(&req.value)?;
         match self.route(hop)? {
             Route::Leader(ch) => self
                 .kv_client(ch)
@@ -228,7 +202,7 @@ impl Core {
     }
 
     pub async fn delete(&self, req: DeleteRequest, hop: Hop) -> Result<DeleteResponse, ApiError> {
-        self.check_key(&req.key)?;
+        self.limits.check_key(&req.key)?;
         match self.route(hop)? {
             Route::Leader(ch) => self
                 .kv_client(ch)
@@ -252,41 +226,7 @@ impl Core {
     }
 
     pub async fn batch(&self, req: BatchRequest, hop: Hop) -> Result<BatchResponse, ApiError> {
-        if req.ops.is_empty() {
-            return Err(ApiError::invalid("a batch needs at least one operation"));
-        }
-        if req.ops.len() > self.limits.max_batch_ops {
-            return Err(ApiError::too_large(format!(
-                "batch has {} operations; the limit is {}",
-                req.ops.len(),
-                self.limits.max_batch_ops
-            )));
-        }
-        let mut ops = Vec::with_capacity(req.ops.len());
-        for (i, op) in req.ops.iter().enumerate() {
-            let op = match &op.op {
-                Some(batch_op::Op::Put(p)) => {
-                    self.check_key(&p.key).map_err(|e| at_op(i, e))?;
-                    self.check_value(&p.value).map_err(|e| at_op(i, e))?;
-                    Op::Put {
-                        key: p.key.to_vec(),
-                        value: p.value.to_vec(),
-                    }
-                }
-                Some(batch_op::Op::Delete(d)) => {
-                    self.check_key(&d.key).map_err(|e| at_op(i, e))?;
-                    Op::Delete {
-                        key: d.key.to_vec(),
-                    }
-                }
-                None => {
-                    return Err(ApiError::invalid(format!(
-                        "operation {i} is neither put nor delete"
-                    )));
-                }
-            };
-            ops.push(op);
-        }
+        let ops = validate::batch_ops(&self.limits, &req)?;
         match self.route(hop)? {
             Route::Leader(ch) => self
                 .kv_client(ch)
@@ -308,10 +248,7 @@ impl Core {
         req: CompareAndSwapRequest,
         hop: Hop,
     ) -> Result<CompareAndSwapResponse, ApiError> {
-        self.check_key(&req.key)?;
-        for v in [&req.expected, &req.value].into_iter().flatten() {
-            self.check_value(v)?;
-        }
+        validate::check_cas(&self.limits, &req)?;
         match self.route(hop)? {
             Route::Leader(ch) => self
                 .kv_client(ch)
@@ -342,7 +279,7 @@ impl Core {
     }
 
     pub async fn get(&self, req: GetRequest) -> Result<GetResponse, ApiError> {
-        self.check_key(&req.key)?;
+        self.limits.check_key(&req.key)?;
         let index = self.read_barrier(req.consistency).await?;
         let value = self
             .peer
@@ -357,37 +294,7 @@ impl Core {
     }
 
     pub async fn scan(&self, req: ScanRequest) -> Result<ScanResponse, ApiError> {
-        let limit = match req.limit {
-            0 => self.limits.default_scan_limit,
-            n if n > self.limits.max_scan_limit => {
-                return Err(ApiError::invalid(format!(
-                    "limit {n} is above the maximum {}",
-                    self.limits.max_scan_limit
-                )));
-            }
-            n => n,
-        } as usize;
-        let (mut start, end): (Vec<u8>, Option<Vec<u8>>) = match &req.selector {
-            None => (Vec::new(), None),
-            Some(scan_request::Selector::Prefix(p)) => (p.to_vec(), prefix_end(p)),
-            Some(scan_request::Selector::Range(r)) => {
-                let end = (!r.end.is_empty()).then(|| r.end.to_vec());
-                if let Some(e) = &end
-                    && r.start.as_ref() > e.as_slice()
-                {
-                    return Err(ApiError::invalid("range start is after its end"));
-                }
-                (r.start.to_vec(), end)
-            }
-        };
-        if !req.page_token.is_empty() {
-            let token = req.page_token.to_vec();
-            let inside = token >= start && end.as_ref().is_none_or(|e| token <= *e);
-            if !inside {
-                return Err(ApiError::invalid("page_token does not belong to this scan"));
-            }
-            start = token;
-        }
+        let ScanBounds { start, end, limit } = validate::scan_bounds(&self.limits, &req)?;
         let index = self.read_barrier(req.consistency).await?;
         let mut pairs = self
             .peer
@@ -540,11 +447,6 @@ fn never_connected(status: &tonic::Status) -> bool {
         source = e.source();
     }
     false
-}
-
-fn at_op(i: usize, mut e: ApiError) -> ApiError {
-    e.message = format!("operation {i}: {}", e.message);
-    e
 }
 
 fn engine_error(e: EngineError) -> ApiError {

@@ -18,6 +18,7 @@ pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;
 pub mod transport;
+pub mod validate;
 
 pub use config::NodeConfig;
 pub use node::{Stop, run};

@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
+use super::parse;
 use crate::error::ApiError;
 
 pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
@@ -18,21 +19,11 @@ pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError
     })
 }
 
-pub fn is_json(headers: &HeaderMap) -> bool {
+/// The `Content-Type` header, when it is present and readable as text.
+pub fn content_type(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            let mime = v
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            mime == "application/json"
-                || (mime.starts_with("application/") && mime.ends_with("+json"))
-        })
-        .unwrap_or(false)
 }
 
 pub fn wants_json(headers: &HeaderMap) -> bool {
@@ -42,19 +33,24 @@ pub fn wants_json(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.contains("application/json"))
 }
 
+/// The body of a JSON-only endpoint, still undecoded. The media type is
+/// checked first, so a wrong one is reported even when the body could not
+/// be read.
+pub fn json_bytes(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Bytes, ApiError> {
+    parse::require_json(content_type(headers))?;
+    body_bytes(body)
+}
+
 /// Parses a JSON body of a JSON-only endpoint.
 pub fn json_body<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, ApiError> {
-    if !is_json(headers) {
-        return Err(ApiError::new(
-            crate::error::ErrorCode::UnsupportedMediaType,
-            "this endpoint takes Content-Type: application/json",
-        ));
-    }
-    let body = body_bytes(body)?;
-    serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("malformed JSON: {e}")))
+    let body = json_bytes(headers, body)?;
+    parse::json(content_type(headers), &body)
 }
 
 pub fn query<T>(q: Result<axum::extract::Query<T>, QueryRejection>) -> Result<T, ApiError> {

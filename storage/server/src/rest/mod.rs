@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod encoding;
 pub mod health;
 pub mod kv;
+pub mod parse;
 
 use std::sync::Arc;
 

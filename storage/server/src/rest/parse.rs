@@ -1,0 +1,463 @@
+//! REST request parsing as pure functions: the raw parts of a request (path,
+//! query string, content type, body) in, the `strata.v1` request the service
+//! core takes, or an [`ApiError`], out. The handlers in `kv.rs` read requests
+//! only through these, so the fuzz targets in `server/fuzz` exercise exactly
+//! what the node runs. Limits are not checked here: `validate` does that
+//! for REST and gRPC alike.
+
+use bytes::Bytes;
+use percent_encoding::percent_decode_str;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use strata_proto::v1::{
+    BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
+    KeyRange, PutOp, PutRequest, ScanRequest, batch_op, scan_request,
+};
+
+use super::encoding::{Encoding, decode_page_token};
+use crate::error::{ApiError, ErrorCode};
+
+/// Everything after this in a path is the key.
+pub const KV_PREFIX: &str = "/v1/kv/";
+
+/// How the reply to a request is rendered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplyFormat {
+    /// The encoding the request named, if any.
+    pub encoding: Option<Encoding>,
+    /// Whether the read asked for stale data (the reply is marked so).
+    pub stale: bool,
+}
+
+/// The key is everything after `/v1/kv/`, percent-decoded to raw bytes, so
+/// keys may hold `/` and any byte. A path without the prefix has no key.
+pub fn key_from_path(path: &str) -> Result<Bytes, ApiError> {
+    let raw = path.strip_prefix(KV_PREFIX).unwrap_or("");
+    let key: Vec<u8> = percent_decode_str(raw).collect();
+    if key.is_empty() {
+        return Err(ApiError::invalid("key must not be empty"));
+    }
+    Ok(Bytes::from(key))
+}
+
+/// Whether a `Content-Type` value is JSON (`application/json` or any
+/// `application/*+json`, parameters and case ignored).
+pub fn is_json(content_type: Option<&str>) -> bool {
+    content_type
+        .map(|v| {
+            let mime = v
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            mime == "application/json"
+                || (mime.starts_with("application/") && mime.ends_with("+json"))
+        })
+        .unwrap_or(false)
+}
+
+/// A JSON-only endpoint refuses any other media type.
+pub fn require_json(content_type: Option<&str>) -> Result<(), ApiError> {
+    if is_json(content_type) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "this endpoint takes Content-Type: application/json",
+        ))
+    }
+}
+
+/// The body of a JSON-only endpoint.
+pub fn json<T: DeserializeOwned>(content_type: Option<&str>, body: &[u8]) -> Result<T, ApiError> {
+    require_json(content_type)?;
+    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("malformed JSON: {e}")))
+}
+
+/// A query string, parsed exactly as axum's `Query` extractor does (the
+/// message names the offending field), so moving off the extractor changed
+/// no response.
+pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        ApiError::invalid(format!(
+            "bad query: Failed to deserialize query string: {e}"
+        ))
+    })
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum ConsistencyParam {
+    Linearizable,
+    Stale,
+}
+
+impl ConsistencyParam {
+    fn to_proto(self) -> Consistency {
+        match self {
+            ConsistencyParam::Linearizable => Consistency::Linearizable,
+            ConsistencyParam::Stale => Consistency::Stale,
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReadQuery {
+    consistency: Option<ConsistencyParam>,
+    encoding: Option<Encoding>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ScanQuery {
+    prefix: Option<String>,
+    start: Option<String>,
+    end: Option<String>,
+    limit: Option<u32>,
+    page_token: Option<String>,
+    consistency: Option<ConsistencyParam>,
+    keys_only: Option<bool>,
+    encoding: Option<Encoding>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutJson {
+    value: String,
+    #[serde(default)]
+    encoding: Encoding,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchJson {
+    ops: Vec<OpJson>,
+    #[serde(default)]
+    encoding: Encoding,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpJson {
+    op: OpKind,
+    key: String,
+    value: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum OpKind {
+    Put,
+    Delete,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CasJson {
+    key: String,
+    #[serde(default)]
+    expected: Option<String>,
+    #[serde(default)]
+    value: Option<String>,
+    #[serde(default)]
+    encoding: Encoding,
+}
+
+/// `PUT /v1/kv/{key}`: the body is the value, or with a JSON content type
+/// `{"value", "encoding"}`. Takes the body as `Bytes` so a raw value is
+/// never copied.
+pub fn put_request(
+    path: &str,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Result<PutRequest, ApiError> {
+    let key = key_from_path(path)?;
+    let value = if is_json(content_type) {
+        let j: PutJson = json(content_type, &body)?;
+        Bytes::from(j.encoding.decode(&j.value, "value")?)
+    } else {
+        body
+    };
+    Ok(PutRequest { key, value })
+}
+
+/// `GET /v1/kv/{key}?consistency=&encoding=`.
+pub fn get_request(path: &str, query_string: &str) -> Result<(GetRequest, ReplyFormat), ApiError> {
+    let key = key_from_path(path)?;
+    let q: ReadQuery = query(query_string)?;
+    let consistency = q.consistency.unwrap_or(ConsistencyParam::Linearizable);
+    let request = GetRequest {
+        key,
+        consistency: consistency.to_proto() as i32,
+    };
+    let format = ReplyFormat {
+        encoding: q.encoding,
+        stale: consistency == ConsistencyParam::Stale,
+    };
+    Ok((request, format))
+}
+
+/// `DELETE /v1/kv/{key}`.
+pub fn delete_request(path: &str) -> Result<DeleteRequest, ApiError> {
+    Ok(DeleteRequest {
+        key: key_from_path(path)?,
+    })
+}
+
+/// `GET /v1/kv?prefix= | start=&end=, limit, page_token, consistency,
+/// keys_only, encoding`. The encoding applies to prefix, start and end.
+pub fn scan_request(query_string: &str) -> Result<(ScanRequest, ReplyFormat), ApiError> {
+    let q: ScanQuery = query(query_string)?;
+    let enc_in = q.encoding.unwrap_or_default();
+    if q.prefix.is_some() && (q.start.is_some() || q.end.is_some()) {
+        return Err(ApiError::invalid(
+            "use either prefix or start/end, not both",
+        ));
+    }
+    let selector = if let Some(p) = &q.prefix {
+        Some(scan_request::Selector::Prefix(Bytes::from(
+            enc_in.decode(p, "prefix")?,
+        )))
+    } else if q.start.is_some() || q.end.is_some() {
+        Some(scan_request::Selector::Range(KeyRange {
+            start: Bytes::from(enc_in.decode(q.start.as_deref().unwrap_or(""), "start")?),
+            end: Bytes::from(enc_in.decode(q.end.as_deref().unwrap_or(""), "end")?),
+        }))
+    } else {
+        None
+    };
+    if q.limit == Some(0) {
+        return Err(ApiError::invalid("limit must be at least 1"));
+    }
+    let page_token = match &q.page_token {
+        Some(t) if !t.is_empty() => Bytes::from(decode_page_token(t)?),
+        _ => Bytes::new(),
+    };
+    let consistency = q.consistency.unwrap_or(ConsistencyParam::Linearizable);
+    let request = ScanRequest {
+        selector,
+        limit: q.limit.unwrap_or(0),
+        page_token,
+        consistency: consistency.to_proto() as i32,
+        keys_only: q.keys_only.unwrap_or(false),
+    };
+    let format = ReplyFormat {
+        encoding: q.encoding,
+        stale: consistency == ConsistencyParam::Stale,
+    };
+    Ok((request, format))
+}
+
+/// `POST /v1/batch` with `{"ops": [{"op", "key", "value"?}], "encoding"}`:
+/// a put needs a value, a delete takes none.
+pub fn batch_request(content_type: Option<&str>, body: &[u8]) -> Result<BatchRequest, ApiError> {
+    let j: BatchJson = json(content_type, body)?;
+    let mut ops = Vec::with_capacity(j.ops.len());
+    for (i, op) in j.ops.into_iter().enumerate() {
+        let key = Bytes::from(j.encoding.decode(&op.key, &format!("ops[{i}].key"))?);
+        let op = match (op.op, op.value) {
+            (OpKind::Put, Some(v)) => batch_op::Op::Put(PutOp {
+                key,
+                value: Bytes::from(j.encoding.decode(&v, &format!("ops[{i}].value"))?),
+            }),
+            (OpKind::Put, None) => {
+                return Err(ApiError::invalid(format!("ops[{i}]: a put needs a value")));
+            }
+            (OpKind::Delete, None) => batch_op::Op::Delete(DeleteOp { key }),
+            (OpKind::Delete, Some(_)) => {
+                return Err(ApiError::invalid(format!(
+                    "ops[{i}]: a delete takes no value"
+                )));
+            }
+        };
+        ops.push(BatchOp { op: Some(op) });
+    }
+    Ok(BatchRequest { ops })
+}
+
+/// `POST /v1/cas` with `{"key", "expected"?, "value"?, "encoding"}`; the
+/// encoding also renders the reply.
+pub fn cas_request(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<(CompareAndSwapRequest, Encoding), ApiError> {
+    let j: CasJson = json(content_type, body)?;
+    let key = Bytes::from(j.encoding.decode(&j.key, "key")?);
+    let expected = j
+        .expected
+        .as_deref()
+        .map(|e| j.encoding.decode(e, "expected").map(Bytes::from))
+        .transpose()?;
+    let value = j
+        .value
+        .as_deref()
+        .map(|v| j.encoding.decode(v, "value").map(Bytes::from))
+        .transpose()?;
+    let request = CompareAndSwapRequest {
+        key,
+        expected,
+        value,
+    };
+    Ok((request, j.encoding))
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::extract::Query;
+    use axum::http::Uri;
+
+    use super::*;
+
+    const JSON: Option<&str> = Some("application/json");
+
+    #[test]
+    fn keys_are_percent_decoded_bytes() {
+        // Proves: a key may hold `/` and any byte, and an empty one is refused.
+        assert_eq!(
+            key_from_path("/v1/kv/a%2Fb/c%FF").unwrap().as_ref(),
+            b"a/b/c\xff"
+        );
+        assert!(key_from_path("/v1/kv/").is_err());
+        assert!(key_from_path("/elsewhere").is_err());
+    }
+
+    #[test]
+    fn json_media_types_are_recognised() {
+        // Proves: parameters and case do not matter, `+json` suffixes count.
+        assert!(is_json(Some("application/json; charset=utf-8")));
+        assert!(is_json(Some("APPLICATION/JSON")));
+        assert!(is_json(Some("application/merge-patch+json")));
+        assert!(!is_json(Some("text/plain")));
+        assert!(!is_json(None));
+    }
+
+    #[test]
+    fn query_errors_match_axums_query_extractor() {
+        // Proves: the hand-rolled query parsing reports what axum's `Query`
+        // did before, message for message.
+        for q in [
+            "consistency=sometimes",
+            "limit=abc",
+            "bogus=1",
+            "limit=1&limit=2",
+            "keys_only=maybe",
+            "encoding=hex&prefix=a",
+        ] {
+            let uri: Uri = format!("/v1/kv?{q}").parse().unwrap();
+            let axum = Query::<ScanQuery>::try_from_uri(&uri)
+                .err()
+                .map(|e| format!("bad query: {}", e.body_text()));
+            let ours = query::<ScanQuery>(q).err().map(|e| e.message);
+            assert_eq!(ours, axum, "{q}");
+        }
+    }
+
+    #[test]
+    fn put_takes_raw_or_json_bodies() {
+        // Proves: a raw body is the value as is; a JSON body is decoded in
+        // its encoding, and bad base64 or unknown fields are refused.
+        let raw = put_request("/v1/kv/k", Some("text/plain"), Bytes::from_static(b"{}")).unwrap();
+        assert_eq!(raw.value.as_ref(), b"{}");
+        let j = put_request(
+            "/v1/kv/k",
+            JSON,
+            Bytes::from_static(br#"{"value":"aGk=","encoding":"base64"}"#),
+        )
+        .unwrap();
+        assert_eq!((j.key.as_ref(), j.value.as_ref()), (&b"k"[..], &b"hi"[..]));
+        for body in [
+            &br#"{"value":"not base64!","encoding":"base64"}"#[..],
+            br#"{"value":"x","bogus":1}"#,
+            br#"{"value": "#,
+        ] {
+            let e = put_request("/v1/kv/k", JSON, Bytes::from_static(body)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument);
+        }
+    }
+
+    #[test]
+    fn reads_parse_consistency_and_encoding() {
+        // Proves: stale reads are flagged for the reply, and an unknown
+        // consistency is the client's error.
+        let (req, format) = get_request("/v1/kv/k", "consistency=stale&encoding=base64").unwrap();
+        assert_eq!(req.consistency, Consistency::Stale as i32);
+        assert_eq!(
+            format,
+            ReplyFormat {
+                encoding: Some(Encoding::Base64),
+                stale: true
+            }
+        );
+        let e = get_request("/v1/kv/k", "consistency=sometimes").unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert!(e.message.starts_with("bad query: "), "{}", e.message);
+    }
+
+    #[test]
+    fn scan_queries_are_checked_before_the_core_sees_them() {
+        // Proves: the REST-only scan rules (prefix xor range, limit of 0,
+        // page token shape) are refused here.
+        let (req, _) = scan_request("prefix=YQ==&encoding=base64&limit=5&keys_only=true").unwrap();
+        assert_eq!(
+            req.selector,
+            Some(scan_request::Selector::Prefix(Bytes::from_static(b"a")))
+        );
+        assert_eq!((req.limit, req.keys_only), (5, true));
+        let (req, _) = scan_request("end=b").unwrap();
+        assert_eq!(
+            req.selector,
+            Some(scan_request::Selector::Range(KeyRange {
+                start: Bytes::new(),
+                end: Bytes::from_static(b"b"),
+            }))
+        );
+        for (q, message) in [
+            (
+                "prefix=a&start=b",
+                "use either prefix or start/end, not both",
+            ),
+            ("limit=0", "limit must be at least 1"),
+            (
+                "page_token=%25%25%25",
+                "page_token is not a token this server issued",
+            ),
+        ] {
+            assert_eq!(scan_request(q).unwrap_err().message, message, "{q}");
+        }
+    }
+
+    #[test]
+    fn batch_ops_need_a_value_exactly_when_they_put() {
+        // Proves: a put without a value and a delete with one are refused,
+        // naming the operation; a non-JSON body is an unsupported media type.
+        let ok = batch_request(
+            JSON,
+            br#"{"ops":[{"op":"put","key":"a","value":"1"},{"op":"delete","key":"b"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.ops.len(), 2);
+        let e = batch_request(JSON, br#"{"ops":[{"op":"put","key":"a"}]}"#).unwrap_err();
+        assert_eq!(e.message, "ops[0]: a put needs a value");
+        let e =
+            batch_request(JSON, br#"{"ops":[{"op":"delete","key":"a","value":"1"}]}"#).unwrap_err();
+        assert_eq!(e.message, "ops[0]: a delete takes no value");
+        let e = batch_request(Some("text/plain"), b"{}").unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnsupportedMediaType);
+    }
+
+    #[test]
+    fn cas_decodes_optional_values_in_its_encoding() {
+        // Proves: absent expected/value stay absent, present ones are decoded.
+        let (req, enc) =
+            cas_request(JSON, br#"{"key":"aw==","expected":"","encoding":"base64"}"#).unwrap();
+        assert_eq!(enc, Encoding::Base64);
+        assert_eq!(req.key.as_ref(), b"k");
+        assert_eq!(req.expected, Some(Bytes::new()));
+        assert_eq!(req.value, None);
+        let e = cas_request(JSON, br#"{"key":"x","bogus":1}"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+    }
+}

@@ -1,0 +1,321 @@
+//! The checks every KV request passes before it is routed: pure functions of
+//! the request and the node's [`Limits`]. `Core` runs them for REST and gRPC
+//! alike, and the fuzz targets in `server/fuzz` call them directly, so what
+//! is fuzzed is what the node enforces.
+//!
+//! Every error here is the client's (a 4xx): nothing in this module can fail
+//! because of the node's own state.
+
+use strata_proto::v1::{
+    BatchRequest, CompareAndSwapRequest, Consistency, ScanRequest, batch_op, scan_request,
+};
+use strata_raft::Op;
+use strata_raft::keys::prefix_end;
+
+use crate::config::Limits;
+use crate::error::ApiError;
+
+impl Limits {
+    /// A key is non-empty and at most `max_key_bytes` long.
+    pub fn check_key(&self, key: &[u8]) -> Result<(), ApiError> {
+        if key.is_empty() {
+            return Err(ApiError::invalid("key must not be empty"));
+        }
+        if key.len() > self.max_key_bytes {
+            return Err(ApiError::too_large(format!(
+                "key is {} bytes; the limit is {}",
+                key.len(),
+                self.max_key_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// A value (possibly empty) is at most `max_value_bytes` long.
+    pub fn check_value(&self, value: &[u8]) -> Result<(), ApiError> {
+        if value.len() > self.max_value_bytes {
+            return Err(ApiError::too_large(format!(
+                "value is {} bytes; the limit is {}",
+                value.len(),
+                self.max_value_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The operations of a batch as the raft command applies them. A batch has
+/// between one and `max_batch_ops` operations, each a put or a delete with
+/// a valid key (and value); the first bad one names its position.
+pub fn batch_ops(limits: &Limits, req: &BatchRequest) -> Result<Vec<Op>, ApiError> {
+    if req.ops.is_empty() {
+        return Err(ApiError::invalid("a batch needs at least one operation"));
+    }
+    if req.ops.len() > limits.max_batch_ops {
+        return Err(ApiError::too_large(format!(
+            "batch has {} operations; the limit is {}",
+            req.ops.len(),
+            limits.max_batch_ops
+        )));
+    }
+    let mut ops = Vec::with_capacity(req.ops.len());
+    for (i, op) in req.ops.iter().enumerate() {
+        let op = match &op.op {
+            Some(batch_op::Op::Put(p)) => {
+                limits.check_key(&p.key).map_err(|e| at_op(i, e))?;
+                limits.check_value(&p.value).map_err(|e| at_op(i, e))?;
+                Op::Put {
+                    key: p.key.to_vec(),
+                    value: p.value.to_vec(),
+                }
+            }
+            Some(batch_op::Op::Delete(d)) => {
+                limits.check_key(&d.key).map_err(|e| at_op(i, e))?;
+                Op::Delete {
+                    key: d.key.to_vec(),
+                }
+            }
+            None => {
+                return Err(ApiError::invalid(format!(
+                    "operation {i} is neither put nor delete"
+                )));
+            }
+        };
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+fn at_op(i: usize, mut e: ApiError) -> ApiError {
+    e.message = format!("operation {i}: {}", e.message);
+    e
+}
+
+/// A compare-and-swap has a valid key, and its expected and new values (each
+/// optional) are within the value limit.
+pub fn check_cas(limits: &Limits, req: &CompareAndSwapRequest) -> Result<(), ApiError> {
+    limits.check_key(&req.key)?;
+    for v in [&req.expected, &req.value].into_iter().flatten() {
+        limits.check_value(v)?;
+    }
+    Ok(())
+}
+
+/// What a scan reads: keys in `[start, end)` (no end: to the last key), at
+/// most `limit` of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanBounds {
+    pub start: Vec<u8>,
+    pub end: Option<Vec<u8>>,
+    pub limit: usize,
+}
+
+/// The bounds of a scan: the limit (0 means the default) is at most
+/// `max_scan_limit`, a range's start is not after its end, and a page token
+/// lies inside the scanned range, where it becomes the new start.
+pub fn scan_bounds(limits: &Limits, req: &ScanRequest) -> Result<ScanBounds, ApiError> {
+    let limit = match req.limit {
+        0 => limits.default_scan_limit,
+        n if n > limits.max_scan_limit => {
+            return Err(ApiError::invalid(format!(
+                "limit {n} is above the maximum {}",
+                limits.max_scan_limit
+            )));
+        }
+        n => n,
+    } as usize;
+    let (mut start, end): (Vec<u8>, Option<Vec<u8>>) = match &req.selector {
+        None => (Vec::new(), None),
+        Some(scan_request::Selector::Prefix(p)) => (p.to_vec(), prefix_end(p)),
+        Some(scan_request::Selector::Range(r)) => {
+            let end = (!r.end.is_empty()).then(|| r.end.to_vec());
+            if let Some(e) = &end
+                && r.start.as_ref() > e.as_slice()
+            {
+                return Err(ApiError::invalid("range start is after its end"));
+            }
+            (r.start.to_vec(), end)
+        }
+    };
+    if !req.page_token.is_empty() {
+        let token = req.page_token.to_vec();
+        let inside = token >= start && end.as_ref().is_none_or(|e| token <= *e);
+        if !inside {
+            return Err(ApiError::invalid("page_token does not belong to this scan"));
+        }
+        start = token;
+    }
+    Ok(ScanBounds { start, end, limit })
+}
+
+/// The consistency a read asks for; an unknown value is the client's error.
+pub fn consistency(value: i32) -> Result<Consistency, ApiError> {
+    Consistency::try_from(value)
+        .map_err(|_| ApiError::invalid(format!("unknown consistency {value}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use strata_proto::v1::{BatchOp, DeleteOp, KeyRange, PutOp};
+
+    use super::*;
+    use crate::error::ErrorCode;
+
+    fn put(key: &[u8], value: &[u8]) -> BatchOp {
+        BatchOp {
+            op: Some(batch_op::Op::Put(PutOp {
+                key: Bytes::copy_from_slice(key),
+                value: Bytes::copy_from_slice(value),
+            })),
+        }
+    }
+
+    #[test]
+    fn keys_must_be_non_empty_and_within_the_limit() {
+        // Proves: the empty key is invalid, an oversized one is too large,
+        // and the boundary length is accepted.
+        let limits = Limits {
+            max_key_bytes: 4,
+            ..Limits::default()
+        };
+        assert_eq!(
+            limits.check_key(b"").unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        assert!(limits.check_key(b"abcd").is_ok());
+        assert_eq!(
+            limits.check_key(b"abcde").unwrap_err().code,
+            ErrorCode::PayloadTooLarge
+        );
+    }
+
+    #[test]
+    fn batch_errors_name_the_operation() {
+        // Proves: a batch is checked op by op, and the error says which op.
+        let limits = Limits::default();
+        let req = BatchRequest {
+            ops: vec![
+                put(b"a", b"1"),
+                BatchOp {
+                    op: Some(batch_op::Op::Delete(DeleteOp { key: Bytes::new() })),
+                },
+            ],
+        };
+        let e = batch_ops(&limits, &req).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        assert_eq!(e.message, "operation 1: key must not be empty");
+        let e = batch_ops(&limits, &BatchRequest { ops: vec![] }).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        let e = batch_ops(
+            &limits,
+            &BatchRequest {
+                ops: vec![BatchOp { op: None }],
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "operation 0 is neither put nor delete");
+        let ops = batch_ops(
+            &limits,
+            &BatchRequest {
+                ops: vec![put(b"k", b"v")],
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            ops,
+            vec![Op::Put {
+                key: b"k".to_vec(),
+                value: b"v".to_vec()
+            }]
+        );
+    }
+
+    #[test]
+    fn oversized_batches_are_too_large() {
+        // Proves: more than max_batch_ops operations is PAYLOAD_TOO_LARGE.
+        let limits = Limits {
+            max_batch_ops: 2,
+            ..Limits::default()
+        };
+        let req = BatchRequest {
+            ops: vec![put(b"a", b""), put(b"b", b""), put(b"c", b"")],
+        };
+        assert_eq!(
+            batch_ops(&limits, &req).unwrap_err().code,
+            ErrorCode::PayloadTooLarge
+        );
+    }
+
+    #[test]
+    fn scan_bounds_follow_selector_limit_and_page_token() {
+        // Proves: 0 means the default limit, a prefix scans up to the next
+        // prefix, a page token inside the range moves the start, and one
+        // outside it or a reversed range is refused.
+        let limits = Limits::default();
+        let b = scan_bounds(
+            &limits,
+            &ScanRequest {
+                selector: Some(scan_request::Selector::Prefix(Bytes::from_static(b"ab"))),
+                page_token: Bytes::from_static(b"ab\x00"),
+                ..ScanRequest::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            b,
+            ScanBounds {
+                start: b"ab\x00".to_vec(),
+                end: Some(b"ac".to_vec()),
+                limit: limits.default_scan_limit as usize,
+            }
+        );
+        let outside = ScanRequest {
+            selector: Some(scan_request::Selector::Prefix(Bytes::from_static(b"ab"))),
+            page_token: Bytes::from_static(b"b"),
+            ..ScanRequest::default()
+        };
+        assert!(scan_bounds(&limits, &outside).is_err());
+        let reversed = ScanRequest {
+            selector: Some(scan_request::Selector::Range(KeyRange {
+                start: Bytes::from_static(b"b"),
+                end: Bytes::from_static(b"a"),
+            })),
+            ..ScanRequest::default()
+        };
+        assert_eq!(
+            scan_bounds(&limits, &reversed).unwrap_err().message,
+            "range start is after its end"
+        );
+        let too_many = ScanRequest {
+            limit: limits.max_scan_limit + 1,
+            ..ScanRequest::default()
+        };
+        assert!(scan_bounds(&limits, &too_many).is_err());
+    }
+
+    #[test]
+    fn unknown_consistency_is_invalid() {
+        // Proves: an enum value this node does not know is the client's error.
+        assert_eq!(consistency(1).unwrap(), Consistency::Stale);
+        assert_eq!(consistency(7).unwrap_err().code, ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn cas_checks_key_and_both_values() {
+        // Proves: the expected value is held to the value limit like the new one.
+        let limits = Limits {
+            max_value_bytes: 1,
+            ..Limits::default()
+        };
+        let req = CompareAndSwapRequest {
+            key: Bytes::from_static(b"k"),
+            expected: Some(Bytes::from_static(b"xx")),
+            value: None,
+        };
+        assert_eq!(
+            check_cas(&limits, &req).unwrap_err().code,
+            ErrorCode::PayloadTooLarge
+        );
+    }
+}
