@@ -153,7 +153,6 @@ impl Rocks {
         opts.set_compression_type(rocksdb::DBCompressionType::None);
         opts.set_block_based_table_factory(&table);
         opts.set_write_buffer_size(64 << 20);
-        opts.enable_statistics();
         Ok(Rocks(rocksdb::DB::open(&opts, dir)?))
     }
 }
@@ -194,7 +193,7 @@ impl Kv for Rocks {
         let files: Vec<String> = (0..7)
             .map(|l| {
                 self.0
-                    .property_value(format!("rocksdb.num-files-at-level{l}"))
+                    .property_value(&format!("rocksdb.num-files-at-level{l}"))
                     .ok()
                     .flatten()
                     .unwrap_or_default()
