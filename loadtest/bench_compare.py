@@ -35,6 +35,9 @@ ETCD_PORTS = [(21301, 21302), (21303, 21304), (21305, 21306)]  # (client, peer)
 STRATA_BASE, STRATA_GATEWAY, STRATA_ADMIN, STRATA_CONSOLE = 21401, 21480, 21491, 21473
 RECORDS = 10_000
 
+# Placeholder in a workload's arguments, replaced by half of etcd's put-100 throughput in this run.
+HALF_ETCD_PUT_PEAK = "half-etcd-put-peak"
+
 # (id, label, strata-bench arguments, request budget per run). Clients/connections follow etcd's own
 # benchmark (`--clients 100 --conns 10`, `--clients 1000 --conns 100`).
 WORKLOADS = [
@@ -48,6 +51,10 @@ WORKLOADS = [
      ["--workload", "get", "--clients", "100", "--connections", "10", "--read-consistency", "stale"], 160_000),
     ("ycsb-a", "YCSB A (zipfian), 100 clients", ["--workload", "a", "--clients", "100", "--connections", "10"], 80_000),
     ("ycsb-b", "YCSB B (zipfian), 100 clients", ["--workload", "b", "--clients", "100", "--connections", "10"], 100_000),
+    # Open loop at half of the put rate etcd reached with 100 clients earlier in this run (the goal:
+    # Strata's p99 at most a third of etcd's at that rate). Needs put-100 in the same run.
+    ("put-half", "put at half of etcd's peak, open loop, 100 clients",
+     ["--workload", "put", "--clients", "100", "--connections", "10", "--rate", HALF_ETCD_PUT_PEAK], 200_000),
     # Throughput in keys/s is ops/s x 100: each request writes 100 keys (a Strata Batch, an etcd Txn).
     ("batch-100", "batch of 100 puts, 32 clients",
      ["--workload", "batch", "--batch-size", "100", "--clients", "32", "--connections", "8"], 20_000),
@@ -256,7 +263,15 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown workload ids {sorted(only - {w[0] for w in WORKLOADS})}")
     selected = [w for w in WORKLOADS if not only or w[0] in only]
     results = []
-    for wi, (_, label, wargs, budget) in enumerate(selected):
+    peak = {}
+    for wi, (wid, label, wargs, budget) in enumerate(selected):
+        if HALF_ETCD_PUT_PEAK in wargs:
+            if "put-100" not in peak:
+                print(f"  {label}: skipped, it needs put-100 in the same run", flush=True)
+                continue
+            rate = round(peak["put-100"] / 2)
+            wargs = [str(rate) if a == HALF_ETCD_PUT_PEAK else a for a in wargs]
+            label = f"{label} ({rate:,}/s)"
         rounds = {"etcd": [], "strata": []}
         for rnd in range(args.rounds):
             for side in ("etcd", "strata"):
@@ -276,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
                       f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.1f} ms, {r['errors']} errors, "
                       f"server CPU {r['server_cpu_s']:.1f} s, client CPU {client_cpu:.1f} s", flush=True)
         e, s = aggregate(rounds["etcd"]), aggregate(rounds["strata"])
+        peak[wid] = e["ops_per_s"]
         results.append({"workload": label, "args": wargs, "budget": budget, "etcd": e, "strata": s,
                         "rounds": rounds,
                         "throughput_ratio": s["ops_per_s"] / e["ops_per_s"] if e["ops_per_s"] else None,

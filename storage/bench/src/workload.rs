@@ -220,9 +220,16 @@ impl Workload {
         }
         p -= self.mix.batch;
         if p < 0.0 {
-            let pairs = (0..self.batch_size)
-                .map(|_| (pick(rng), self.values.next(rng)))
-                .collect();
+            // Distinct keys: a batch names each key once (etcd refuses a
+            // transaction that puts the same key twice).
+            let mut seen = std::collections::HashSet::with_capacity(self.batch_size);
+            let mut pairs = Vec::with_capacity(self.batch_size);
+            while pairs.len() < self.batch_size.min(live as usize) {
+                let key = pick(rng);
+                if seen.insert(key.clone()) {
+                    pairs.push((key, self.values.next(rng)));
+                }
+            }
             return Op::Batch { pairs };
         }
         p -= self.mix.scan;
@@ -304,12 +311,17 @@ mod tests {
 
     #[test]
     fn the_batch_workload_writes_batch_size_keys_per_request() {
-        // Proves every batch request carries exactly the configured number of puts.
+        // Proves every batch request carries exactly the configured number of puts, each to a
+        // different key.
         let mut rng = SmallRng::seed_from_u64(3);
         let w = workload(WorkloadKind::Batch);
         for _ in 0..100 {
             match w.next(&mut rng) {
-                Op::Batch { pairs } => assert_eq!(pairs.len(), 10),
+                Op::Batch { pairs } => {
+                    assert_eq!(pairs.len(), 10);
+                    let keys: std::collections::HashSet<_> = pairs.iter().map(|p| &p.0).collect();
+                    assert_eq!(keys.len(), 10, "keys repeat within a batch");
+                }
                 other => panic!("{other:?}"),
             }
         }
