@@ -31,6 +31,11 @@ use crate::state_machine::{Committed, StateMachine};
 use crate::status::{PeerStatus, RaftEventKind, Role};
 use crate::transport::Transport;
 
+mod membership;
+mod snapshots;
+
+use snapshots::finish_interrupted_install;
+
 /// Inputs to the driver.
 pub(crate) enum Input {
     Propose {
@@ -403,46 +408,6 @@ impl Driver {
         }
     }
 
-    fn propose_conf_change(
-        &mut self,
-        change: ConfChangeV2,
-        tx: oneshot::Sender<Result<u64, ProposeError>>,
-    ) {
-        if let Some(refusal) = self.refusal() {
-            let _ = tx.send(Err(refusal));
-            return;
-        }
-        if removes(&change, self.id) && self.node.raft.state == StateRole::Leader {
-            let _ = tx.send(Err(ProposeError::Invalid(format!(
-                "node {} leads the group and cannot remove itself; transfer leadership first",
-                self.id
-            ))));
-            return;
-        }
-        if self.node.raft.has_pending_conf() {
-            // raft-rs would append an empty entry in its place.
-            let _ = tx.send(Err(ProposeError::Dropped(
-                "an earlier configuration change is not applied yet".into(),
-            )));
-            return;
-        }
-        let before = self.node.raft.raft_log.last_index();
-        match self.node.propose_conf_change(Vec::new(), change) {
-            Ok(()) if self.node.raft.raft_log.last_index() > before => {
-                self.conf_waiters
-                    .insert(self.node.raft.raft_log.last_index(), tx);
-            }
-            Ok(()) => {
-                let _ = tx.send(Err(ProposeError::Dropped(
-                    "the change was not appended".into(),
-                )));
-            }
-            Err(e) => {
-                let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
-            }
-        }
-    }
-
     fn transfer_leader(&mut self, to: u64) -> Result<(), ProposeError> {
         if let Some(f) = &self.failure {
             return Err(ProposeError::Storage(f.clone()));
@@ -584,119 +549,6 @@ impl Driver {
         self.maintain_log();
     }
 
-    /// Starts a snapshot when raft asked for one, and compacts the log once
-    /// enough applied entries piled up (after making them durable).
-    fn maintain_log(&mut self) {
-        if self.failure.is_some() {
-            return;
-        }
-        if self.node.store().take_snapshot_request() && !self.snapshot_building {
-            self.snapshot_building = self.jobs.send(Job::Build).is_ok();
-        }
-        let applied = self.node.raft.raft_log.applied;
-        let first = self.node.store().first_index();
-        let applied_entries = applied.saturating_sub(first);
-        let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
-            && applied_entries >= MIN_COMPACT_ENTRIES;
-        if !self.durable_pending && (applied_entries >= self.compact_log_entries || heavy) {
-            self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
-        }
-    }
-
-    fn on_job(&mut self, done: JobDone) {
-        match done {
-            JobDone::Built { name, result } => {
-                self.snapshot_building = false;
-                let info = match result {
-                    Ok(info) => info,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "building a snapshot failed");
-                        return;
-                    }
-                };
-                let store = self.node.store();
-                let Some(term) = store.term_of(info.index) else {
-                    // The log moved past it meanwhile; raft will ask again.
-                    self.dirs.prune_outgoing("");
-                    return;
-                };
-                let mut conf_state = ConfState::default();
-                if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
-                    self.fail_storage(
-                        format!("snapshot configuration does not decode: {e}"),
-                        false,
-                    );
-                    return;
-                }
-                let mut snapshot = Snapshot {
-                    data: name.clone().into_bytes().into(),
-                    ..Default::default()
-                };
-                let meta = snapshot.mut_metadata();
-                meta.index = info.index;
-                meta.term = term;
-                meta.set_conf_state(conf_state);
-                tracing::info!(index = info.index, term, name, "snapshot ready");
-                self.node.mut_store().set_ready_snapshot(snapshot);
-                self.dirs.prune_outgoing(&name);
-            }
-            JobDone::Durable { index, result } => {
-                self.durable_pending = false;
-                if let Err(e) = result {
-                    self.fail_storage(
-                        format!("making applied state durable: {e}"),
-                        e.is_no_space(),
-                    );
-                    return;
-                }
-                self.dirs.prune_incoming(self.node.raft.raft_log.applied);
-                // Keep `compact_keep_entries`, but never more than half the
-                // byte budget: large entries must not keep the log heavy.
-                let to = index.saturating_sub(self.compact_keep_entries).max(
-                    self.node
-                        .store()
-                        .discard_point_for_bytes(index, self.compact_log_bytes / 2),
-                );
-                if to > self.node.store().first_index()
-                    && let Err(e) = self.node.mut_store().compact(to)
-                {
-                    self.fail_log(e.to_string(), e.is_no_space());
-                }
-            }
-        }
-    }
-
-    /// Installs the staged snapshot raft wants applied; returns its staged
-    /// directory for removal once the raft log records it.
-    fn install_snapshot(&mut self, meta: &SnapshotMetadata) -> Result<std::path::PathBuf, String> {
-        let dir = self.dirs.incoming(meta.index, meta.term);
-        let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
-            format!(
-                "installing snapshot {} from {}: {e}",
-                meta.index,
-                dir.display()
-            )
-        })?;
-        if info.index != meta.index {
-            return Err(format!(
-                "snapshot holds index {} but raft says {}",
-                info.index, meta.index
-            ));
-        }
-        match Members::decode(&info.members) {
-            Ok(map) if !map.is_empty() => self.members.replace(map),
-            Ok(_) => {}
-            Err(e) => return Err(format!("snapshot member directory: {e}")),
-        }
-        self.node.mut_store().apply_snapshot(meta);
-        self.events.note(
-            RaftEventKind::SnapshotInstalled,
-            format!("index {} term {}", meta.index, meta.term),
-        );
-        tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
-        Ok(dir)
-    }
-
     fn apply(&mut self, entries: Vec<Entry>) {
         if entries.is_empty() || self.failure.is_some() {
             return;
@@ -787,86 +639,6 @@ impl Driver {
         }
     }
 
-    /// Decodes and applies a configuration change entry and returns the
-    /// configuration afterwards, with raft's reason when it rejected the
-    /// change (then the configuration is unchanged); a change that does not
-    /// decode fails the peer (the log holds something we did not write).
-    fn apply_encoded_conf_change<C>(&mut self, entry: &Entry) -> Option<(ConfState, Option<String>)>
-    where
-        C: protobuf::Message + raft_proto::ConfChangeI,
-    {
-        let mut cc = C::new();
-        if let Err(e) = cc.merge_from_bytes(&entry.data) {
-            self.fail_storage(
-                format!("conf change {} does not decode: {e}", entry.index),
-                false,
-            );
-            return None;
-        }
-        let v2 = cc.as_v2();
-        let addresses = Members::decode(&v2.context).unwrap_or_default();
-        match self.node.apply_conf_change(&cc) {
-            Ok(cs) => {
-                for change in &v2.changes {
-                    let added = matches!(
-                        change.get_change_type(),
-                        ConfChangeType::AddNode | ConfChangeType::AddLearnerNode
-                    );
-                    if let (true, Some(addr)) = (added, addresses.get(&change.node_id)) {
-                        self.members.insert(change.node_id, addr.clone());
-                    }
-                }
-                // A voter removed by a joint change keeps voting in the
-                // outgoing configuration until the group leaves it: its
-                // address goes only once no configuration names it.
-                let named: Vec<u64> = [
-                    &cs.voters,
-                    &cs.voters_outgoing,
-                    &cs.learners,
-                    &cs.learners_next,
-                ]
-                .into_iter()
-                .flatten()
-                .copied()
-                .collect();
-                for id in self.members.all().into_keys() {
-                    if !named.contains(&id) {
-                        self.members.remove(id);
-                    }
-                }
-                self.step_down_if_removed();
-                self.node.mut_store().set_conf_state(&cs);
-                self.events.note(
-                    RaftEventKind::MembershipChanged,
-                    format!("voters {:?} learners {:?}", cs.voters, cs.learners),
-                );
-                Some((cs, None))
-            }
-            Err(e) => {
-                // Every member rejects it alike: the configuration stays.
-                tracing::warn!(error = %e, index = entry.index, "conf change rejected");
-                Some((self.node.store().conf_state().clone(), Some(e.to_string())))
-            }
-        }
-    }
-
-    /// A leader the configuration no longer names stops leading at once
-    /// (raft-rs keeps no progress for it and must not act as its leader);
-    /// the remaining voters elect a new one. Membership changes hand
-    /// leadership over before removing the leader, so this is the rare
-    /// case of a change proposed by an earlier leader.
-    fn step_down_if_removed(&mut self) {
-        let raft = &mut self.node.raft;
-        if raft.state == StateRole::Leader && raft.prs().get(self.id).is_none() {
-            tracing::warn!(
-                id = self.id,
-                "removed from the configuration while leading; stepping down"
-            );
-            let term = raft.term;
-            raft.become_follower(term, raft::INVALID_ID);
-        }
-    }
-
     fn answer_reads(&mut self) {
         let applied = self.node.raft.raft_log.applied;
         self.reads_ready.retain_mut(|(index, readers)| {
@@ -952,52 +724,4 @@ impl Driver {
         }
         self.last_status = status;
     }
-}
-
-/// Finishes a snapshot install a crash interrupted: the staged copy is
-/// installed again (it is idempotent), and the raft log records the snapshot
-/// unless it already did.
-fn finish_interrupted_install(
-    sm: &StateMachine,
-    store: &mut RaftLogStore,
-) -> Result<(), StartError> {
-    let Some((term, dir)) = sm.interrupted_install()? else {
-        return Ok(());
-    };
-    if !dir.is_dir() {
-        return Err(StartError::Config(format!(
-            "an interrupted snapshot install needs {}, which is gone",
-            dir.display()
-        )));
-    }
-    tracing::warn!(dir = %dir.display(), "finishing an interrupted snapshot install");
-    let info = sm.install(&dir, term)?;
-    if store.first_index() <= info.index {
-        let mut meta = SnapshotMetadata {
-            index: info.index,
-            term,
-            ..Default::default()
-        };
-        let mut cs = ConfState::default();
-        cs.merge_from_bytes(&info.conf_state).map_err(|e| {
-            StartError::Config(format!("snapshot configuration does not decode: {e}"))
-        })?;
-        meta.set_conf_state(cs);
-        store.apply_snapshot(&meta);
-        store.persist()?;
-    }
-    sm.finish_install()?;
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(())
-}
-
-/// Whether the change removes (or demotes) member `id`.
-fn removes(change: &ConfChangeV2, id: u64) -> bool {
-    change.changes.iter().any(|c| {
-        c.node_id == id
-            && matches!(
-                c.get_change_type(),
-                ConfChangeType::RemoveNode | ConfChangeType::AddLearnerNode
-            )
-    })
 }

@@ -1,0 +1,159 @@
+//! Snapshots and log compaction in the driver: asking the snapshot thread
+//! for work, taking its results, and installing a received snapshot.
+
+use super::*;
+
+impl Driver {
+    /// Starts a snapshot when raft asked for one, and compacts the log once
+    /// enough applied entries piled up (after making them durable).
+    pub(super) fn maintain_log(&mut self) {
+        if self.failure.is_some() {
+            return;
+        }
+        if self.node.store().take_snapshot_request() && !self.snapshot_building {
+            self.snapshot_building = self.jobs.send(Job::Build).is_ok();
+        }
+        let applied = self.node.raft.raft_log.applied;
+        let first = self.node.store().first_index();
+        let applied_entries = applied.saturating_sub(first);
+        let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
+            && applied_entries >= MIN_COMPACT_ENTRIES;
+        if !self.durable_pending && (applied_entries >= self.compact_log_entries || heavy) {
+            self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
+        }
+    }
+
+    pub(super) fn on_job(&mut self, done: JobDone) {
+        match done {
+            JobDone::Built { name, result } => {
+                self.snapshot_building = false;
+                let info = match result {
+                    Ok(info) => info,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "building a snapshot failed");
+                        return;
+                    }
+                };
+                let store = self.node.store();
+                let Some(term) = store.term_of(info.index) else {
+                    // The log moved past it meanwhile; raft will ask again.
+                    self.dirs.prune_outgoing("");
+                    return;
+                };
+                let mut conf_state = ConfState::default();
+                if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
+                    self.fail_storage(
+                        format!("snapshot configuration does not decode: {e}"),
+                        false,
+                    );
+                    return;
+                }
+                let mut snapshot = Snapshot {
+                    data: name.clone().into_bytes().into(),
+                    ..Default::default()
+                };
+                let meta = snapshot.mut_metadata();
+                meta.index = info.index;
+                meta.term = term;
+                meta.set_conf_state(conf_state);
+                tracing::info!(index = info.index, term, name, "snapshot ready");
+                self.node.mut_store().set_ready_snapshot(snapshot);
+                self.dirs.prune_outgoing(&name);
+            }
+            JobDone::Durable { index, result } => {
+                self.durable_pending = false;
+                if let Err(e) = result {
+                    self.fail_storage(
+                        format!("making applied state durable: {e}"),
+                        e.is_no_space(),
+                    );
+                    return;
+                }
+                self.dirs.prune_incoming(self.node.raft.raft_log.applied);
+                // Keep `compact_keep_entries`, but never more than half the
+                // byte budget: large entries must not keep the log heavy.
+                let to = index.saturating_sub(self.compact_keep_entries).max(
+                    self.node
+                        .store()
+                        .discard_point_for_bytes(index, self.compact_log_bytes / 2),
+                );
+                if to > self.node.store().first_index()
+                    && let Err(e) = self.node.mut_store().compact(to)
+                {
+                    self.fail_log(e.to_string(), e.is_no_space());
+                }
+            }
+        }
+    }
+
+    /// Installs the staged snapshot raft wants applied; returns its staged
+    /// directory for removal once the raft log records it.
+    pub(super) fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMetadata,
+    ) -> Result<std::path::PathBuf, String> {
+        let dir = self.dirs.incoming(meta.index, meta.term);
+        let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
+            format!(
+                "installing snapshot {} from {}: {e}",
+                meta.index,
+                dir.display()
+            )
+        })?;
+        if info.index != meta.index {
+            return Err(format!(
+                "snapshot holds index {} but raft says {}",
+                info.index, meta.index
+            ));
+        }
+        match Members::decode(&info.members) {
+            Ok(map) if !map.is_empty() => self.members.replace(map),
+            Ok(_) => {}
+            Err(e) => return Err(format!("snapshot member directory: {e}")),
+        }
+        self.node.mut_store().apply_snapshot(meta);
+        self.events.note(
+            RaftEventKind::SnapshotInstalled,
+            format!("index {} term {}", meta.index, meta.term),
+        );
+        tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
+        Ok(dir)
+    }
+}
+
+/// Finishes a snapshot install a crash interrupted: the staged copy is
+/// installed again (it is idempotent), and the raft log records the snapshot
+/// unless it already did.
+pub(super) fn finish_interrupted_install(
+    sm: &StateMachine,
+    store: &mut RaftLogStore,
+) -> Result<(), StartError> {
+    let Some((term, dir)) = sm.interrupted_install()? else {
+        return Ok(());
+    };
+    if !dir.is_dir() {
+        return Err(StartError::Config(format!(
+            "an interrupted snapshot install needs {}, which is gone",
+            dir.display()
+        )));
+    }
+    tracing::warn!(dir = %dir.display(), "finishing an interrupted snapshot install");
+    let info = sm.install(&dir, term)?;
+    if store.first_index() <= info.index {
+        let mut meta = SnapshotMetadata {
+            index: info.index,
+            term,
+            ..Default::default()
+        };
+        let mut cs = ConfState::default();
+        cs.merge_from_bytes(&info.conf_state).map_err(|e| {
+            StartError::Config(format!("snapshot configuration does not decode: {e}"))
+        })?;
+        meta.set_conf_state(cs);
+        store.apply_snapshot(&meta);
+        store.persist()?;
+    }
+    sm.finish_install()?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
