@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -51,11 +52,21 @@ fn envoy_binary() -> PathBuf {
 }
 
 /// A free port on 127.0.0.1 (bound, then released for the child to take).
+/// The kernel may hand a just-released port out again, so a port is never
+/// returned twice by this process: tests in parallel threads, and the nodes
+/// of one cluster, cannot be given the same one.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    static GIVEN: std::sync::Mutex<BTreeSet<u16>> = std::sync::Mutex::new(BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free loopback port");
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if given.insert(port) {
+            return port;
+        }
+    }
 }
 
 struct NodeProc {
