@@ -33,6 +33,17 @@ async fn join(c: &mut Cluster, id: u64) {
     }
 }
 
+/// `POST` (or `DELETE`) of `path` on the gateway, with no body.
+async fn post(c: &Cluster, path: &str) -> reqwest::Response {
+    let url = format!("{}{path}", c.gateway_url());
+    c.http().post(url).send().await.unwrap()
+}
+
+async fn delete(c: &Cluster, path: &str) -> reqwest::Response {
+    let url = format!("{}{path}", c.gateway_url());
+    c.http().delete(url).send().await.unwrap()
+}
+
 fn member(m: &Value, id: u64) -> Option<&Value> {
     m["members"]
         .as_array()
@@ -55,34 +66,19 @@ async fn add_learner_promote_and_remove_an_old_node_under_load() {
     join(&mut c, 4).await;
     assert_eq!(member(&members(&c).await, 4).unwrap()["voter"], false);
 
-    let r = c
-        .http()
-        .post(format!("{}/v1/cluster/members/4/promote", c.gateway_url()))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, "/v1/cluster/members/4/promote").await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     assert_eq!(member(&members(&c).await, 4).unwrap()["voter"], true);
 
     let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
     let old = (1..=3).find(|&id| id != leader).unwrap();
-    let r = c
-        .http()
-        .delete(format!("{}/v1/cluster/members/{old}", c.gateway_url()))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &format!("/v1/cluster/members/{old}")).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     assert!(member(&members(&c).await, old).is_none());
     c.kill(old).unwrap();
 
     // A second removal of the same node is refused clearly.
-    let r = c
-        .http()
-        .delete(format!("{}/v1/cluster/members/{old}", c.gateway_url()))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &format!("/v1/cluster/members/{old}")).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let r = c
         .http()
@@ -147,33 +143,11 @@ async fn learner_replaces_a_voter_in_one_joint_change() {
     join(&mut c, 4).await;
     let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
     let old = (1..=3).find(|&id| id != leader).unwrap();
-    let r = c
-        .http()
-        .post(format!(
-            "{}/v1/cluster/members/4/promote?replace={old}",
-            c.gateway_url()
-        ))
-        .send()
-        .await
-        .unwrap();
+    let r = post(&c, &format!("/v1/cluster/members/4/promote?replace={old}")).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     // The joint configuration is left automatically.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let m = members(&c).await;
-        let voters: Vec<u64> = m["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|x| x["voter"] == true)
-            .map(|x| x["id"].as_u64().unwrap())
-            .collect();
-        if member(&m, old).is_none() && voters.len() == 3 && voters.contains(&4) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "still in transition: {m}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let voters = voters_without(&c, old).await;
+    assert!(voters.len() == 3 && voters.contains(&4), "{voters:?}");
     c.kill(old).unwrap();
     c.put_until_ok("after-swap", "ok", Duration::from_secs(10))
         .await
@@ -210,15 +184,11 @@ async fn replacing_or_removing_the_leader_hands_leadership_over_first() {
     let mut c = Cluster::start(3).await.unwrap();
     join(&mut c, 4).await;
     let first = c.wait_leader(Duration::from_secs(5)).await.unwrap();
-    let r = c
-        .http()
-        .post(format!(
-            "{}/v1/cluster/members/4/promote?replace={first}",
-            c.gateway_url()
-        ))
-        .send()
-        .await
-        .unwrap();
+    let r = post(
+        &c,
+        &format!("/v1/cluster/members/4/promote?replace={first}"),
+    )
+    .await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     let voters = voters_without(&c, first).await;
     assert_eq!(voters.len(), 3, "{voters:?}");
@@ -229,12 +199,7 @@ async fn replacing_or_removing_the_leader_hands_leadership_over_first() {
 
     let second = c.wait_leader(Duration::from_secs(5)).await.unwrap();
     assert_ne!(second, first);
-    let r = c
-        .http()
-        .delete(format!("{}/v1/cluster/members/{second}", c.gateway_url()))
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&c, &format!("/v1/cluster/members/{second}")).await;
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
     assert_eq!(voters_without(&c, second).await.len(), 2);
     c.put_until_ok("after-remove", "ok", Duration::from_secs(10))

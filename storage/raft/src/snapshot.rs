@@ -115,6 +115,26 @@ impl SnapshotDirs {
     }
 }
 
+/// Every regular file under `dir`, as paths relative to it, in a stable
+/// order: what a snapshot's checkpoint directory holds, for sending it.
+pub fn list_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in fs::read_dir(dir.join(&rel))? {
+            let entry = entry?;
+            let path = rel.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Work for the snapshot thread.
 pub(crate) enum Job {
     /// Checkpoint the engine into a new outgoing snapshot.

@@ -3,11 +3,10 @@
 //! the result reported to raft. The bounded channel between the file reader
 //! and the gRPC stream is the flow control.
 
-use std::path::{Path, PathBuf};
-
 use bytes::Bytes;
 use strata_proto::v1::raft_client::RaftClient;
 use strata_proto::v1::{SnapshotChunk, SnapshotFileChunk, SnapshotHeader, snapshot_chunk};
+use strata_raft::snapshot::list_files;
 use strata_raft::{Message, PeerHandle};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -16,25 +15,6 @@ use tonic::transport::Channel;
 
 const CHUNK_BYTES: usize = 1 << 20;
 const CHUNKS_IN_FLIGHT: usize = 4;
-
-/// Every regular file under `dir`, as paths relative to it.
-pub fn list_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel))? {
-            let entry = entry?;
-            let path = rel.join(entry.file_name());
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
 
 /// Streams the snapshot of `message` to its target and reports the outcome
 /// to the local peer.

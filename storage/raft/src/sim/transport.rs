@@ -10,7 +10,7 @@
 
 use std::hash::Hash;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use raft::eraftpb::{Message, MessageType};
 
@@ -18,7 +18,7 @@ use super::Sim;
 use super::check;
 use super::net::Envelope;
 use crate::driver::Input;
-use crate::snapshot::SnapshotDirs;
+use crate::snapshot::{SnapshotDirs, list_files};
 
 /// The files of a snapshot in flight, and which life of the sender sent
 /// them.
@@ -144,23 +144,4 @@ fn stage(dirs: &SnapshotDirs, m: &Message, files: &[(PathBuf, Vec<u8>)]) -> io::
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&partial, &dir)
-}
-
-/// Every regular file under `dir`, relative to it, in a stable order.
-fn list_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel))? {
-            let entry = entry?;
-            let path = rel.join(entry.file_name());
-            if entry.file_type()?.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
