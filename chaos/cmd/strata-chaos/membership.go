@@ -22,10 +22,8 @@ import (
 // nodeStatus is the part of GET /v1/cluster/status a nemesis needs.
 type nodeStatus struct {
 	ID      int    `json:"id"`
-	Role    string `json:"role"`
 	Applied uint64 `json:"applied_index"`
 	Commit  uint64 `json:"commit_index"`
-	Healthy bool   `json:"healthy"`
 }
 
 func localStatus(cl *cluster.Cluster, id int) (nodeStatus, bool) {

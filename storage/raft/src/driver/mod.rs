@@ -653,25 +653,12 @@ impl Driver {
     }
 
     /// The engine failed: stop applying and acknowledging, and report
-    /// unhealthy until restarted. The peer goes inert (see [`Self::round`]);
-    /// a leader asks for a transfer, though the followers usually elect a
-    /// successor by timeout first.
+    /// unhealthy until restarted. The peer goes inert (see [`Self::round`]),
+    /// so a leader sends nothing more and the followers elect a successor
+    /// when its heartbeats stop.
     fn fail_storage(&mut self, reason: String, disk_full: bool) {
         tracing::error!(reason, "storage failed; this peer stops acknowledging");
         self.note_failure(reason, disk_full);
-        if self.node.raft.state == StateRole::Leader {
-            let target = self
-                .node
-                .raft
-                .prs()
-                .iter()
-                .filter(|(id, _)| **id != self.id)
-                .max_by_key(|(_, pr)| pr.matched)
-                .map(|(id, _)| *id);
-            if let Some(t) = target {
-                self.node.transfer_leader(t);
-            }
-        }
     }
 
     /// Records the first failure; later ones are its consequences.
