@@ -55,9 +55,12 @@ fn insert_performs_zero_heap_allocations_once_block_exists() {
     let mut key = [0u8; 16];
     let value = [42u8; 100];
     let before = allocations();
-    for i in 0..5_000u64 {
+    for i in 0..3_000u64 {
         key[..8].copy_from_slice(&i.to_be_bytes());
+        key[15] = 0;
         assert!(writer.insert(&key, &value));
+        key[15] = 1;
+        assert!(writer.insert_near_last(&key, &value));
     }
     let after = allocations();
     assert_eq!(after - before, 0, "inserts allocated on the heap");
@@ -65,5 +68,5 @@ fn insert_performs_zero_heap_allocations_once_block_exists() {
     let boxed = std::hint::black_box(Box::new(1u8));
     assert_eq!(allocations(), after + 1);
     drop(boxed);
-    assert_eq!(reader.len(), 5_001);
+    assert_eq!(reader.len(), 6_001);
 }

@@ -152,7 +152,26 @@ proptest! {
     fn skiplist_matches_btreemap(entries in proptest::collection::vec(
         (proptest::collection::vec(any::<u8>(), 0..8), proptest::collection::vec(any::<u8>(), 0..16)), 0..200),
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..8), 0..20)) {
-        check_against_btreemap(&entries, &probes)?;
+        check_against_btreemap(&entries, &probes, &[])?;
+    }
+
+    // Proves the same when inserts start from the previous insert's path,
+    // alone or mixed with plain inserts, for keys in any order and in
+    // sorted runs (a sorted batch after another, overlapping).
+    #[test]
+    fn insert_near_last_matches_btreemap(entries in proptest::collection::vec(
+        (proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), any::<u8>()], 0..12),
+         proptest::collection::vec(any::<u8>(), 0..4)), 0..300),
+        run in 1usize..64,
+        near in proptest::collection::vec(any::<bool>(), 1..8),
+        probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..8), 0..20)) {
+        check_against_btreemap(&entries, &probes, &near)?;
+        let mut sorted_runs = entries.clone();
+        for chunk in sorted_runs.chunks_mut(run) {
+            chunk.sort();
+        }
+        check_against_btreemap(&sorted_runs, &probes, &[true])?;
+        check_against_btreemap(&sorted_runs, &probes, &near)?;
     }
 
     // Proves the same for keys from a three-letter alphabet up to 12 bytes
@@ -165,19 +184,27 @@ proptest! {
          proptest::collection::vec(any::<u8>(), 0..4)), 0..200),
         probes in proptest::collection::vec(
             proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a')], 0..12), 0..20)) {
-        check_against_btreemap(&entries, &probes)?;
+        check_against_btreemap(&entries, &probes, &[])?;
     }
 }
 
+/// Inserts `entries` in order, the i-th with `insert_near_last` when
+/// `near[i % near.len()]` (plain `insert` when `near` is empty), and checks
+/// the list against a first-insert-wins BTreeMap.
 fn check_against_btreemap(
     entries: &[(Vec<u8>, Vec<u8>)],
     probes: &[Vec<u8>],
+    near: &[bool],
 ) -> Result<(), TestCaseError> {
     {
         let mut writer = SkipListWriter::new(BytewiseComparator, 512);
         let mut model = BTreeMap::new();
-        for (k, v) in entries {
-            let inserted = writer.insert(k, v);
+        for (i, (k, v)) in entries.iter().enumerate() {
+            let inserted = if !near.is_empty() && near[i % near.len()] {
+                writer.insert_near_last(k, v)
+            } else {
+                writer.insert(k, v)
+            };
             prop_assert_eq!(inserted, !model.contains_key(k));
             model.entry(k.clone()).or_insert_with(|| v.clone());
         }

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use strata_arena::{SkipList, SkipListWriter};
+use strata_arena::{KeyComparator, SkipList, SkipListWriter};
 
+use crate::batch::BatchOp;
 use crate::key::{
     InternalKeyComparator, SeqNo, ValueKind, encode_internal_key, lookup_key, parse_internal_key,
 };
@@ -94,6 +95,33 @@ impl MemtableWriter {
         let inserted = self.writer.insert(&self.scratch, value);
         assert!(inserted, "sequence number {seq} was used twice");
     }
+
+    /// Inserts a batch's operations, the i-th as version `first + i`.
+    /// They go in in key order, each search starting from where the
+    /// previous one ended: neighbouring keys share most of their path, so
+    /// a batch costs far fewer cache misses than one full search per key.
+    /// Visibility is by sequence number, so the order of inserts is not
+    /// observable.
+    pub(crate) fn add_batch<'a>(&mut self, first: SeqNo, ops: impl Iterator<Item = BatchOp<'a>>) {
+        self.scratch.clear();
+        let mut items: Vec<(usize, usize, &'a [u8])> = Vec::with_capacity(ops.size_hint().0);
+        for (i, op) in ops.enumerate() {
+            let start = self.scratch.len();
+            encode_internal_key(&mut self.scratch, op.key, first + i as u64, op.kind);
+            items.push((start, self.scratch.len(), op.value));
+        }
+        let keys = &self.scratch;
+        items.sort_unstable_by(|a, b| {
+            InternalKeyComparator.compare(&keys[a.0..a.1], &keys[b.0..b.1])
+        });
+        for &(start, end, value) in &items {
+            let inserted = self.writer.insert_near_last(&keys[start..end], value);
+            assert!(
+                inserted,
+                "a sequence number of the batch from {first} was used twice"
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -115,5 +143,58 @@ mod tests {
         assert_eq!(m.get(b"k", 0), None);
         assert_eq!(m.get(b"j", 10), None);
         assert_eq!(m.get(b"k1", 10), None);
+    }
+
+    // Proves that a batch inserted in key order keeps each operation's own
+    // sequence number: the later of two writes to one key wins, whatever
+    // the sort did, and every version stays reachable by snapshot.
+    #[test]
+    fn batch_versions_keep_their_sequence_numbers() {
+        let mut w = MemtableWriter::new(1, 4096);
+        w.add(1, ValueKind::Put, b"m", b"old");
+        let put = |key: &'static [u8], value: &'static [u8]| BatchOp {
+            kind: ValueKind::Put,
+            key,
+            value,
+        };
+        let ops = [
+            put(b"z", b"z2"),
+            put(b"a", b"a2"),
+            put(b"m", b"m2"),
+            BatchOp {
+                kind: ValueKind::Tombstone,
+                key: b"a",
+                value: b"",
+            },
+            put(b"m", b"m3"),
+        ];
+        w.add_batch(2, ops.into_iter());
+        let m = w.memtable();
+        assert_eq!(m.get(b"z", 2), Some(Lookup::Value(b"z2".to_vec())));
+        assert_eq!(m.get(b"a", 3), Some(Lookup::Value(b"a2".to_vec())));
+        assert_eq!(m.get(b"a", 5), Some(Lookup::Deleted));
+        assert_eq!(m.get(b"m", 1), Some(Lookup::Value(b"old".to_vec())));
+        assert_eq!(m.get(b"m", 4), Some(Lookup::Value(b"m2".to_vec())));
+        assert_eq!(m.get(b"m", 6), Some(Lookup::Value(b"m3".to_vec())));
+        let mut keys = Vec::new();
+        let mut it = m.iter();
+        it.seek_to_first();
+        while it.valid() {
+            let parsed = parse_internal_key(it.key()).unwrap();
+            keys.push((parsed.user_key.to_vec(), parsed.seq));
+            it.next();
+        }
+        let want: Vec<(Vec<u8>, SeqNo)> = [
+            (b"a", 5),
+            (b"a", 3),
+            (b"m", 6),
+            (b"m", 4),
+            (b"m", 1),
+            (b"z", 2),
+        ]
+        .iter()
+        .map(|(k, s)| (k.to_vec(), *s))
+        .collect();
+        assert_eq!(keys, want);
     }
 }

@@ -150,6 +150,57 @@ fn insert(c: &mut Crit) {
     group.finish();
 }
 
+/// Keys in batches of `BATCH`, each batch sorted, as the engine inserts a
+/// write batch: the plain search from the head against one that starts from
+/// the previous insert's path, and BTreeMap fed the same order.
+fn insert_sorted_batches(c: &mut Crit) {
+    const BATCH: usize = 100;
+    let (mut keys, value) = keys_and_value();
+    for batch in keys.chunks_mut(BATCH) {
+        batch.sort_unstable();
+    }
+    let mut group = c.benchmark_group("memtable_insert_sorted_batches_of_100");
+    group.throughput(Throughput::Elements(N as u64));
+    group.sample_size(20);
+    group.bench_function("strata_insert", |b| {
+        b.iter_batched(
+            || SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES),
+            |mut list| {
+                for k in &keys {
+                    list.insert(k, &value);
+                }
+                list
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("strata_insert_near_last", |b| {
+        b.iter_batched(
+            || SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES),
+            |mut list| {
+                for k in &keys {
+                    list.insert_near_last(k, &value);
+                }
+                list
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("btreemap", |b| {
+        b.iter_batched(
+            BTreeMap::<Vec<u8>, Vec<u8>>::new,
+            |mut map| {
+                for k in &keys {
+                    map.insert(k.to_vec(), value.to_vec());
+                }
+                map
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
 fn get(c: &mut Crit) {
     let (keys, value) = keys_and_value();
     let mut lookups = keys.clone();
@@ -193,6 +244,6 @@ fn get(c: &mut Crit) {
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(ThreadCpuTime);
-    targets = insert, get
+    targets = insert, insert_sorted_batches, get
 }
 criterion_main!(benches);

@@ -60,10 +60,10 @@ impl Inner {
             };
             sync_target = Some((w.wal_number, end));
         }
-        for (i, op) in batch.ops().enumerate() {
-            let op = op.expect("a batch built through its API is well-formed");
-            w.mem.add(first + i as u64, op.kind, op.key, op.value);
-        }
+        let ops = batch
+            .ops()
+            .map(|op| op.expect("a batch built through its API is well-formed"));
+        w.mem.add_batch(first, ops);
         // Publish the new WAL end only after the memtable holds the whole
         // batch: a concurrent syncer makes everything up to `last_seq`
         // visible, and readers must never see half a batch.
