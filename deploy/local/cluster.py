@@ -121,6 +121,9 @@ def up(args: argparse.Namespace) -> int:
 
     ports = [args.base_port + i for i in range(args.nodes)]
     peers = ",".join(f"{i + 1}=127.0.0.1:{p}" for i, p in enumerate(ports))
+    # The nodes share this host: split its CPUs between them rather than
+    # giving each node a network thread per CPU.
+    io_threads = args.io_threads or max(1, (os.cpu_count() or 1) // args.nodes)
     for i, port in enumerate(ports):
         node_id = i + 1
         data = run_dir / "data" / f"node{node_id}"
@@ -128,7 +131,7 @@ def up(args: argparse.Namespace) -> int:
         spawn(
             f"node{node_id}",
             [str(node_bin), "--id", str(node_id), "--listen", f"127.0.0.1:{port}", "--peers", peers,
-             "--data-dir", str(data)],
+             "--data-dir", str(data), "--io-threads", str(io_threads)],
             run_dir,
             env={"STRATA_LOG": os.environ.get("STRATA_LOG", "info,raft=warn")},
         )
@@ -196,6 +199,7 @@ def main() -> int:
     u.add_argument("--console-port", type=int, default=5173)
     u.add_argument("--console-dir", help="built console to serve (omit for no console)")
     u.add_argument("--timeout", type=float, default=60)
+    u.add_argument("--io-threads", type=int, help="network threads per node (default: CPUs / nodes, at least 1)")
     u.add_argument("--fresh", action="store_true", help="delete the run directory (data and logs) first")
     d = sub.add_parser("down", help="stop every process `up` started")
     d.add_argument("--run-dir", required=True)

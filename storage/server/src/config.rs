@@ -35,6 +35,11 @@ pub struct NodeConfig {
     /// Raft group id of the node's single group.
     #[arg(long, env = "STRATA_GROUP_ID", default_value_t = 1)]
     pub group_id: u64,
+    /// Threads serving the network (REST, gRPC, raft transport); defaults to
+    /// one per CPU. Nodes sharing a host split its CPUs between them: fewer
+    /// threads per node mean fewer cross-thread wake-ups under load.
+    #[arg(long, env = "STRATA_IO_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
+    pub io_threads: Option<u16>,
     #[command(flatten)]
     pub limits: Limits,
     #[command(flatten)]
@@ -194,6 +199,7 @@ impl NodeConfig {
             join: false,
             data_dir,
             group_id: 1,
+            io_threads: None,
             limits: Limits::default(),
             timing: Timing::default(),
             compact_log_entries: 20_000,
