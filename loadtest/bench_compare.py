@@ -5,8 +5,9 @@
 loads the same records into both, then runs every workload interleaved (etcd, Strata, etcd, Strata,
 ...) with the same clients, connections, key/value sizes and request budget. Around each run it
 reads the CPU time (utime + stime from /proc/<pid>/stat) of every process of the side under test
-(the 3 etcd members; the 3 Strata nodes and Envoy) and of the bench client. It prints a markdown
-table with the ratios and writes every run's JSON summary under the run dir.
+(the 3 etcd members; the 3 Strata nodes and Envoy, Envoy also apart) and of the bench client. It
+prints a markdown table with the ratios, a second one with each part's CPU per operation, and
+writes every run's JSON summary under the run dir.
 
 `down` stops everything `run` started (by the pids it recorded). `run` also stops it on exit,
 on failure and on SIGINT/SIGTERM. Every wait is bounded. Standard library only.
@@ -90,9 +91,9 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / CLK_TCK
 
 
-def read_pids(pid_dir: Path) -> list[int]:
+def read_pids(pid_dir: Path, name: str = "*") -> list[int]:
     pids = []
-    for f in sorted(pid_dir.glob("*.pid")):
+    for f in sorted(pid_dir.glob(f"{name}.pid")):
         try:
             pids.append(int(f.read_text().strip()))
         except ValueError:
@@ -237,6 +238,8 @@ def aggregate(runs: list[dict]) -> dict:
         "cores": cpu / secs if secs else 0.0,
         "cpu_us_per_op": cpu / ops * 1e6 if ops else 0.0,
         "client_cpu_s": sum(r["client_cpu_s"] for r in runs),
+        "gateway_us_per_op": sum(r["gateway_cpu_s"] for r in runs) / ops * 1e6 if ops else 0.0,
+        "client_us_per_op": sum(r["client_cpu_s"] for r in runs) / ops * 1e6 if ops else 0.0,
     }
 
 
@@ -252,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
     (run_dir / "runs").mkdir(parents=True)
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}", flush=True)
     pids = {"etcd": etcd_up(etcd, run_dir), "strata": strata_up(Path(args.bin_dir), Path(args.envoy), run_dir)}
+    # Envoy's share of Strata's CPU, reported apart: etcd's clients talk to the members directly.
+    gateway = read_pids(run_dir / "strata" / "pids", "envoy")
     print(f"etcd pids {pids['etcd']}, strata pids (3 nodes + envoy) {pids['strata']}", flush=True)
     for side in ("etcd", "strata"):
         summary, _ = run_bench(bench, [*side_args(side), *COMMON, "--workload", "c", "--load-only",
@@ -278,14 +283,15 @@ def run(args: argparse.Namespace) -> int:
                 out = run_dir / "runs" / f"w{wi}-{side}-r{rnd}.json"
                 bench_args = [*side_args(side), *COMMON, *wargs, "--no-load", "--ops", str(budget),
                               "--duration", f"{args.seconds}s", "--request-timeout", "10s"]
-                cpu0 = cpu_seconds(pids[side])
+                gw = gateway if side == "strata" else []
+                cpu0, gw0 = cpu_seconds(pids[side]), cpu_seconds(gw)
                 summary, client_cpu = run_bench(bench, bench_args, out, args.seconds + 60)
-                cpu1 = cpu_seconds(pids[side])
+                cpu1, gw1 = cpu_seconds(pids[side]), cpu_seconds(gw)
                 if not all(alive(p) for p in pids[side]):
                     raise RuntimeError(f"a {side} process died during '{label}'")
                 r = {"ops": summary["ops"], "errors": summary["errors"], "duration_s": summary["duration_s"],
                      "p50_ms": summary["latency"]["p50_us"] / 1000, "p99_ms": summary["latency"]["p99_us"] / 1000,
-                     "server_cpu_s": cpu1 - cpu0, "client_cpu_s": client_cpu}
+                     "server_cpu_s": cpu1 - cpu0, "gateway_cpu_s": gw1 - gw0, "client_cpu_s": client_cpu}
                 rounds[side].append(r)
                 print(f"  {label:<40} {side:<6} round {rnd + 1}: {summary['throughput_ops_per_s']:>9,.0f} ops/s "
                       f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.1f} ms, {r['errors']} errors, "
@@ -308,6 +314,17 @@ def run(args: argparse.Namespace) -> int:
         tr = f"{r['throughput_ratio']:.2f}×" if r["throughput_ratio"] else "n/a"
         cr = f"{r['cpu_per_op_ratio']:.2f}×" if r["cpu_per_op_ratio"] else "n/a"
         print(f"| {r['workload']} | {' | '.join(e)} | {' | '.join(s)} | {tr} | {cr} |")
+    print("\nWhere the CPU goes, µs per operation (the whole host is the limit: 2 cores run both sides' "
+          "servers, Envoy and the client):\n")
+    print("| workload | etcd client | etcd members | etcd total | Strata client | Envoy | Strata nodes "
+          "| Strata total |")
+    print("|" + "---|" * 8)
+    for r in results:
+        e, s = r["etcd"], r["strata"]
+        nodes = s["cpu_us_per_op"] - s["gateway_us_per_op"]
+        print(f"| {r['workload']} | {e['client_us_per_op']:.0f} | {e['cpu_us_per_op']:.0f} "
+              f"| {e['client_us_per_op'] + e['cpu_us_per_op']:.0f} | {s['client_us_per_op']:.0f} "
+              f"| {s['gateway_us_per_op']:.0f} | {nodes:.0f} | {s['client_us_per_op'] + s['cpu_us_per_op']:.0f} |")
     (run_dir / "results.json").write_text(json.dumps({"machine": machine(), "seconds": args.seconds,
                                                        "rounds": args.rounds, "results": results}, indent=2))
     print(f"\nper-run JSON summaries: {run_dir / 'runs'}; table data: {run_dir / 'results.json'}")
