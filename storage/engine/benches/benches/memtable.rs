@@ -106,6 +106,39 @@ impl ValueFormatter for NanosFormatter {
 
 type Crit = Criterion<ThreadCpuTime>;
 
+fn new_arena() -> SkipListWriter<BytewiseComparator> {
+    SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES)
+}
+
+/// Inserts `keys` into `list`, each search from the head or, with
+/// `near_last`, from the previous insert's path.
+fn fill_arena(
+    mut list: SkipListWriter<BytewiseComparator>,
+    keys: &[[u8; 16]],
+    value: &[u8],
+    near_last: bool,
+) -> SkipListWriter<BytewiseComparator> {
+    for k in keys {
+        if near_last {
+            list.insert_near_last(k, value);
+        } else {
+            list.insert(k, value);
+        }
+    }
+    list
+}
+
+fn fill_btreemap(
+    mut map: BTreeMap<Vec<u8>, Vec<u8>>,
+    keys: &[[u8; 16]],
+    value: &[u8],
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    for k in keys {
+        map.insert(k.to_vec(), value.to_vec());
+    }
+    map
+}
+
 fn insert(c: &mut Crit) {
     let (keys, value) = keys_and_value();
     let mut group = c.benchmark_group("memtable_insert");
@@ -113,13 +146,8 @@ fn insert(c: &mut Crit) {
     group.sample_size(20);
     group.bench_function("strata_arena_skiplist", |b| {
         b.iter_batched(
-            || SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES),
-            |mut list| {
-                for k in &keys {
-                    list.insert(k, &value);
-                }
-                list
-            },
+            new_arena,
+            |list| fill_arena(list, &keys, &value, false),
             BatchSize::LargeInput,
         )
     });
@@ -137,13 +165,8 @@ fn insert(c: &mut Crit) {
     });
     group.bench_function("btreemap", |b| {
         b.iter_batched(
-            BTreeMap::<Vec<u8>, Vec<u8>>::new,
-            |mut map| {
-                for k in &keys {
-                    map.insert(k.to_vec(), value.to_vec());
-                }
-                map
-            },
+            BTreeMap::new,
+            |map| fill_btreemap(map, &keys, &value),
             BatchSize::LargeInput,
         )
     });
@@ -162,39 +185,19 @@ fn insert_sorted_batches(c: &mut Crit) {
     let mut group = c.benchmark_group("memtable_insert_sorted_batches_of_100");
     group.throughput(Throughput::Elements(N as u64));
     group.sample_size(20);
-    group.bench_function("strata_insert", |b| {
-        b.iter_batched(
-            || SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES),
-            |mut list| {
-                for k in &keys {
-                    list.insert(k, &value);
-                }
-                list
-            },
-            BatchSize::LargeInput,
-        )
-    });
-    group.bench_function("strata_insert_near_last", |b| {
-        b.iter_batched(
-            || SkipListWriter::new(BytewiseComparator, ARENA_BLOCK_BYTES),
-            |mut list| {
-                for k in &keys {
-                    list.insert_near_last(k, &value);
-                }
-                list
-            },
-            BatchSize::LargeInput,
-        )
-    });
+    for (name, near_last) in [("strata_insert", false), ("strata_insert_near_last", true)] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                new_arena,
+                |list| fill_arena(list, &keys, &value, near_last),
+                BatchSize::LargeInput,
+            )
+        });
+    }
     group.bench_function("btreemap", |b| {
         b.iter_batched(
-            BTreeMap::<Vec<u8>, Vec<u8>>::new,
-            |mut map| {
-                for k in &keys {
-                    map.insert(k.to_vec(), value.to_vec());
-                }
-                map
-            },
+            BTreeMap::new,
+            |map| fill_btreemap(map, &keys, &value),
             BatchSize::LargeInput,
         )
     });
