@@ -64,6 +64,16 @@ async fn status_error(resp: reqwest::Response) -> TargetError {
     TargetError::new(format!("http {}", status.as_u16()), body)
 }
 
+/// A write's answer: an error unless 2xx; the body is drained so the
+/// connection goes back to the pool.
+async fn expect_success(resp: reqwest::Response) -> Result<(), TargetError> {
+    if !resp.status().is_success() {
+        return Err(status_error(resp).await);
+    }
+    resp.bytes().await.map_err(transport)?;
+    Ok(())
+}
+
 impl Target for RestTarget {
     async fn put(&self, conn: usize, key: Bytes, value: Bytes) -> Result<(), TargetError> {
         let (client, base) = self.client(conn);
@@ -74,12 +84,7 @@ impl Target for RestTarget {
             .send()
             .await
             .map_err(transport)?;
-        if !resp.status().is_success() {
-            return Err(status_error(resp).await);
-        }
-        // Drain the body so the connection goes back to the pool.
-        resp.bytes().await.map_err(transport)?;
-        Ok(())
+        expect_success(resp).await
     }
 
     async fn get(
@@ -130,11 +135,7 @@ impl Target for RestTarget {
             .send()
             .await
             .map_err(transport)?;
-        if !resp.status().is_success() {
-            return Err(status_error(resp).await);
-        }
-        resp.bytes().await.map_err(transport)?;
-        Ok(())
+        expect_success(resp).await
     }
 
     async fn scan(
