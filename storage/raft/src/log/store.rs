@@ -2,7 +2,10 @@
 //!
 //! Every mutation is framed into a pending buffer; [`RaftLogStore::persist`]
 //! writes the buffer and issues one `fdatasync`, so all entries and the hard
-//! state of one Ready share a single sync (group commit).
+//! state of one Ready share a single sync (group commit). A hard state that
+//! changed only in its commit index is not worth a sync of its own (raft
+//! keeps the commit index volatile): it is framed with the next write that
+//! must be synced, so an idle round of commit news costs no `fdatasync`.
 //!
 //! Every segment starts with the state needed to replay it (hard state,
 //! configuration, compaction point), so a sealed segment whose entries were
@@ -48,6 +51,12 @@ pub struct RaftLogStore {
     base_index: u64,
     base_term: u64,
     hard_state: HardState,
+    /// The hard state changed only in its commit index since it was last
+    /// framed into `pending`. The commit index need not be durable (after a
+    /// crash raft learns it again from the leader, and `open`'s caller
+    /// raises it to the applied index), so such a change rides along with
+    /// the next write that must be synced instead of costing a sync itself.
+    hard_state_deferred: bool,
     conf_state: ConfState,
     /// A snapshot prepared for sending (data: an opaque id), if any.
     ready_snapshot: Option<Snapshot>,
@@ -102,6 +111,7 @@ impl RaftLogStore {
             base_index: 0,
             base_term: 0,
             hard_state: HardState::default(),
+            hard_state_deferred: false,
             conf_state: ConfState::default(),
             ready_snapshot: None,
             snapshot_wanted: Cell::new(false),
@@ -263,14 +273,29 @@ impl RaftLogStore {
         record::encode(RecordKind::Entries, &payload, &mut self.pending);
     }
 
-    /// Records a new hard state.
+    /// Records a new hard state. A new term or vote is written by the next
+    /// [`persist`](Self::persist); a new commit index alone waits for the
+    /// next persist that has something else to sync.
     pub fn set_hard_state(&mut self, hs: &HardState) {
         if *hs == self.hard_state {
             return;
         }
+        let must_sync = hs.term != self.hard_state.term || hs.vote != self.hard_state.vote;
         self.hard_state = hs.clone();
-        let payload = hs.write_to_bytes().expect("hard state encodes");
+        if must_sync {
+            self.frame_hard_state();
+        } else {
+            self.hard_state_deferred = true;
+        }
+    }
+
+    fn frame_hard_state(&mut self) {
+        let payload = self
+            .hard_state
+            .write_to_bytes()
+            .expect("hard state encodes");
         record::encode(RecordKind::HardState, &payload, &mut self.pending);
+        self.hard_state_deferred = false;
     }
 
     /// Records a new commit index.
@@ -326,16 +351,20 @@ impl RaftLogStore {
         self.restore(meta);
         let payload = meta.write_to_bytes().expect("snapshot metadata encodes");
         record::encode(RecordKind::Snapshot, &payload, &mut self.pending);
-        let hs = self.hard_state.clone();
-        let payload = hs.write_to_bytes().expect("hard state encodes");
-        record::encode(RecordKind::HardState, &payload, &mut self.pending);
+        self.frame_hard_state();
     }
 
     /// Writes every pending record and fsyncs once. Returns whether it
-    /// synced (nothing was pending otherwise).
+    /// synced (nothing was pending otherwise; a deferred commit index alone
+    /// is not worth a sync).
     pub fn persist(&mut self) -> Result<bool, LogError> {
         if self.pending.is_empty() {
             return Ok(false);
+        }
+        if self.hard_state_deferred {
+            // After the entries it may cover, so replay never sees a commit
+            // index beyond the log.
+            self.frame_hard_state();
         }
         if self.segments.would_roll(self.pending.len()) {
             self.segments.roll()?;
@@ -585,6 +614,58 @@ mod tests {
         // Reopening with other voters must not rewrite the configuration.
         let store = RaftLogStore::open(dir.path(), 1 << 20, &[9]).unwrap();
         assert_eq!(store.conf_state().voters, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_commit_index_alone_waits_for_the_next_sync() {
+        // Proves: a new commit index costs no sync of its own; a new term or
+        // vote does; the deferred commit is written with the next sync,
+        // after the entries it covers.
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        store.set_hard_state(&HardState {
+            term: 2,
+            vote: 1,
+            commit: 0,
+            ..Default::default()
+        });
+        store.append(&[entry(1, 2, b"a"), entry(2, 2, b"b")]);
+        assert!(store.persist().unwrap());
+        store.set_commit(2);
+        assert!(
+            !store.persist().unwrap(),
+            "a commit index alone is not synced"
+        );
+        assert_eq!(store.hard_state().commit, 2);
+        drop(store);
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        assert_eq!(
+            store.hard_state().commit,
+            0,
+            "the commit index was never written"
+        );
+        assert_eq!(store.hard_state().term, 2);
+        store.set_commit(2);
+        store.append(&[entry(3, 2, b"c")]);
+        assert!(store.persist().unwrap());
+        drop(store);
+        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        assert_eq!(
+            store.hard_state().commit,
+            2,
+            "written with the next entries"
+        );
+        assert_eq!(store.last_index(), 3);
+        store.set_hard_state(&HardState {
+            term: 3,
+            vote: 2,
+            commit: 2,
+            ..Default::default()
+        });
+        assert!(store.persist().unwrap(), "a new term is synced at once");
+        drop(store);
+        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        assert_eq!((store.hard_state().term, store.hard_state().vote), (3, 2));
     }
 
     #[test]
