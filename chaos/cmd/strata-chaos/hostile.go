@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -62,6 +63,7 @@ func hostileCases() []grpcCase {
 	big := bytes.Repeat([]byte{'a'}, 20<<20)
 	put := "/strata.v1.KV/Put"
 	send := "/strata.v1.Raft/Send"
+	stream := "/strata.v1.Raft/Stream"
 	wrongType := pbVarint(1, 7) // PutRequest.key is bytes, sent as a varint
 	truncated := frame(0, pbBytes(1, []byte("key")))[:6]
 	lying := frame(0, []byte("k"))
@@ -92,6 +94,13 @@ func hostileCases() []grpcCase {
 			append(frame(0, raftBatch(1, 2, 1)), frame(0, raftBatch(1, 2, 1))...)},
 		{"Raft/Send: truncated frame", "node", send, frame(0, raftBatch(1, 2, 1, garbage))[:20]},
 		{"Raft/Send: 20 MiB message", "node", send, frame(0, raftBatch(1, 2, 1, big))},
+		{"Raft/Stream through the gateway", "gateway", stream, frame(0, raftBatch(1, 2, 1, garbage))},
+		{"Raft/Stream: garbage batch", "node", stream, frame(0, garbage)},
+		{"Raft/Stream: an empty batch, then a garbage raft message", "node", stream,
+			append(frame(0, raftBatch(1, 2, 1)), frame(0, raftBatch(1, 2, 1, garbage))...)},
+		{"Raft/Stream: another group", "node", stream, frame(0, raftBatch(99, 2, 1, []byte{}))},
+		{"Raft/Stream: addressed to another node", "node", stream, frame(0, raftBatch(1, 2, 7, []byte{}))},
+		{"Raft/Stream: truncated frame", "node", stream, frame(0, raftBatch(1, 2, 1, garbage))[:20]},
 	}
 }
 
@@ -181,7 +190,7 @@ func cmdHostile(args []string) int {
 			}
 		case clearCode(a.GrpcStatus):
 			a.Verdict = "clear error"
-		case gc.method == "/strata.v1.Raft/Send" && gc.target == "gateway" && a.HTTPStatus == 404:
+		case strings.HasPrefix(gc.method, "/strata.v1.Raft/") && gc.target == "gateway" && a.HTTPStatus == 404:
 			a.Verdict = "clear error (not routed)"
 		default:
 			a.Verdict = "UNCLEAR"

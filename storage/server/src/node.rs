@@ -123,6 +123,7 @@ pub async fn run(
         cluster,
     };
     let max_msg = config.limits.max_request_bytes;
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
     let reflection_v1 = reflection().build_v1()?;
@@ -143,10 +144,15 @@ pub async fn run(
     );
     app = with_grpc(
         app,
-        RaftServer::new(RaftService::new(config.id, config.group_id, handle))
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20),
-        Requests::OneExcept(&["InstallSnapshot"]),
+        RaftServer::new(RaftService::new(
+            config.id,
+            config.group_id,
+            handle,
+            stopping_rx,
+        ))
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20),
+        Requests::OneExcept(&["Stream", "InstallSnapshot"]),
     );
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection_v1, Requests::Any);
@@ -179,6 +185,7 @@ pub async fn run(
     };
     tracing::info!(id = config.id, ?stop, "shutting down");
     let _ = stop_tx.send(());
+    let _ = stopping_tx.send(true);
     // Event streams never end by themselves: give requests a grace period.
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
     drop(core);

@@ -1,9 +1,10 @@
 //! The outbound raft transport over the internal `strata.v1.Raft` service.
 //!
-//! One task per peer drains a bounded queue and sends whatever has piled up
-//! as one batch, so a busy leader sends few, large RPCs. A full queue drops
-//! messages, which raft tolerates; a failed send tells raft the peer is
-//! unreachable. Snapshots go on a stream of their own. Queues are made when
+//! One task per peer drains a bounded queue and writes whatever has piled up
+//! as one batch onto a long-lived `Raft/Stream` call to that peer, so a
+//! message costs one HTTP/2 data frame rather than a whole RPC. A full queue
+//! drops messages, which raft tolerates; a stream that fails or stalls tells
+//! raft the peer is unreachable. Snapshots go on a stream of their own. Queues are made when
 //! a peer is first sent to, so members added later need no restart.
 
 use std::collections::HashMap;
@@ -12,17 +13,23 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use strata_proto::v1::RaftBatch;
 use strata_proto::v1::raft_client::RaftClient;
+use strata_proto::v1::{RaftAck, RaftBatch};
 use strata_raft::{Message, MessageType, PeerHandle, Transport};
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio_stream::wrappers::ReceiverStream;
 
 use crate::peers::PeerChannels;
 use crate::snapshot_send;
 
 const QUEUE_CAPACITY: usize = 4096;
 const MAX_BATCH_MESSAGES: usize = 512;
-const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Batches handed to a stream and not yet written to its connection.
+const STREAM_BUFFER: usize = 16;
+/// How long a batch may wait for room on a stream before the peer is
+/// reported unreachable and the stream reopened.
+const STALL_TIMEOUT: Duration = Duration::from_secs(2);
 const BACKOFF_AFTER_FAILURE: Duration = Duration::from_millis(20);
 
 pub struct GrpcTransport {
@@ -63,9 +70,13 @@ impl GrpcTransport {
         let client = RaftClient::new(channel)
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(64 << 20);
-        let from = self.channels.self_id();
+        let header = BatchHeader {
+            group_id: self.group_id,
+            from: self.channels.self_id(),
+            to,
+        };
         self.runtime
-            .spawn(pump(rx, client, self.group_id, from, to, self.peer.clone()));
+            .spawn(pump(rx, client, header, self.peer.clone()));
         queues.insert(to, tx.clone());
         Some(tx)
     }
@@ -98,35 +109,232 @@ impl Transport for GrpcTransport {
     }
 }
 
+/// Sends everything queued for one peer, on one long-lived stream at a
+/// time. A stream that fails (connection lost, peer stopped, batch refused)
+/// or stalls tells raft the peer is unreachable; the next message opens a
+/// new one after a short pause.
 async fn pump(
     mut rx: mpsc::Receiver<Message>,
-    mut client: RaftClient<tonic::transport::Channel>,
-    group_id: u64,
-    from: u64,
-    to: u64,
+    client: RaftClient<tonic::transport::Channel>,
+    header: BatchHeader,
     peer: Arc<OnceLock<PeerHandle>>,
 ) {
     while let Some(first) = rx.recv().await {
-        let mut messages = vec![Bytes::from(strata_raft::encode_message(&first))];
-        while messages.len() < MAX_BATCH_MESSAGES {
-            match rx.try_recv() {
-                Ok(m) => messages.push(Bytes::from(strata_raft::encode_message(&m))),
-                Err(_) => break,
+        let (batches, stream) = mpsc::channel(STREAM_BUFFER);
+        let mut client = client.clone();
+        let call = async move { client.stream(ReceiverStream::new(stream)).await };
+        match feed(first, &mut rx, &batches, call, header, STALL_TIMEOUT).await {
+            Ended::QueueClosed => return,
+            Ended::Failed(reason) => {
+                tracing::debug!(to = header.to, reason, "raft stream ended");
+                if let Some(p) = peer.get() {
+                    p.report_unreachable(header.to);
+                }
+                tokio::time::sleep(BACKOFF_AFTER_FAILURE).await;
             }
         }
-        let mut request = tonic::Request::new(RaftBatch {
-            group_id,
-            from_node: from,
-            to_node: to,
-            messages,
+    }
+}
+
+/// Who a peer's batches are from and for.
+#[derive(Clone, Copy)]
+struct BatchHeader {
+    group_id: u64,
+    from: u64,
+    to: u64,
+}
+
+#[derive(Debug, PartialEq)]
+enum Ended {
+    /// The transport was dropped: nothing more will be sent.
+    QueueClosed,
+    Failed(String),
+}
+
+/// Feeds batches into one open stream until it ends. `call` is the stream's
+/// RPC, whose answer only comes when the stream ends; it is polled alongside
+/// so that a failure shows at once.
+async fn feed(
+    first: Message,
+    rx: &mut mpsc::Receiver<Message>,
+    batches: &mpsc::Sender<RaftBatch>,
+    call: impl Future<Output = Result<tonic::Response<RaftAck>, tonic::Status>>,
+    header: BatchHeader,
+    stall: Duration,
+) -> Ended {
+    let ended = |answer: Result<tonic::Response<RaftAck>, tonic::Status>| match answer {
+        Ok(_) => Ended::Failed("the receiver closed the stream".into()),
+        Err(status) => Ended::Failed(status.to_string()),
+    };
+    tokio::pin!(call);
+    let mut next = Some(first);
+    loop {
+        let first = match next.take() {
+            Some(m) => m,
+            None => tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => return Ended::QueueClosed,
+                },
+                answer = &mut call => return ended(answer),
+            },
+        };
+        let batch = collect_batch(first, rx, header);
+        let batch = match batches.try_send(batch) {
+            Ok(()) => continue,
+            Err(TrySendError::Closed(_)) => {
+                return Ended::Failed("the stream's request body was dropped".into());
+            }
+            Err(TrySendError::Full(batch)) => batch,
+        };
+        // The connection is not taking data: wait for room, but not forever.
+        tokio::select! {
+            sent = batches.send(batch) => if sent.is_err() {
+                return Ended::Failed("the stream's request body was dropped".into());
+            },
+            answer = &mut call => return ended(answer),
+            _ = tokio::time::sleep(stall) => {
+                return Ended::Failed(format!("no room on the stream for {stall:?}"));
+            }
+        }
+    }
+}
+
+/// `first` and whatever else is already queued, up to a batch's limit.
+fn collect_batch(
+    first: Message,
+    rx: &mut mpsc::Receiver<Message>,
+    header: BatchHeader,
+) -> RaftBatch {
+    let mut messages = vec![Bytes::from(strata_raft::encode_message(&first))];
+    while messages.len() < MAX_BATCH_MESSAGES {
+        match rx.try_recv() {
+            Ok(m) => messages.push(Bytes::from(strata_raft::encode_message(&m))),
+            Err(_) => break,
+        }
+    }
+    RaftBatch {
+        group_id: header.group_id,
+        from_node: header.from,
+        to_node: header.to,
+        messages,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::pending;
+
+    use super::*;
+
+    const HEADER: BatchHeader = BatchHeader {
+        group_id: 1,
+        from: 1,
+        to: 2,
+    };
+
+    fn message(index: u64) -> Message {
+        Message {
+            to: 2,
+            from: 1,
+            index,
+            ..Message::default()
+        }
+    }
+
+    type Answer = Result<tonic::Response<RaftAck>, tonic::Status>;
+
+    #[tokio::test]
+    async fn queued_messages_travel_as_one_batch_until_the_queue_closes() {
+        // Proves: what is queued when a batch starts goes in that batch, with
+        // the header; later messages go in later batches on the same stream;
+        // closing the queue ends the feed without a failure.
+        let (tx, mut rx) = mpsc::channel(16);
+        let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
+        for i in 2..=4 {
+            tx.try_send(message(i)).unwrap();
+        }
+        let feeding = tokio::spawn(async move {
+            let ended = feed(
+                message(1),
+                &mut rx,
+                &batches,
+                pending::<Answer>(),
+                HEADER,
+                STALL_TIMEOUT,
+            )
+            .await;
+            (ended, batches)
         });
-        request.set_timeout(SEND_TIMEOUT);
-        if let Err(status) = client.send(request).await {
-            tracing::debug!(to, error = %status, "raft send failed");
-            if let Some(p) = peer.get() {
-                p.report_unreachable(to);
-            }
-            tokio::time::sleep(BACKOFF_AFTER_FAILURE).await;
-        }
+        let first = out.recv().await.unwrap();
+        assert_eq!((first.group_id, first.from_node, first.to_node), (1, 1, 2));
+        let indexes: Vec<u64> = first
+            .messages
+            .iter()
+            .map(|b| strata_raft::decode_message(b).unwrap().index)
+            .collect();
+        assert_eq!(indexes, vec![1, 2, 3, 4]);
+        tx.send(message(5)).await.unwrap();
+        let second = out.recv().await.unwrap();
+        assert_eq!(second.messages.len(), 1);
+        drop(tx);
+        let (ended, _batches) = feeding.await.unwrap();
+        assert_eq!(ended, Ended::QueueClosed);
+    }
+
+    #[tokio::test]
+    async fn a_failed_stream_ends_the_feed_with_its_status() {
+        // Proves: the stream's RPC finishing (an error from the receiver, or
+        // even OK) ends the feed as a failure, so raft hears of it.
+        let (_tx, mut rx) = mpsc::channel(16);
+        let (batches, _out) = mpsc::channel(STREAM_BUFFER);
+        let refused = async { Err(tonic::Status::invalid_argument("batch addressed to node 7")) };
+        let ended = feed(
+            message(1),
+            &mut rx,
+            &batches,
+            refused,
+            HEADER,
+            STALL_TIMEOUT,
+        )
+        .await;
+        let Ended::Failed(reason) = ended else {
+            panic!("expected a failure, got {ended:?}")
+        };
+        assert!(reason.contains("node 7"), "{reason}");
+        let closed = async { Ok(tonic::Response::new(RaftAck {})) };
+        let ended = feed(message(1), &mut rx, &batches, closed, HEADER, STALL_TIMEOUT).await;
+        assert_eq!(
+            ended,
+            Ended::Failed("the receiver closed the stream".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stream_without_room_is_given_up() {
+        // Proves: when the connection takes nothing (a paused peer), the
+        // feed stops after the stall timeout instead of waiting forever.
+        let (_tx, mut rx) = mpsc::channel(16);
+        let (batches, _out) = mpsc::channel(1);
+        // The stream's buffer is already full.
+        batches
+            .try_send(collect_batch(message(1), &mut rx, HEADER))
+            .unwrap();
+        let stall = Duration::from_millis(50);
+        let feeding = feed(
+            message(2),
+            &mut rx,
+            &batches,
+            pending::<Answer>(),
+            HEADER,
+            stall,
+        );
+        let ended = tokio::time::timeout(Duration::from_secs(30), feeding)
+            .await
+            .expect("the feed gave up");
+        assert_eq!(
+            ended,
+            Ended::Failed(format!("no room on the stream for {stall:?}"))
+        );
     }
 }

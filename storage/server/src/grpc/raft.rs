@@ -3,6 +3,7 @@
 use strata_proto::v1::raft_server::Raft;
 use strata_proto::v1::{RaftAck, RaftBatch, SnapshotChunk};
 use strata_raft::{Message, PeerHandle};
+use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::snapshot_receive;
@@ -46,21 +47,52 @@ pub struct RaftService {
     id: u64,
     group_id: u64,
     peer: PeerHandle,
+    /// Turns true when the node stops: open streams end then, so they do
+    /// not hold up a graceful shutdown.
+    stopping: watch::Receiver<bool>,
 }
 
 impl RaftService {
-    pub fn new(id: u64, group_id: u64, peer: PeerHandle) -> Self {
-        RaftService { id, group_id, peer }
+    pub fn new(id: u64, group_id: u64, peer: PeerHandle, stopping: watch::Receiver<bool>) -> Self {
+        RaftService {
+            id,
+            group_id,
+            peer,
+            stopping,
+        }
+    }
+
+    fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
+        for m in validate_batch(self.id, self.group_id, batch)? {
+            self.peer.step(m);
+        }
+        Ok(())
     }
 }
 
 #[tonic::async_trait]
 impl Raft for RaftService {
-    async fn send(&self, req: Request<RaftBatch>) -> Result<Response<RaftAck>, Status> {
-        let messages = validate_batch(self.id, self.group_id, &req.into_inner())?;
-        for m in messages {
-            self.peer.step(m);
+    async fn stream(
+        &self,
+        req: Request<Streaming<RaftBatch>>,
+    ) -> Result<Response<RaftAck>, Status> {
+        let mut batches = req.into_inner();
+        let mut stopping = self.stopping.clone();
+        loop {
+            tokio::select! {
+                batch = batches.message() => match batch? {
+                    Some(batch) => self.step_batch(&batch)?,
+                    None => return Ok(Response::new(RaftAck {})),
+                },
+                _ = stopping.wait_for(|stop| *stop) => {
+                    return Err(Status::unavailable(format!("node {} is stopping", self.id)));
+                }
+            }
         }
+    }
+
+    async fn send(&self, req: Request<RaftBatch>) -> Result<Response<RaftAck>, Status> {
+        self.step_batch(&req.into_inner())?;
         Ok(Response::new(RaftAck {}))
     }
 
@@ -75,9 +107,121 @@ impl Raft for RaftService {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use strata_engine::{Engine, Options, WalMode};
+    use strata_proto::v1::raft_client::RaftClient;
+    use strata_proto::v1::raft_server::RaftServer;
+    use strata_raft::{Peer, PeerConfig, StateMachine, Transport};
+    use tokio::sync::mpsc;
+    use tokio_stream::wrappers::ReceiverStream;
     use tonic::Code;
 
     use super::*;
+    use crate::app::with_grpc;
+    use crate::grpc::one_message::Requests;
+
+    /// A single-voter group has no one to send to.
+    struct Nowhere;
+
+    impl Transport for Nowhere {
+        fn send(&self, _messages: Vec<Message>) {}
+    }
+
+    /// A one-node group (node 1 of group 1) serving the raft service on a
+    /// local port; returns its client, the stop switch, and what must live
+    /// as long as the test.
+    async fn serve_one_node() -> (
+        RaftClient<tonic::transport::Channel>,
+        watch::Sender<bool>,
+        (Peer, tempfile::TempDir),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(
+            dir.path().join("engine"),
+            Options {
+                wal: WalMode::Disabled,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let state_machine = Arc::new(StateMachine::new(Arc::new(engine), 1));
+        let config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
+        let peer = Peer::start(config, state_machine, Nowhere).unwrap();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let service = RaftService::new(1, 1, peer.handle(), stop_rx);
+        let app = with_grpc(
+            axum::Router::new(),
+            RaftServer::new(service),
+            Requests::OneExcept(&["Stream", "InstallSnapshot"]),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = RaftClient::connect(format!("http://{address}"))
+            .await
+            .unwrap();
+        (client, stop_tx, (peer, dir))
+    }
+
+    fn batch_to(to: u64, group_id: u64) -> RaftBatch {
+        RaftBatch {
+            group_id,
+            from_node: 2,
+            to_node: to,
+            messages: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_takes_batches_until_one_is_refused_or_the_node_stops() {
+        // Proves: a stream accepts good batches and ends when the sender
+        // closes it (OK); the first refused batch ends it with that batch's
+        // error; a node that stops ends its open streams (UNAVAILABLE)
+        // rather than holding its shutdown up.
+        let (client, stop, _keep) = serve_one_node().await;
+        let within = Duration::from_secs(20);
+
+        let (tx, rx) = mpsc::channel(4);
+        let mut c = client.clone();
+        let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+        tx.send(batch_to(1, 1)).await.unwrap();
+        tx.send(batch_to(1, 1)).await.unwrap();
+        drop(tx);
+        let answer = tokio::time::timeout(within, call).await.unwrap().unwrap();
+        assert!(answer.is_ok(), "{answer:?}");
+
+        for (bad, code) in [
+            (batch_to(7, 1), Code::InvalidArgument),
+            (batch_to(1, 9), Code::NotFound),
+        ] {
+            let (tx, rx) = mpsc::channel(4);
+            let mut c = client.clone();
+            let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+            tx.send(batch_to(1, 1)).await.unwrap();
+            tx.send(bad).await.unwrap();
+            let status = tokio::time::timeout(within, call)
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(status.code(), code, "{status:?}");
+        }
+
+        let (tx, rx) = mpsc::channel(4);
+        let mut c = client.clone();
+        let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+        tx.send(batch_to(1, 1)).await.unwrap();
+        stop.send(true).unwrap();
+        let status = tokio::time::timeout(within, call)
+            .await
+            .expect("the stream ended when the node stopped")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+        drop(tx);
+    }
 
     fn message_to(to: u64) -> Vec<u8> {
         let m = Message {
