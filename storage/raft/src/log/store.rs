@@ -66,6 +66,9 @@ pub struct RaftLogStore {
     /// before were deleted after a compaction); a later compaction record
     /// must confirm the base.
     base_unconfirmed: bool,
+    /// During replay: the base the oldest segment's header recorded, below
+    /// which no entries record may start.
+    recorded_base: u64,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -116,6 +119,7 @@ impl RaftLogStore {
             ready_snapshot: None,
             snapshot_wanted: Cell::new(false),
             base_unconfirmed: false,
+            recorded_base: 0,
         };
         for rec in records {
             store.replay(dir, rec)?;
@@ -184,10 +188,18 @@ impl RaftLogStore {
                     // header recorded: segments before it were deleted after
                     // a compaction that a later record describes.
                     if self.entries.is_empty() && first.index > self.first_index {
-                        self.base_index = first.index - 1;
-                        self.base_term = 0;
-                        self.first_index = first.index;
-                        self.base_unconfirmed = true;
+                        self.recorded_base = self.base_index;
+                        self.guess_base(first.index);
+                    } else if self.base_unconfirmed
+                        && first.index < self.first_index
+                        && first.index > self.recorded_base
+                    {
+                        // The guess came from entries that a later leader
+                        // replaced from an earlier index: the log continues
+                        // from this record instead (still to be confirmed).
+                        self.entries.clear();
+                        self.entries_bytes = 0;
+                        self.guess_base(first.index);
                     }
                     if first.index < self.first_index || first.index > self.last_index_inner() + 1 {
                         return Err(corrupt(
@@ -210,6 +222,15 @@ impl RaftLogStore {
             }
         }
         Ok(())
+    }
+
+    /// Takes the log to start at `first` until a compaction record confirms
+    /// that everything before it was discarded.
+    fn guess_base(&mut self, first: u64) {
+        self.base_index = first - 1;
+        self.base_term = 0;
+        self.first_index = first;
+        self.base_unconfirmed = true;
     }
 
     fn last_index_inner(&self) -> u64 {
@@ -614,6 +635,40 @@ mod tests {
         // Reopening with other voters must not rewrite the configuration.
         let store = RaftLogStore::open(dir.path(), 1 << 20, &[9]).unwrap();
         assert_eq!(store.conf_state().voters, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn replay_follows_a_leader_that_replaced_entries_of_the_oldest_segment() {
+        // Proves: when the oldest kept segment starts with entries that a
+        // later leader replaced from an earlier index (the segment before,
+        // which held that index, was deleted by a compaction), the log
+        // reopens with the replacing entries instead of calling itself
+        // corrupt.
+        let dir = tempfile::tempdir().unwrap();
+        let big = [7u8; 1000];
+        let mut store = RaftLogStore::open(dir.path(), 10_000, &[]).unwrap();
+        let run = |from: u64, to: u64, term: u64, data: &[u8]| -> Vec<Entry> {
+            (from..=to).map(|i| entry(i, term, data)).collect()
+        };
+        store.append(&run(1, 3, 1, &big));
+        store.persist().unwrap();
+        store.compact(1).unwrap();
+        // Rolls: the new segment's header records the base (1), then 4..=11.
+        store.append(&run(4, 11, 1, &big));
+        store.persist().unwrap();
+        // A new leader replaces everything from 3.
+        store.append(&run(3, 4, 2, b"new"));
+        store.persist().unwrap();
+        // The first segment (entries up to 3) is no longer needed.
+        store.compact(3).unwrap();
+        assert_eq!(store.segments.current_seq(), 2);
+        drop(store);
+        let store = RaftLogStore::open(dir.path(), 10_000, &[]).unwrap();
+        assert_eq!((store.first_index(), store.last_index()), (4, 4));
+        let got = store
+            .entries(4, 5, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!((got[0].term, got[0].data.to_vec()), (2, b"new".to_vec()));
     }
 
     #[test]
