@@ -4,8 +4,9 @@
 //! as one batch onto a long-lived `Raft/Stream` call to that peer, so a
 //! message costs one HTTP/2 data frame rather than a whole RPC. A full queue
 //! drops messages, which raft tolerates; a stream that fails or stalls tells
-//! raft the peer is unreachable. Snapshots go on a stream of their own. Queues are made when
-//! a peer is first sent to, so members added later need no restart.
+//! raft the peer is unreachable. Snapshots go on a stream of their own.
+//! Queues are made when a peer is first sent to, so members added later need
+//! no restart.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
