@@ -145,6 +145,8 @@ struct BatchHeader {
     to: u64,
 }
 
+const BODY_DROPPED: &str = "the stream's request body was dropped";
+
 #[derive(Debug, PartialEq)]
 enum Ended {
     /// The transport was dropped: nothing more will be sent.
@@ -184,14 +186,14 @@ async fn feed(
         let batch = match batches.try_send(batch) {
             Ok(()) => continue,
             Err(TrySendError::Closed(_)) => {
-                return Ended::Failed("the stream's request body was dropped".into());
+                return Ended::Failed(BODY_DROPPED.into());
             }
             Err(TrySendError::Full(batch)) => batch,
         };
         // The connection is not taking data: wait for room, but not forever.
         tokio::select! {
             sent = batches.send(batch) => if sent.is_err() {
-                return Ended::Failed("the stream's request body was dropped".into());
+                return Ended::Failed(BODY_DROPPED.into());
             },
             answer = &mut call => return ended(answer),
             _ = tokio::time::sleep(stall) => {

@@ -7,6 +7,9 @@
 //! ```
 //! Integers are little-endian. The checksum covers `kind` and the payload.
 
+use protobuf::Message as _;
+use raft::eraftpb::Entry;
+
 /// The header size in bytes: crc, length and kind.
 pub const HEADER_BYTES: usize = 9;
 
@@ -98,6 +101,39 @@ pub fn decode(buf: &[u8]) -> Decoded<'_> {
         },
         None => Decoded::Invalid("unknown record kind"),
     }
+}
+
+/// The payload of an Entries record: each entry's protobuf encoding after
+/// its length (u32, little-endian).
+pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entries {
+        let bytes = e.write_to_bytes().expect("entry encodes");
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+/// Reads an Entries record's payload; the entries must be consecutive.
+pub fn decode_entries(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
+    let mut out: Vec<Entry> = Vec::new();
+    while !buf.is_empty() {
+        if buf.len() < 4 {
+            return Err("entry length cut short".into());
+        }
+        let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        let body = buf.get(4..4 + len).ok_or("entry body cut short")?;
+        let entry = Entry::parse_from_bytes(body).map_err(|e| format!("entry: {e}"))?;
+        if let Some(prev) = out.last()
+            && prev.index + 1 != entry.index
+        {
+            return Err(format!("entry {} follows {}", entry.index, prev.index));
+        }
+        out.push(entry);
+        buf = &buf[4 + len..];
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

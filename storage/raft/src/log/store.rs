@@ -16,12 +16,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use protobuf::Message as _;
+use raft::Storage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
-use raft::{GetEntriesContext, RaftState, Storage, StorageError};
 
-use super::record::{self, RecordKind};
+use super::record::{self, RecordKind, decode_entries, encode_entries};
 use super::segment::{OwnedRecord, Segments};
 use crate::error::LogError;
+
+mod raft_storage;
 
 /// Default size at which a new segment is started.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
@@ -466,7 +468,7 @@ impl RaftLogStore {
 
     /// The term of an entry still in the log (or of the compaction point).
     pub fn term_of(&self, index: u64) -> Option<u64> {
-        self.term(index).ok()
+        Storage::term(self, index).ok()
     }
 
     /// The current segment file and its durable length (see
@@ -487,16 +489,6 @@ impl RaftLogStore {
     }
 }
 
-/// Whether `id` has a role in `cs` (raft-rs's test before it restores a
-/// snapshot).
-fn includes(cs: &ConfState, id: u64) -> bool {
-    cs.voters
-        .iter()
-        .chain(&cs.learners)
-        .chain(&cs.voters_outgoing)
-        .any(|&v| v == id)
-}
-
 /// What entries weigh for the size-based compaction policy: their data and
 /// context (the fixed fields are small beside a write's key and value).
 fn payload_bytes(entries: &[Entry]) -> u64 {
@@ -506,115 +498,10 @@ fn payload_bytes(entries: &[Entry]) -> u64 {
         .sum()
 }
 
-fn encode_entries(entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for e in entries {
-        let bytes = e.write_to_bytes().expect("entry encodes");
-        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        out.extend_from_slice(&bytes);
-    }
-    out
-}
-
-fn decode_entries(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
-    let mut out: Vec<Entry> = Vec::new();
-    while !buf.is_empty() {
-        if buf.len() < 4 {
-            return Err("entry length cut short".into());
-        }
-        let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-        let body = buf.get(4..4 + len).ok_or("entry body cut short")?;
-        let entry = Entry::parse_from_bytes(body).map_err(|e| format!("entry: {e}"))?;
-        if let Some(prev) = out.last()
-            && prev.index + 1 != entry.index
-        {
-            return Err(format!("entry {} follows {}", entry.index, prev.index));
-        }
-        out.push(entry);
-        buf = &buf[4 + len..];
-    }
-    Ok(out)
-}
-
-impl Storage for RaftLogStore {
-    fn initial_state(&self) -> raft::Result<RaftState> {
-        Ok(RaftState::new(
-            self.hard_state.clone(),
-            self.conf_state.clone(),
-        ))
-    }
-
-    fn entries(
-        &self,
-        low: u64,
-        high: u64,
-        max_size: impl Into<Option<u64>>,
-        _context: GetEntriesContext,
-    ) -> raft::Result<Vec<Entry>> {
-        if low < self.first_index {
-            return Err(raft::Error::Store(StorageError::Compacted));
-        }
-        if high > self.last_index_inner() + 1 {
-            return Err(raft::Error::Store(StorageError::Unavailable));
-        }
-        let lo = (low - self.first_index) as usize;
-        let hi = (high - self.first_index) as usize;
-        let max_size = max_size.into().unwrap_or(u64::MAX);
-        let mut size = 0u64;
-        let mut out = Vec::with_capacity(hi - lo);
-        for e in &self.entries[lo..hi] {
-            size += u64::from(e.compute_size());
-            if !out.is_empty() && size > max_size {
-                break;
-            }
-            out.push(e.clone());
-        }
-        Ok(out)
-    }
-
-    fn term(&self, idx: u64) -> raft::Result<u64> {
-        if idx == self.base_index {
-            return Ok(self.base_term);
-        }
-        if idx < self.first_index {
-            return Err(raft::Error::Store(StorageError::Compacted));
-        }
-        if idx > self.last_index_inner() {
-            return Err(raft::Error::Store(StorageError::Unavailable));
-        }
-        Ok(self.entries[(idx - self.first_index) as usize].term)
-    }
-
-    fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.first_index)
-    }
-
-    fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.last_index_inner())
-    }
-
-    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        if let Some(snap) = &self.ready_snapshot {
-            let meta = snap.get_metadata();
-            // A follower that installs it must be able to continue from our
-            // log, and must be in its configuration: raft-rs ignores a
-            // snapshot taken before its receiver was added.
-            if meta.index >= request_index
-                && meta.index >= self.base_index
-                && includes(meta.get_conf_state(), to)
-            {
-                return Ok(snap.clone());
-            }
-        }
-        self.snapshot_wanted.set(true);
-        Err(raft::Error::Store(
-            StorageError::SnapshotTemporarilyUnavailable,
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use raft::{GetEntriesContext, StorageError};
+
     use super::*;
 
     fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
