@@ -10,6 +10,12 @@ use super::{BlockHandle, Footer};
 use crate::fs::WritableFile;
 use crate::key::{compare_internal_keys, user_key};
 
+/// Blocks are gathered into writes of about this size. A block handed to
+/// the OS on its own (a few KiB) makes the filesystem zero the rest of each
+/// fresh page it starts, which cost more than the copy itself under flush
+/// load; one write per this many bytes leaves a single partial page.
+pub(super) const WRITE_CHUNK_BYTES: usize = 256 << 10;
+
 /// What a finished table contains, for the manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct TableSummary {
@@ -22,6 +28,8 @@ pub(crate) struct TableSummary {
 /// Streams entries into a table file.
 pub(crate) struct TableBuilder {
     file: Arc<dyn WritableFile>,
+    /// Bytes of the file not yet handed to `file`; `offset` counts them.
+    pending: Vec<u8>,
     offset: u64,
     block_size_bytes: usize,
     bloom_bits_per_key: u32,
@@ -42,6 +50,7 @@ impl TableBuilder {
     ) -> TableBuilder {
         TableBuilder {
             file,
+            pending: Vec::with_capacity(WRITE_CHUNK_BYTES + block_size_bytes + 64),
             offset: 0,
             block_size_bytes,
             bloom_bits_per_key,
@@ -105,8 +114,9 @@ impl TableBuilder {
             num_entries: self.num_entries,
         };
         let footer = footer.encode();
-        self.file.append(&footer)?;
+        self.pending.extend_from_slice(&footer);
         self.offset += footer.len() as u64;
+        self.file.append(&self.pending)?;
         self.file.sync()?;
         Ok(TableSummary {
             size_bytes: self.offset,
@@ -131,11 +141,14 @@ impl TableBuilder {
             offset: self.offset,
             size: block.len() as u64,
         };
-        let mut framed = Vec::with_capacity(block.len() + 4);
-        framed.extend_from_slice(block);
-        framed.extend_from_slice(&crc32fast::hash(block).to_le_bytes());
-        self.file.append(&framed)?;
-        self.offset += framed.len() as u64;
+        self.pending.extend_from_slice(block);
+        self.pending
+            .extend_from_slice(&crc32fast::hash(block).to_le_bytes());
+        self.offset += block.len() as u64 + 4;
+        if self.pending.len() >= WRITE_CHUNK_BYTES {
+            self.file.append(&self.pending)?;
+            self.pending.clear();
+        }
         Ok(handle)
     }
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::builder::WRITE_CHUNK_BYTES;
 use super::*;
 use crate::error::EngineError;
 use crate::fs::{FaultFs, FileSystem};
@@ -66,6 +67,80 @@ fn table_round_trips_and_seeks_across_blocks() {
     it.seek(&lookup_key(b"user999999", 1)).expect("seek");
     assert!(!it.valid());
     assert!(table.may_contain(b"user000123"));
+}
+
+/// Counts the writes a table builder hands to its file.
+struct CountingFile {
+    inner: Arc<dyn crate::fs::WritableFile>,
+    appends: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::fs::WritableFile for CountingFile {
+    fn append(&self, data: &[u8]) -> std::io::Result<()> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.append(data)
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        self.inner.sync()
+    }
+}
+
+// Proves that a table of many small blocks reaches its file in a few large
+// writes, and that the result reads back whole.
+#[test]
+fn blocks_reach_the_file_in_large_writes() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/t")).expect("mkdir");
+    let counting = Arc::new(CountingFile {
+        inner: fs.create(Path::new(PATH)).expect("create"),
+        appends: Default::default(),
+    });
+    let mut b = TableBuilder::new(counting.clone(), 512, 4, 10);
+    let n = 12_000;
+    for i in 0..n {
+        b.add(&key(i), &value(i)).expect("add");
+    }
+    let summary = b.finish().expect("finish");
+    let size = usize::try_from(summary.size_bytes).expect("fits");
+    assert!(
+        size > 2 * WRITE_CHUNK_BYTES,
+        "table of {size} bytes too small"
+    );
+    let appends = counting.appends.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        appends <= size / WRITE_CHUNK_BYTES + 1,
+        "{appends} writes for {size} bytes"
+    );
+    assert_eq!(fs.contents(Path::new(PATH)).map(|c| c.len()), Some(size));
+    let table = open(&fs).expect("valid table");
+    let mut it = table.iter();
+    it.seek_to_first().expect("seek");
+    for i in 0..n {
+        assert_eq!((it.key(), it.value()), (&key(i)[..], &value(i)[..]));
+        it.next().expect("next");
+    }
+    assert!(!it.valid());
+}
+
+// Proves that a write the file refuses fails the table, whether it happens
+// while blocks are added or when the table is finished.
+#[test]
+fn a_refused_write_fails_the_table() {
+    for (n, expect_in_add) in [(100, false), (12_000, true)] {
+        let fs = FaultFs::new();
+        fs.create_dir_all(Path::new("/t")).expect("mkdir");
+        let mut b = TableBuilder::new(fs.create(Path::new(PATH)).expect("create"), 512, 4, 10);
+        fs.set_no_space(true);
+        let added = (0..n).try_for_each(|i| b.add(&key(i), &value(i)));
+        assert_eq!(added.is_err(), expect_in_add, "{n} entries");
+        if added.is_ok() {
+            let err = b.finish().expect_err("no space");
+            assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
+        }
+        assert!(fs.contents(Path::new(PATH)).unwrap_or_default().is_empty());
+    }
 }
 
 // Proves that the bloom filter rejects most absent keys.
