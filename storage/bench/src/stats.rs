@@ -32,6 +32,10 @@ pub struct Recorder {
     pub not_found: u64,
     /// Error counts per op, in `OpKind::ALL` order.
     errors_by_op: Vec<u64>,
+    /// Open loop: how late the client itself sent each request (time from
+    /// its due time to the send). Large values mean the client, not the
+    /// system under test, delayed requests.
+    send_lag: Histogram<u64>,
 }
 
 impl Default for Recorder {
@@ -41,6 +45,7 @@ impl Default for Recorder {
             errors: BTreeMap::new(),
             not_found: 0,
             errors_by_op: vec![0; OpKind::ALL.len()],
+            send_lag: new_histogram(),
         }
     }
 }
@@ -49,6 +54,15 @@ impl Recorder {
     pub fn record_ok(&mut self, op: OpKind, latency: Duration) {
         let us = (latency.as_micros() as u64).clamp(1, MAX_LATENCY_US);
         self.by_op[op.index()].saturating_record(us);
+    }
+
+    pub fn record_send_lag(&mut self, lag: Duration) {
+        let us = (lag.as_micros() as u64).clamp(1, MAX_LATENCY_US);
+        self.send_lag.saturating_record(us);
+    }
+
+    pub fn send_lag(&self) -> &Histogram<u64> {
+        &self.send_lag
     }
 
     pub fn record_error(&mut self, op: OpKind, kind: &str, message: &str) {
@@ -77,6 +91,9 @@ impl Recorder {
         for (mine, theirs) in self.errors_by_op.iter_mut().zip(&other.errors_by_op) {
             *mine += theirs;
         }
+        self.send_lag
+            .add(&other.send_lag)
+            .expect("histograms share bounds");
     }
 
     pub fn error_total(&self) -> u64 {

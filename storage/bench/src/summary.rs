@@ -54,6 +54,11 @@ pub struct Summary {
     pub throughput_keys_per_s: f64,
     /// Successful requests; open loop measures from the intended send time.
     pub latency: LatencySummary,
+    /// Open loop only: how late the client sent requests after their due
+    /// time (included in `latency`). When its tail is close to the latency
+    /// tail, the client, not the target, set that tail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<LatencySummary>,
     pub per_op: BTreeMap<OpKind, OpSummary>,
     pub error_kinds: BTreeMap<String, ErrorCount>,
 }
@@ -94,6 +99,7 @@ impl Summary {
             throughput_ops_per_s: (r.ok_total() as f64 / secs * 10.0).round() / 10.0,
             throughput_keys_per_s: (r.ok_total() as f64 * batch as f64 / secs).round(),
             latency: LatencySummary::of(&r.overall()),
+            send_lag: (!r.send_lag().is_empty()).then(|| LatencySummary::of(r.send_lag())),
             per_op,
             error_kinds: r.errors.clone(),
         }
@@ -137,6 +143,9 @@ impl Summary {
             row(&format!("{op:?}"), s.ops, s.errors, &s.latency);
         }
         row("all", self.ops, self.errors, &self.latency);
+        if let Some(lag) = &self.send_lag {
+            row("(client send lag)", lag.count, 0, lag);
+        }
         for (kind, e) in &self.error_kinds {
             out.push_str(&format!(
                 "  error {kind}: {} (e.g. {})\n",
