@@ -32,6 +32,7 @@ use crate::status::{PeerStatus, RaftEventKind, Role};
 use crate::transport::Transport;
 
 mod membership;
+mod proposals;
 mod snapshots;
 
 use snapshots::finish_interrupted_install;
@@ -90,6 +91,8 @@ pub(crate) struct Driver {
     transport: Box<dyn Transport>,
     tick: Duration,
     read_timeout: Duration,
+    /// Proposals taken this round, stepped into raft together at its end.
+    queued: Vec<proposals::Queued>,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, PendingProposal>,
     /// Readers not yet covered by a ReadIndex request.
@@ -197,6 +200,7 @@ impl Driver {
             transport,
             tick: config.tick,
             read_timeout: config.read_timeout,
+            queued: Vec::new(),
             proposals: BTreeMap::new(),
             reads_unissued: Vec::new(),
             reads_issued: HashMap::new(),
@@ -268,9 +272,10 @@ impl Driver {
         }
     }
 
-    /// Everything the loop does after taking inputs: issue reads, handle
-    /// Ready, publish the status.
+    /// Everything the loop does after taking inputs: step the proposals
+    /// taken, issue reads, handle Ready, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
+        self.propose_queued();
         self.issue_reads();
         // A failed peer is inert: it neither persists nor sends anything
         // (a follower's acknowledgement or a leader's own vote would promise
@@ -389,30 +394,6 @@ impl Driver {
         (self.node.raft.state != StateRole::Leader).then(|| ProposeError::NotLeader {
             leader_id: self.node.raft.leader_id,
         })
-    }
-
-    fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
-        if let Some(refusal) = self.refusal() {
-            let _ = tx.send(Err(refusal));
-            return;
-        }
-        let data = Proposal {
-            request_id,
-            command,
-        }
-        .encode();
-        let before = self.node.raft.raft_log.last_index();
-        match self.node.propose(Vec::new(), data) {
-            Ok(()) => {
-                let index = self.node.raft.raft_log.last_index();
-                debug_assert_eq!(index, before + 1, "one proposal appends one entry");
-                self.proposals
-                    .insert(index, PendingProposal { request_id, tx });
-            }
-            Err(e) => {
-                let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
-            }
-        }
     }
 
     fn transfer_leader(&mut self, to: u64) -> Result<(), ProposeError> {
@@ -685,6 +666,9 @@ impl Driver {
     }
 
     fn fail_all_waiters(&mut self, err: ProposeError) {
+        for q in std::mem::take(&mut self.queued) {
+            q.fail(err.clone());
+        }
         for (_, p) in std::mem::take(&mut self.proposals) {
             let _ = p.tx.send(Err(err.clone()));
         }

@@ -155,7 +155,15 @@ impl Sim {
             }
         }
         if writes && self.rng.random_bool(WRITE_PROBABILITY) {
-            self.propose();
+            // Sometimes several in one round: the leader steps them together.
+            let burst = if self.rng.random_bool(0.2) {
+                self.rng.random_range(2..=5)
+            } else {
+                1
+            };
+            for _ in 0..burst {
+                self.propose();
+            }
         }
         if faults {
             self.inject_faults();
@@ -369,5 +377,42 @@ fn simulated_clusters_keep_raft_invariants() {
             total.membership_changes > 0,
             "no membership change committed"
         );
+    }
+}
+
+// Proves that proposals taken in one round reach each follower as one
+// append carrying all of them, not an append each.
+#[test]
+fn proposals_of_one_round_reach_each_follower_as_one_append() {
+    let mut sim = Sim::new(3);
+    sim.weather = Weather {
+        drop: 0.0,
+        duplicate: 0.0,
+        max_delay_ms: 0,
+    };
+    // A quiet cluster with a leader whose followers have caught up.
+    for _ in 0..QUIET_MS {
+        sim.step(false, false)
+            .expect("quiet steps keep the invariants");
+    }
+    let leaders = sim.leaders();
+    assert_eq!(leaders.len(), 1, "one leader after a quiet period");
+    let leader = leaders[0];
+    for _ in 0..5 {
+        sim.propose();
+    }
+    let n = &mut sim.nodes[leader];
+    n.outbox.take();
+    let live = n.live.as_mut().expect("the leader is up");
+    live.driver.round(&live.shared);
+    let appends: Vec<_> = n
+        .outbox
+        .take()
+        .into_iter()
+        .filter(|m| m.get_msg_type() == raft::eraftpb::MessageType::MsgAppend)
+        .collect();
+    assert_eq!(appends.len(), 2, "one append per follower: {appends:?}");
+    for m in appends {
+        assert_eq!(m.entries.len(), 5, "all five proposals in one append");
     }
 }
