@@ -62,9 +62,10 @@ impl Driver {
         let mut waiters = Vec::with_capacity(queued.len());
         let mut entries = Vec::with_capacity(queued.len());
         for q in queued {
-            let mut entry = Entry::default();
-            entry.data = q.data.into();
-            entries.push(entry);
+            entries.push(Entry {
+                data: q.data.into(),
+                ..Default::default()
+            });
             waiters.push(PendingProposal {
                 request_id: q.request_id,
                 tx: q.tx,
