@@ -289,11 +289,11 @@ mod tests {
     use crate::keys::{KeySpace, ValuePool};
     use crate::workload::WorkloadKind;
 
-    /// Answers every request after `service` of (paused-clock) time and
-    /// remembers when each one arrived.
+    /// Answers every request after `service` and remembers when each one
+    /// arrived.
     struct Clocked {
         service: Duration,
-        arrivals: Mutex<Vec<Instant>>,
+        arrivals: Arc<Mutex<Vec<Instant>>>,
     }
 
     impl Clocked {
@@ -352,21 +352,14 @@ mod tests {
 
     async fn run_clocked(plan: RunPlan, service: Duration) -> (RunResult, Vec<Duration>) {
         let start = Instant::now();
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
         let target = Clocked {
             service,
-            arrivals: Mutex::new(Vec::new()),
+            arrivals: Arc::clone(&arrivals),
         };
         let progress = Progress::new("test", plan.max_ops, plan.duration, false);
-        let shared_target = Arc::new(target);
-        let result = run(
-            ArcTarget(Arc::clone(&shared_target)),
-            workload(),
-            plan,
-            progress,
-        )
-        .await;
-        let mut arrivals: Vec<Duration> = shared_target
-            .arrivals
+        let result = run(target, workload(), plan, progress).await;
+        let mut arrivals: Vec<Duration> = arrivals
             .lock()
             .expect("lock")
             .iter()
@@ -374,27 +367,6 @@ mod tests {
             .collect();
         arrivals.sort();
         (result, arrivals)
-    }
-
-    /// Lets the test keep a handle on the target the driver consumes.
-    struct ArcTarget(Arc<Clocked>);
-
-    impl Target for ArcTarget {
-        async fn put(&self, c: usize, k: Bytes, v: Bytes) -> Result<(), TargetError> {
-            self.0.put(c, k, v).await
-        }
-
-        async fn get(&self, c: usize, k: Bytes, r: ReadConsistency) -> Result<bool, TargetError> {
-            self.0.get(c, k, r).await
-        }
-
-        async fn batch(&self, c: usize, p: Vec<(Bytes, Bytes)>) -> Result<(), TargetError> {
-            self.0.batch(c, p).await
-        }
-
-        async fn scan(&self, c: usize, s: Bytes, e: Bytes, l: u32) -> Result<usize, TargetError> {
-            self.0.scan(c, s, e, l).await
-        }
     }
 
     // Proves that the open loop never sends request k before k / rate, with

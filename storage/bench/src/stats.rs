@@ -11,6 +11,11 @@ use crate::workload::OpKind;
 /// Latencies up to 60 s keep 3 significant digits; longer ones saturate at the top bucket.
 const MAX_LATENCY_US: u64 = 60_000_000;
 
+/// A duration as a histogram value: whole microseconds within the bounds.
+fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
+}
+
 fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
 }
@@ -52,13 +57,11 @@ impl Default for Recorder {
 
 impl Recorder {
     pub fn record_ok(&mut self, op: OpKind, latency: Duration) {
-        let us = (latency.as_micros() as u64).clamp(1, MAX_LATENCY_US);
-        self.by_op[op.index()].saturating_record(us);
+        self.by_op[op.index()].saturating_record(micros(latency));
     }
 
     pub fn record_send_lag(&mut self, lag: Duration) {
-        let us = (lag.as_micros() as u64).clamp(1, MAX_LATENCY_US);
-        self.send_lag.saturating_record(us);
+        self.send_lag.saturating_record(micros(lag));
     }
 
     pub fn send_lag(&self) -> &Histogram<u64> {

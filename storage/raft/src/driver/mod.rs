@@ -91,7 +91,8 @@ pub(crate) struct Driver {
     transport: Box<dyn Transport>,
     tick: Duration,
     read_timeout: Duration,
-    /// Proposals taken this round, stepped into raft together at its end.
+    /// Proposals taken from the inbox since the last round; `round` steps
+    /// them into raft together.
     queued: Vec<proposals::Queued>,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, PendingProposal>,
