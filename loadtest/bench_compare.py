@@ -292,9 +292,14 @@ def run(args: argparse.Namespace) -> int:
                 r = {"ops": summary["ops"], "errors": summary["errors"], "duration_s": summary["duration_s"],
                      "p50_ms": summary["latency"]["p50_us"] / 1000, "p99_ms": summary["latency"]["p99_us"] / 1000,
                      "server_cpu_s": cpu1 - cpu0, "gateway_cpu_s": gw1 - gw0, "client_cpu_s": client_cpu}
+                # Open loop: how late the client sent requests (no free worker, or no CPU for it).
+                lag = summary.get("send_lag")
+                if lag:
+                    r["send_lag_p99_ms"] = lag["p99_us"] / 1000
                 rounds[side].append(r)
+                lag_note = f", client send lag p99 {r['send_lag_p99_ms']:.1f} ms" if lag else ""
                 print(f"  {label:<40} {side:<6} round {rnd + 1}: {summary['throughput_ops_per_s']:>9,.0f} ops/s "
-                      f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.1f} ms, {r['errors']} errors, "
+                      f"p50 {r['p50_ms']:.2f} ms p99 {r['p99_ms']:.1f} ms{lag_note}, {r['errors']} errors, "
                       f"server CPU {r['server_cpu_s']:.1f} s, client CPU {client_cpu:.1f} s", flush=True)
         e, s = aggregate(rounds["etcd"]), aggregate(rounds["strata"])
         peak[wid] = e["ops_per_s"]
@@ -325,6 +330,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"| {r['workload']} | {e['client_us_per_op']:.0f} | {e['cpu_us_per_op']:.0f} "
               f"| {e['client_us_per_op'] + e['cpu_us_per_op']:.0f} | {s['client_us_per_op']:.0f} "
               f"| {s['gateway_us_per_op']:.0f} | {nodes:.0f} | {s['client_us_per_op'] + s['cpu_us_per_op']:.0f} |")
+    open_loop = [r for r in results if all("send_lag_p99_ms" in x for side in ("etcd", "strata")
+                                           for x in r["rounds"][side])]
+    if open_loop:
+        print("\nOpen loop, the client's own send lag p99 per round (ms; it includes waiting for a free worker, "
+              "so a slow target's backlog shows here too):\n")
+        for r in open_loop:
+            lags = {side: ", ".join(f"{x['send_lag_p99_ms']:.1f}" for x in r["rounds"][side])
+                    for side in ("etcd", "strata")}
+            print(f"- {r['workload']}: etcd {lags['etcd']}; Strata {lags['strata']}")
     (run_dir / "results.json").write_text(json.dumps({"machine": machine(), "seconds": args.seconds,
                                                        "rounds": args.rounds, "results": results}, indent=2))
     print(f"\nper-run JSON summaries: {run_dir / 'runs'}; table data: {run_dir / 'results.json'}")
