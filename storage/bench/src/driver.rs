@@ -415,6 +415,22 @@ mod tests {
         assert!(result.recorder.send_lag().max() >= 40 * k * 1_000);
     }
 
+    // Proves that an open loop bounded by a request count sends exactly that
+    // many and ends then, not at its (far) deadline.
+    #[tokio::test]
+    async fn open_loop_ends_at_the_request_count() {
+        let mut p = plan(8, 1000.0, Duration::from_secs(60));
+        p.max_ops = 20;
+        let (result, arrivals) = run_clocked(p, Duration::from_millis(1)).await;
+        assert_eq!(arrivals.len(), 20);
+        assert_eq!(result.recorder.ok_total(), 20);
+        assert!(
+            result.elapsed < Duration::from_secs(30),
+            "ran {:?}",
+            result.elapsed
+        );
+    }
+
     // Proves that the closed loop sends exactly the requested count.
     #[tokio::test]
     async fn closed_loop_stops_at_the_request_count() {
