@@ -165,6 +165,19 @@ mod tests {
         (client, stop_tx, (peer, dir))
     }
 
+    /// Opens a `Raft/Stream` call; returns its sender and the pending answer.
+    fn open_stream(
+        client: &RaftClient<tonic::transport::Channel>,
+    ) -> (
+        mpsc::Sender<RaftBatch>,
+        tokio::task::JoinHandle<Result<Response<RaftAck>, Status>>,
+    ) {
+        let (tx, rx) = mpsc::channel(4);
+        let mut c = client.clone();
+        let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+        (tx, call)
+    }
+
     fn batch_to(to: u64, group_id: u64) -> RaftBatch {
         RaftBatch {
             group_id,
@@ -183,9 +196,7 @@ mod tests {
         let (client, stop, _keep) = serve_one_node().await;
         let within = Duration::from_secs(20);
 
-        let (tx, rx) = mpsc::channel(4);
-        let mut c = client.clone();
-        let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+        let (tx, call) = open_stream(&client);
         tx.send(batch_to(1, 1)).await.unwrap();
         tx.send(batch_to(1, 1)).await.unwrap();
         drop(tx);
@@ -196,9 +207,7 @@ mod tests {
             (batch_to(7, 1), Code::InvalidArgument),
             (batch_to(1, 9), Code::NotFound),
         ] {
-            let (tx, rx) = mpsc::channel(4);
-            let mut c = client.clone();
-            let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+            let (tx, call) = open_stream(&client);
             tx.send(batch_to(1, 1)).await.unwrap();
             tx.send(bad).await.unwrap();
             let status = tokio::time::timeout(within, call)
@@ -209,9 +218,7 @@ mod tests {
             assert_eq!(status.code(), code, "{status:?}");
         }
 
-        let (tx, rx) = mpsc::channel(4);
-        let mut c = client.clone();
-        let call = tokio::spawn(async move { c.stream(ReceiverStream::new(rx)).await });
+        let (tx, call) = open_stream(&client);
         tx.send(batch_to(1, 1)).await.unwrap();
         stop.send(true).unwrap();
         let status = tokio::time::timeout(within, call)
