@@ -24,7 +24,7 @@ mod status;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
-pub use error::{LogError, ProposeError, StartError};
+pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use members::Members;
 pub use peer::{Peer, PeerConfig, PeerHandle};
 pub use raft::ReadOnlyOption;

@@ -58,10 +58,10 @@ impl Driver {
     {
         let mut cc = C::new();
         if let Err(e) = cc.merge_from_bytes(&entry.data) {
-            self.fail_storage(
-                format!("conf change {} does not decode: {e}", entry.index),
-                false,
-            );
+            self.fail_storage(StorageFailure::failed(format!(
+                "conf change {} does not decode: {e}",
+                entry.index
+            )));
             return None;
         }
         let v2 = cc.as_v2();

@@ -20,7 +20,7 @@ use raft::{RawNode, SnapshotStatus, StateRole};
 use tokio::sync::oneshot;
 
 use crate::command::{ApplyResult, Command, Proposal};
-use crate::error::{ProposeError, StartError};
+use crate::error::{LogError, ProposeError, StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
@@ -103,9 +103,7 @@ pub(crate) struct Driver {
     /// Readers whose read index is known, waiting for apply to reach it.
     reads_ready: Vec<(u64, Vec<ReadTx>)>,
     next_read_ctx: u64,
-    failure: Option<String>,
-    /// The failure was a full device (see [`PeerStatus::disk_full`]).
-    disk_full: bool,
+    failure: Option<StorageFailure>,
     last_status: PeerStatus,
     dirs: SnapshotDirs,
     jobs: crossbeam_channel::Sender<Job>,
@@ -208,7 +206,6 @@ impl Driver {
             reads_ready: Vec::new(),
             next_read_ctx: 1,
             failure: None,
-            disk_full: false,
             last_status: PeerStatus {
                 id: config.id,
                 group_id: config.group_id,
@@ -221,7 +218,6 @@ impl Driver {
                 voters: Vec::new(),
                 learners: Vec::new(),
                 failure: None,
-                disk_full: false,
             },
             dirs,
             jobs,
@@ -261,7 +257,6 @@ impl Driver {
             voters,
             learners,
             failure: self.failure.clone(),
-            disk_full: self.disk_full,
         }
     }
 
@@ -480,7 +475,7 @@ impl Driver {
                 match self.install_snapshot(&meta) {
                     Ok(dir) => installed = Some(dir),
                     Err(reason) => {
-                        self.fail_storage(reason, false);
+                        self.fail_storage(StorageFailure::failed(reason));
                         return;
                     }
                 }
@@ -511,7 +506,7 @@ impl Driver {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    self.fail_log(e.to_string(), e.is_no_space());
+                    self.fail_log(&e);
                     return;
                 }
             }
@@ -519,7 +514,10 @@ impl Driver {
                 // The raft log now records the snapshot: the engine no
                 // longer needs the marker nor the staged copy.
                 if let Err(e) = self.state_machine.finish_install() {
-                    self.fail_storage(format!("clearing the install marker: {e}"), e.is_no_space());
+                    self.fail_storage(StorageFailure::new(
+                        e.is_no_space(),
+                        format!("clearing the install marker: {e}"),
+                    ));
                     return;
                 }
                 let _ = std::fs::remove_dir_all(dir);
@@ -550,10 +548,10 @@ impl Driver {
                 EntryType::EntryNormal => match Proposal::decode(&entry.data) {
                     Ok(p) => Some(p),
                     Err(e) => {
-                        self.fail_storage(
-                            format!("entry {} does not decode: {e}", entry.index),
-                            false,
-                        );
+                        self.fail_storage(StorageFailure::failed(format!(
+                            "entry {} does not decode: {e}",
+                            entry.index
+                        )));
                         return;
                     }
                 },
@@ -621,8 +619,11 @@ impl Driver {
                 }
             }
             Err(e) => {
-                let err = ProposeError::from_engine(&e);
-                self.fail_storage(format!("applying up to {last}: {e}"), e.is_no_space());
+                let err = ProposeError::Storage(StorageFailure::from(&e));
+                self.fail_storage(StorageFailure::new(
+                    e.is_no_space(),
+                    format!("applying up to {last}: {e}"),
+                ));
                 self.fail_all_waiters(err);
             }
         }
@@ -645,25 +646,31 @@ impl Driver {
     /// unhealthy until restarted. The peer goes inert (see [`Self::round`]),
     /// so a leader sends nothing more and the followers elect a successor
     /// when its heartbeats stop.
-    fn fail_storage(&mut self, reason: String, disk_full: bool) {
-        tracing::error!(reason, "storage failed; this peer stops acknowledging");
-        self.note_failure(reason, disk_full);
+    fn fail_storage(&mut self, failure: StorageFailure) {
+        tracing::error!(
+            reason = failure.reason.as_str(),
+            "storage failed; this peer stops acknowledging"
+        );
+        self.note_failure(failure);
     }
 
     /// Records the first failure; later ones are its consequences.
-    fn note_failure(&mut self, reason: String, disk_full: bool) {
+    fn note_failure(&mut self, failure: StorageFailure) {
         if self.failure.is_none() {
-            self.failure = Some(reason);
-            self.disk_full = disk_full;
+            self.failure = Some(failure);
         }
     }
 
     /// The raft log failed to persist: nothing more may be acknowledged or
     /// promised to peers.
-    fn fail_log(&mut self, reason: String, disk_full: bool) {
+    fn fail_log(&mut self, e: &LogError) {
+        let reason = e.to_string();
         tracing::error!(reason, "raft log write failed");
-        self.note_failure(format!("raft log: {reason}"), disk_full);
-        self.fail_all_waiters(ProposeError::Storage(reason));
+        self.note_failure(StorageFailure::new(
+            e.is_no_space(),
+            format!("raft log: {reason}"),
+        ));
+        self.fail_all_waiters(ProposeError::Storage(StorageFailure::from(e)));
     }
 
     fn fail_all_waiters(&mut self, err: ProposeError) {

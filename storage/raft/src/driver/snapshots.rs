@@ -42,10 +42,9 @@ impl Driver {
                 };
                 let mut conf_state = ConfState::default();
                 if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
-                    self.fail_storage(
-                        format!("snapshot configuration does not decode: {e}"),
-                        false,
-                    );
+                    self.fail_storage(StorageFailure::failed(format!(
+                        "snapshot configuration does not decode: {e}"
+                    )));
                     return;
                 }
                 let mut snapshot = Snapshot {
@@ -63,10 +62,10 @@ impl Driver {
             JobDone::Durable { index, result } => {
                 self.durable_pending = false;
                 if let Err(e) = result {
-                    self.fail_storage(
-                        format!("making applied state durable: {e}"),
+                    self.fail_storage(StorageFailure::new(
                         e.is_no_space(),
-                    );
+                        format!("making applied state durable: {e}"),
+                    ));
                     return;
                 }
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
@@ -80,7 +79,7 @@ impl Driver {
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {
-                    self.fail_log(e.to_string(), e.is_no_space());
+                    self.fail_log(&e);
                 }
             }
         }
