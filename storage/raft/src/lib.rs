@@ -8,12 +8,15 @@
 #![forbid(unsafe_code)]
 
 pub mod command;
+mod config;
 mod driver;
 pub mod error;
 mod events;
+mod fail_stop;
 pub mod keys;
 pub mod log;
 mod logger;
+mod mailbox;
 pub mod members;
 mod peer;
 #[cfg(test)]
@@ -24,9 +27,10 @@ mod status;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
+pub use config::PeerConfig;
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use members::Members;
-pub use peer::{Peer, PeerConfig, PeerHandle};
+pub use peer::{Peer, PeerHandle};
 pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,

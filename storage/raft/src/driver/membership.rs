@@ -2,14 +2,17 @@
 //! the member directory with it), and what a leader does when a change
 //! removes it.
 
-use super::*;
+use raft::StateRole;
+use raft::eraftpb::{ConfChangeType, ConfChangeV2, ConfState, Entry};
+
+use super::Driver;
+use crate::error::{ProposeError, StorageFailure};
+use crate::mailbox::ConfTx;
+use crate::members::Members;
+use crate::status::RaftEventKind;
 
 impl Driver {
-    pub(super) fn propose_conf_change(
-        &mut self,
-        change: ConfChangeV2,
-        tx: oneshot::Sender<Result<u64, ProposeError>>,
-    ) {
+    pub(super) fn propose_conf_change(&mut self, change: ConfChangeV2, tx: ConfTx) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
             return;

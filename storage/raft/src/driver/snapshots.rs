@@ -1,7 +1,20 @@
 //! Snapshots and log compaction in the driver: asking the snapshot thread
-//! for work, taking its results, and installing a received snapshot.
+//! for work, taking its results, installing a received snapshot, and
+//! hearing how sending one ended.
 
-use super::*;
+use protobuf::Message as _;
+use raft::SnapshotStatus;
+use raft::eraftpb::{ConfState, Snapshot, SnapshotMetadata};
+
+use super::Driver;
+use crate::error::StorageFailure;
+use crate::members::Members;
+use crate::snapshot::{Job, JobDone};
+use crate::status::RaftEventKind;
+
+/// A size-triggered compaction waits for at least this many applied
+/// entries, so that a heavy unapplied tail cannot make it run every round.
+const MIN_COMPACT_ENTRIES: u64 = 64;
 
 impl Driver {
     /// Starts a snapshot when raft asked for one, and compacts the log once
@@ -85,6 +98,21 @@ impl Driver {
         }
     }
 
+    /// The transport finished (or failed) sending a snapshot to `to`; raft
+    /// waits for this before sending `to` anything more.
+    pub(super) fn on_snapshot_report(&mut self, to: u64, ok: bool) {
+        let status = if ok {
+            SnapshotStatus::Finish
+        } else {
+            SnapshotStatus::Failure
+        };
+        self.node.report_snapshot(to, status);
+        if ok {
+            self.events
+                .note(RaftEventKind::SnapshotSent, format!("to node {to}"));
+        }
+    }
+
     /// Installs the staged snapshot raft wants applied; returns its staged
     /// directory for removal once the raft log records it.
     pub(super) fn install_snapshot(
@@ -118,41 +146,4 @@ impl Driver {
         tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
         Ok(dir)
     }
-}
-
-/// Finishes a snapshot install a crash interrupted: the staged copy is
-/// installed again (it is idempotent), and the raft log records the snapshot
-/// unless it already did.
-pub(super) fn finish_interrupted_install(
-    sm: &StateMachine,
-    store: &mut RaftLogStore,
-) -> Result<(), StartError> {
-    let Some((term, dir)) = sm.interrupted_install()? else {
-        return Ok(());
-    };
-    if !dir.is_dir() {
-        return Err(StartError::Config(format!(
-            "an interrupted snapshot install needs {}, which is gone",
-            dir.display()
-        )));
-    }
-    tracing::warn!(dir = %dir.display(), "finishing an interrupted snapshot install");
-    let info = sm.install(&dir, term)?;
-    if store.first_index() <= info.index {
-        let mut meta = SnapshotMetadata {
-            index: info.index,
-            term,
-            ..Default::default()
-        };
-        let mut cs = ConfState::default();
-        cs.merge_from_bytes(&info.conf_state).map_err(|e| {
-            StartError::Config(format!("snapshot configuration does not decode: {e}"))
-        })?;
-        meta.set_conf_state(cs);
-        store.apply_snapshot(&meta);
-        store.persist()?;
-    }
-    sm.finish_install()?;
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(())
 }
