@@ -62,12 +62,10 @@ pub enum ProposeError {
     /// leader may still commit it.
     #[error("leadership was lost while the write was in flight")]
     LeadershipLost,
-    /// The node's storage failed; it refuses to acknowledge anything.
-    #[error("storage failed: {0}")]
-    Storage(String),
-    /// The storage device is full.
-    #[error("storage full: {0}")]
-    NoSpace(String),
+    /// The node's storage failed (or its device is full); it refuses to
+    /// acknowledge anything.
+    #[error(transparent)]
+    Storage(StorageFailure),
     /// The request cannot be carried out as asked (e.g. transferring
     /// leadership to a node that is not a voter).
     #[error("invalid request: {0}")]
@@ -77,12 +75,73 @@ pub enum ProposeError {
     Stopped,
 }
 
-impl ProposeError {
-    pub(crate) fn from_engine(e: &EngineError) -> Self {
-        match e {
-            EngineError::NoSpace { .. } => ProposeError::NoSpace(e.to_string()),
-            _ => ProposeError::Storage(e.to_string()),
+/// Why a peer's storage stopped it. A peer keeps the first one and gives
+/// it in every later answer, so a full disk is reported as full for as long
+/// as the peer runs, not only to the request that hit it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {reason}", kind.as_str())]
+pub struct StorageFailure {
+    pub kind: StorageFailureKind,
+    /// What failed, in words.
+    pub reason: String,
+}
+
+/// The two storage failures callers tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageFailureKind {
+    /// The device was full (ENOSPC): the one failure that goes away by
+    /// itself, so freeing space and restarting recovers.
+    Full,
+    /// Anything else: a write or fsync failed, or stored data does not
+    /// decode.
+    Failed,
+}
+
+impl StorageFailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageFailureKind::Full => "storage full",
+            StorageFailureKind::Failed => "storage failed",
         }
+    }
+}
+
+impl StorageFailure {
+    /// A failure other than a full device.
+    pub fn failed(reason: impl Into<String>) -> Self {
+        StorageFailure {
+            kind: StorageFailureKind::Failed,
+            reason: reason.into(),
+        }
+    }
+
+    /// A full device when `no_space`, any other failure otherwise.
+    pub fn new(no_space: bool, reason: impl Into<String>) -> Self {
+        let kind = if no_space {
+            StorageFailureKind::Full
+        } else {
+            StorageFailureKind::Failed
+        };
+        StorageFailure {
+            kind,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.kind == StorageFailureKind::Full
+    }
+}
+
+impl From<&EngineError> for StorageFailure {
+    fn from(e: &EngineError) -> Self {
+        StorageFailure::new(e.is_no_space(), e.to_string())
+    }
+}
+
+impl From<&LogError> for StorageFailure {
+    fn from(e: &LogError) -> Self {
+        StorageFailure::new(e.is_no_space(), e.to_string())
     }
 }
 

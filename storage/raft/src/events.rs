@@ -57,11 +57,11 @@ impl EventLog {
                 String::new(),
             ));
         }
-        if new.failure.is_some() && old.failure.is_none() {
+        if let (Some(failure), None) = (&new.failure, &old.failure) {
             out.push(event(
                 RaftEventKind::StorageFailed,
                 0,
-                new.failure.clone().unwrap_or_default(),
+                failure.reason.clone(),
             ));
         }
         for (kind, detail) in self.noted.drain(..) {
@@ -92,7 +92,6 @@ mod tests {
             voters: vec![1, 2, 3],
             learners: vec![],
             failure: None,
-            disk_full: false,
         }
     }
 

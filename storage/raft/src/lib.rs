@@ -1,19 +1,72 @@
 //! Replication for Strata: a raft group member built on raft-rs.
 //!
-//! A [`Peer`] owns one raft group's `RawNode` on a dedicated thread. The
-//! raft log ([`log::RaftLogStore`]) is the node's write-ahead log; committed
-//! commands are applied to the engine by the [`StateMachine`]. The network
-//! is behind the [`Transport`] trait, so this crate never opens a socket.
+//! A [`Peer`] owns one raft group's `RawNode` on a dedicated thread, the
+//! driver. The raft log ([`log::RaftLogStore`]) is the node's write-ahead
+//! log; committed commands are applied to the engine by the
+//! [`StateMachine`]. The network is behind the [`Transport`] trait, so this
+//! crate never opens a socket.
+//!
+//! # One concern, one module
+//!
+//! Each module below holds one concern; a change touches the module of its
+//! concern and, at most, the orchestration that calls it. `peer` builds the
+//! driver and starts the snapshot thread; once they run, everything reaches
+//! the driver through the mailbox. So `peer` imports `driver` and
+//! `snapshot`, `driver` imports `snapshot`, and neither imports `peer`.
+//!
+//! - `peer`: [`Peer`] (starts the threads) and [`PeerHandle`] (the front the
+//!   server calls); `config`: [`PeerConfig`].
+//! - `mailbox`: `Input`, everything the driver thread takes, and `Shared`,
+//!   the inbox's sending end beside the status and events the driver
+//!   publishes.
+//! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
+//!   round (inputs, proposals, reads, Ready); `recovery` is what happens at
+//!   start; `proposals`, `reads`, `membership` and `leadership` take the
+//!   requests; `apply` applies committed entries and answers their
+//!   waiters; `snapshots` builds, installs and compacts; `failure` is the
+//!   storage failure policy; `publish` computes and publishes the status.
+//! - `snapshot`: snapshot directories and the snapshot thread.
+//! - `log/`: the raft log on disk. `state_machine`, `command`, `keys`:
+//!   applying commands to the engine, their encoding, the engine key layout.
+//!   `members`: the member directory.
+//! - `status` and `events`: what a peer reports. `error`: the errors,
+//!   [`StorageFailure`] among them. `fail_stop`: a panicking peer thread
+//!   ends the process. `transport`, `logger`: the network and raft-rs's log
+//!   boundaries. `sim/` (tests only): whole groups on a simulated network.
+//!
+//! # Where a new feature goes
+//!
+//! - A new kind of request: a variant of `Input`, a [`PeerHandle`] method
+//!   that submits it, and a module under `driver/` that handles it
+//!   (`Driver::handle` dispatches to it).
+//! - Metrics: counters in `Shared` (like `log_syncs`), counted by the
+//!   driver and read through [`PeerHandle`]. Trace context: carried in the
+//!   request's `Input` variant; the driver is a plain thread, so its module
+//!   enters the span itself.
+//! - Watch: `apply` is the one place that sees every applied entry in
+//!   order; it publishes them once the state machine has applied the batch,
+//!   on a bounded channel in `Shared` like the events.
+//! - Leases: `reads`. raft-rs's lease-based ReadIndex is already one
+//!   setting away ([`PeerConfig::read_only_option`]); a lease the driver
+//!   kept itself would end in `leadership`, where changes of role and
+//!   leader arrive.
+//! - Multi-raft: a group is a [`Peer`]. Engine keys and raft messages
+//!   already name their group and the driver holds no process-wide state,
+//!   so more groups are more peers, with a router by group id in front of
+//!   their handles.
 
 #![forbid(unsafe_code)]
 
 pub mod command;
+mod config;
 mod driver;
 pub mod error;
 mod events;
+mod fail_stop;
 pub mod keys;
 pub mod log;
 mod logger;
+mod mailbox;
 pub mod members;
 mod peer;
 #[cfg(test)]
@@ -24,9 +77,10 @@ mod status;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
-pub use error::{LogError, ProposeError, StartError};
+pub use config::PeerConfig;
+pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use members::Members;
-pub use peer::{Peer, PeerConfig, PeerHandle};
+pub use peer::{Peer, PeerHandle};
 pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,

@@ -1,96 +1,27 @@
 //! [`Peer`]: starts a raft group member, and [`PeerHandle`], how the rest of
 //! the node talks to it.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use crossbeam_channel::{Sender, TrySendError};
-use parking_lot::RwLock;
 use raft::eraftpb::Message;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::command::{ApplyResult, Command};
-use crate::driver::{Driver, Input};
+use crate::driver::Driver;
 use crate::error::{ProposeError, StartError};
-use crate::members::Members;
+use crate::fail_stop::fail_stop;
+use crate::mailbox::Input;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{PeerStatus, RaftEvent};
 use crate::transport::Transport;
 
-/// How a peer is set up.
-#[derive(Debug, Clone)]
-pub struct PeerConfig {
-    pub id: u64,
-    pub group_id: u64,
-    /// The voters of a brand-new group. Ignored once the log has a
-    /// configuration.
-    pub bootstrap_voters: Vec<u64>,
-    /// Where the raft log lives.
-    pub log_dir: PathBuf,
-    pub max_segment_bytes: u64,
-    /// The logical clock: one raft tick.
-    pub tick: Duration,
-    /// Election timeout in ticks; the effective timeout is randomized in
-    /// `[election_ticks, 2 * election_ticks)`.
-    pub election_ticks: usize,
-    pub heartbeat_ticks: usize,
-    /// Bounded inbox; a full inbox turns proposals away as retryable.
-    pub inbox_capacity: usize,
-    /// How long a ReadIndex request may wait for its answer before the peer
-    /// gives up on it (a lost message, a partition).
-    pub read_timeout: Duration,
-    pub max_inflight_msgs: usize,
-    pub max_size_per_msg_bytes: u64,
-    /// Where snapshots are built and staged.
-    pub snapshot_root: PathBuf,
-    /// Compact the raft log once this many applied entries are in it.
-    pub compact_log_entries: u64,
-    /// Entries kept behind the applied index at compaction, so a follower
-    /// that is only a little behind catches up without a snapshot.
-    pub compact_keep_entries: u64,
-    /// Compact the raft log also once its entries weigh this many bytes
-    /// (large batches reach it long before the entry count); such a
-    /// compaction keeps at most half of it.
-    pub compact_log_bytes: u64,
-    /// The member directory; filled from storage at start and kept current
-    /// as configuration changes apply.
-    pub members: Members,
-    /// How ReadIndex confirms leadership: `Safe` asks a quorum (one
-    /// heartbeat round per batch of reads); `LeaseBased` trusts the leader
-    /// lease that check-quorum maintains, which assumes clocks advance at
-    /// nearly the same rate on every node.
-    pub read_only_option: raft::ReadOnlyOption,
-}
-
-impl PeerConfig {
-    pub fn new(id: u64, group_id: u64, bootstrap_voters: Vec<u64>, log_dir: PathBuf) -> Self {
-        let snapshot_root = log_dir.join("snapshots");
-        PeerConfig {
-            snapshot_root,
-            compact_log_entries: 20_000,
-            compact_keep_entries: 5_000,
-            compact_log_bytes: 64 << 20,
-            members: Members::default(),
-            read_only_option: raft::ReadOnlyOption::Safe,
-            id,
-            group_id,
-            bootstrap_voters,
-            log_dir,
-            max_segment_bytes: crate::log::DEFAULT_SEGMENT_BYTES,
-            tick: Duration::from_millis(10),
-            election_ticks: 10,
-            heartbeat_ticks: 2,
-            inbox_capacity: 16 * 1024,
-            read_timeout: Duration::from_secs(2),
-            max_inflight_msgs: 256,
-            max_size_per_msg_bytes: 1 << 20,
-        }
-    }
-}
+// The simulation's members (`sim/node.rs`) name these two through this
+// module.
+pub(crate) use crate::config::PeerConfig;
+pub(crate) use crate::mailbox::Shared;
 
 /// A running raft peer. Dropping it stops the driver thread.
 pub struct Peer {
@@ -103,40 +34,6 @@ pub struct Peer {
 #[derive(Clone)]
 pub struct PeerHandle {
     inner: Arc<Shared>,
-}
-
-pub(crate) struct Shared {
-    pub(crate) inbox: Sender<Input>,
-    pub(crate) status: RwLock<PeerStatus>,
-    pub(crate) events: broadcast::Sender<RaftEvent>,
-    pub(crate) state_machine: Arc<StateMachine>,
-    pub(crate) snapshot_dirs: SnapshotDirs,
-    /// How many times the raft log was fsynced.
-    pub(crate) log_syncs: AtomicU64,
-    next_request_id: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn new(
-        inbox: Sender<Input>,
-        status: PeerStatus,
-        state_machine: Arc<StateMachine>,
-        snapshot_dirs: SnapshotDirs,
-    ) -> Self {
-        let (events, _) = broadcast::channel(256);
-        Shared {
-            inbox,
-            status: RwLock::new(status),
-            events,
-            state_machine,
-            snapshot_dirs,
-            log_syncs: AtomicU64::new(0),
-            // Request ids only need to be unique per proposer and restart:
-            // start from a random point so a restarted node does not reuse
-            // old ids.
-            next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
-        }
-    }
 }
 
 impl Peer {
@@ -193,7 +90,7 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        let _ = self.handle.inner.inbox.send(Input::Shutdown);
+        self.handle.inner.deliver(Input::Shutdown);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -205,14 +102,6 @@ impl Drop for Peer {
 }
 
 impl PeerHandle {
-    fn submit(&self, input: Input) -> Result<(), ProposeError> {
-        match self.inner.inbox.try_send(input) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) => Err(ProposeError::Dropped("raft inbox is full".into())),
-            Err(TrySendError::Disconnected(_)) => Err(ProposeError::Stopped),
-        }
-    }
-
     /// Proposes a command and waits until it is applied on this node.
     /// Returns the log index it was applied at and its result.
     ///
@@ -229,8 +118,8 @@ impl PeerHandle {
             });
         }
         let (tx, rx) = oneshot::channel();
-        let request_id = self.inner.next_request_id.fetch_add(1, Ordering::Relaxed);
-        self.submit(Input::Propose {
+        let request_id = self.inner.next_request_id();
+        self.inner.submit(Input::Propose {
             request_id,
             command,
             tx,
@@ -250,7 +139,7 @@ impl PeerHandle {
             return Err(ProposeError::NotLeader { leader_id: 0 });
         }
         let (tx, rx) = oneshot::channel();
-        self.submit(Input::Read { tx })?;
+        self.inner.submit(Input::Read { tx })?;
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
@@ -258,7 +147,7 @@ impl PeerHandle {
     /// is started; the caller watches [`status`](Self::status) for the outcome.
     pub async fn transfer_leader(&self, to: u64) -> Result<(), ProposeError> {
         let (tx, rx) = oneshot::channel();
-        self.submit(Input::TransferLeader { to, tx })?;
+        self.inner.submit(Input::TransferLeader { to, tx })?;
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
@@ -269,20 +158,20 @@ impl PeerHandle {
         change: raft::eraftpb::ConfChangeV2,
     ) -> Result<u64, ProposeError> {
         let (tx, rx) = oneshot::channel();
-        self.submit(Input::ChangeMembers { change, tx })?;
+        self.inner.submit(Input::ChangeMembers { change, tx })?;
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
     /// Hands a message from the network to the peer.
     pub fn step(&self, message: Message) {
         // A full inbox drops the message; raft retransmits.
-        let _ = self.inner.inbox.try_send(Input::Step(message));
+        self.inner.offer(Input::Step(message));
     }
 
     /// Tells raft how sending a snapshot to `to` ended.
     pub fn report_snapshot(&self, to: u64, ok: bool) {
         // Must not be lost: raft waits for it before sending more to `to`.
-        let _ = self.inner.inbox.send(Input::ReportSnapshot { to, ok });
+        self.inner.deliver(Input::ReportSnapshot { to, ok });
     }
 
     /// Where this peer's snapshots live (for the transport).
@@ -292,7 +181,7 @@ impl PeerHandle {
 
     /// Tells raft that a peer could not be reached, so it stops pipelining to it.
     pub fn report_unreachable(&self, peer_id: u64) {
-        let _ = self.inner.inbox.try_send(Input::Unreachable(peer_id));
+        self.inner.offer(Input::Unreachable(peer_id));
     }
 
     pub fn status(&self) -> PeerStatus {
@@ -310,14 +199,5 @@ impl PeerHandle {
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {
         &self.inner.state_machine
-    }
-}
-
-/// Runs `f`; a panic in it ends the process. A replica whose raft thread
-/// died must not keep a port open that looks alive but never answers.
-pub(crate) fn fail_stop(what: &str, f: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        tracing::error!("{what} thread panicked; aborting the process");
-        std::process::abort();
     }
 }

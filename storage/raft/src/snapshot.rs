@@ -17,7 +17,8 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::driver::Input;
+use crate::fail_stop::fail_stop;
+use crate::mailbox::Input;
 use crate::state_machine::{SnapshotInfo, StateMachine};
 
 /// Where a peer keeps its snapshots. Shared with the transport.
@@ -163,9 +164,9 @@ pub(crate) fn spawn_worker(
     inbox: Sender<Input>,
     jobs: Receiver<Job>,
 ) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(name).spawn(move || {
-        crate::peer::fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &inbox, jobs))
-    })
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &inbox, jobs)))
 }
 
 fn run_jobs(

@@ -4,6 +4,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use raft::StateRole;
 
+use crate::error::StorageFailure;
+
 /// A peer's role in its group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -48,14 +50,18 @@ pub struct PeerStatus {
     pub voters: Vec<u64>,
     pub learners: Vec<u64>,
     /// Set once the peer's storage failed; the peer then acknowledges nothing.
-    pub failure: Option<String>,
-    /// The failure was a full device: freeing space and restarting recovers.
-    pub disk_full: bool,
+    pub failure: Option<StorageFailure>,
 }
 
 impl PeerStatus {
     pub fn healthy(&self) -> bool {
         self.failure.is_none()
+    }
+
+    /// The peer failed on a full device: freeing space and restarting
+    /// recovers.
+    pub fn disk_full(&self) -> bool {
+        self.failure.as_ref().is_some_and(StorageFailure::is_full)
     }
 }
 

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata_engine::{Engine, Options, WalMode};
+use strata_engine::{Engine, FaultFs, Options, WalMode};
 use strata_raft::{
     ApplyResult, Command, Message, Peer, PeerConfig, PeerHandle, ProposeError, StateMachine,
-    Transport,
+    StorageFailureKind, Transport,
 };
 
 /// A group of one sends nothing.
@@ -211,4 +211,49 @@ async fn a_heavy_log_is_compacted_by_size_before_its_entry_count() {
         Some(value.as_bytes()),
         "compaction lost nothing"
     );
+}
+
+#[tokio::test]
+async fn a_full_disk_is_reported_as_full_on_every_later_answer() {
+    // Proves that once the engine fails on a full device, every answer the
+    // peer gives afterwards (writes, reads, leader transfer) and its status
+    // say "full", not only the write that hit it: clients and the node's
+    // restart-once-space-is-back logic both rely on the distinction.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new();
+    let engine = Engine::open_with_fs(
+        Arc::new(fs.clone()),
+        std::path::Path::new("/engine"),
+        Options {
+            wal: WalMode::NoSync,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+    let mut config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
+    config.tick = Duration::from_millis(5);
+    let peer = Peer::start(config, sm, NoNetwork).unwrap();
+    let h = peer.handle();
+    wait_leader(&h).await;
+    h.propose(put("before", "v")).await.unwrap();
+
+    fs.set_no_space(true);
+    fn full<T>(r: &Result<T, ProposeError>) -> bool {
+        matches!(r, Err(ProposeError::Storage(f)) if f.kind == StorageFailureKind::Full)
+    }
+    let first = h.propose(put("k", "v")).await;
+    assert!(full(&first), "the write that hit the full disk: {first:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while h.status().failure.is_none() {
+        assert!(Instant::now() < deadline, "the failure was never published");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(h.status().disk_full(), "{:?}", h.status().failure);
+    let later_write = h.propose(put("k2", "v")).await;
+    assert!(full(&later_write), "a later write: {later_write:?}");
+    let later_read = h.read_index().await;
+    assert!(full(&later_read), "a later read: {later_read:?}");
+    let transfer = h.transfer_leader(1).await;
+    assert!(full(&transfer), "a later leader transfer: {transfer:?}");
 }

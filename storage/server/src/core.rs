@@ -97,10 +97,7 @@ impl Core {
     pub(crate) fn route(&self, hop: Hop) -> Result<Route, ApiError> {
         let st = self.peer.status();
         if let Some(f) = st.failure {
-            return Err(ApiError::new(
-                ErrorCode::StorageFailed,
-                format!("storage failed: {f}"),
-            ));
+            return Err(ApiError::storage(&f));
         }
         if st.leader_id == self.id {
             return Ok(Route::Here);
@@ -160,10 +157,7 @@ impl Core {
         let consistency = validate::consistency(consistency)?;
         let st = self.peer.status();
         if let Some(f) = st.failure {
-            return Err(ApiError::new(
-                ErrorCode::StorageFailed,
-                format!("storage failed: {f}"),
-            ));
+            return Err(ApiError::storage(&f));
         }
         match consistency {
             Consistency::Stale => Ok(st.applied_index),
@@ -382,7 +376,7 @@ impl Core {
         };
         let engine_health = self.peer.state_machine().engine().health();
         let error = match (&st.failure, &engine_health) {
-            (Some(f), _) => f.clone(),
+            (Some(f), _) => f.reason.clone(),
             (None, Err(e)) => e.to_string(),
             (None, Ok(())) => String::new(),
         };

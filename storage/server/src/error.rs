@@ -7,7 +7,7 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use strata_raft::ProposeError;
+use strata_raft::{ProposeError, StorageFailure, StorageFailureKind};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
 
@@ -154,15 +154,20 @@ impl ApiError {
                 ErrorCode::OutcomeUnknown,
                 "this node stopped leading while the write was in flight; it may or may not be applied",
             ),
-            ProposeError::Storage(why) => {
-                Self::new(ErrorCode::StorageFailed, format!("storage failed: {why}"))
-            }
-            ProposeError::NoSpace(why) => {
-                Self::new(ErrorCode::StorageFull, format!("storage full: {why}"))
-            }
+            ProposeError::Storage(failure) => Self::storage(&failure),
             ProposeError::Invalid(why) => Self::invalid(why),
             ProposeError::Stopped => Self::unavailable("the node is shutting down"),
         }
+    }
+
+    /// Maps a node's storage failure: `STORAGE_FULL` for a full device,
+    /// `STORAGE_FAILED` for anything else.
+    pub fn storage(failure: &StorageFailure) -> Self {
+        let code = match failure.kind {
+            StorageFailureKind::Full => ErrorCode::StorageFull,
+            StorageFailureKind::Failed => ErrorCode::StorageFailed,
+        };
+        Self::new(code, failure.to_string())
     }
 
     /// Maps an error a leader returned to a forwarded request.
@@ -250,6 +255,22 @@ mod tests {
         let resp = e.into_response();
         assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
         assert!(resp.headers().get(RETRYABLE_HEADER).is_none());
+    }
+
+    #[test]
+    fn storage_failures_keep_full_apart_from_failed() {
+        // Proves a full device maps to STORAGE_FULL and any other storage
+        // failure to STORAGE_FAILED, with the same messages as before the
+        // failure was typed.
+        let full = ApiError::from_propose(
+            ProposeError::Storage(StorageFailure::new(true, "no space left on device")),
+            true,
+        );
+        assert_eq!(full.code, ErrorCode::StorageFull);
+        assert_eq!(full.message, "storage full: no space left on device");
+        let failed = ApiError::storage(&StorageFailure::failed("fsync: I/O error"));
+        assert_eq!(failed.code, ErrorCode::StorageFailed);
+        assert_eq!(failed.message, "storage failed: fsync: I/O error");
     }
 
     #[test]

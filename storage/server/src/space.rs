@@ -23,7 +23,7 @@ pub async fn space_after_full(core: Arc<Core>, data_dir: PathBuf, needed_bytes: 
     let mut announced = false;
     loop {
         tokio::time::sleep(PROBE_PERIOD).await;
-        if !core.peer().status().disk_full {
+        if !core.peer().status().disk_full() {
             continue;
         }
         if !announced {

@@ -2,14 +2,17 @@
 //! the member directory with it), and what a leader does when a change
 //! removes it.
 
-use super::*;
+use raft::StateRole;
+use raft::eraftpb::{ConfChangeType, ConfChangeV2, ConfState, Entry};
+
+use super::Driver;
+use crate::error::{ProposeError, StorageFailure};
+use crate::mailbox::ConfTx;
+use crate::members::Members;
+use crate::status::RaftEventKind;
 
 impl Driver {
-    pub(super) fn propose_conf_change(
-        &mut self,
-        change: ConfChangeV2,
-        tx: oneshot::Sender<Result<u64, ProposeError>>,
-    ) {
+    pub(super) fn propose_conf_change(&mut self, change: ConfChangeV2, tx: ConfTx) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
             return;
@@ -58,10 +61,10 @@ impl Driver {
     {
         let mut cc = C::new();
         if let Err(e) = cc.merge_from_bytes(&entry.data) {
-            self.fail_storage(
-                format!("conf change {} does not decode: {e}", entry.index),
-                false,
-            );
+            self.fail_storage(StorageFailure::failed(format!(
+                "conf change {} does not decode: {e}",
+                entry.index
+            )));
             return None;
         }
         let v2 = cc.as_v2();

@@ -6,17 +6,26 @@
 //! proposals together costs one append per follower and one answer back,
 //! whatever the number of proposals.
 
+use raft::StateRole;
 use raft::eraftpb::{Entry, Message, MessageType};
 
-use super::{Driver, PendingProposal};
+use super::Driver;
 use crate::command::{Command, Proposal};
 use crate::error::ProposeError;
+use crate::mailbox::ProposeTx;
 
 /// A proposal taken from the inbox, not yet stepped into raft.
 pub(super) struct Queued {
     request_id: u64,
     data: Vec<u8>,
-    tx: super::ProposeTx,
+    tx: ProposeTx,
+}
+
+/// A proposal stepped into raft, waiting for the entry at its index to be
+/// applied; it is recognised there by its request id.
+pub(super) struct Pending {
+    pub(super) request_id: u64,
+    pub(super) tx: ProposeTx,
 }
 
 impl Queued {
@@ -26,9 +35,19 @@ impl Queued {
 }
 
 impl Driver {
+    /// Why this peer cannot take a proposal now, if it cannot.
+    pub(super) fn refusal(&self) -> Option<ProposeError> {
+        if let Some(refusal) = self.storage_refusal() {
+            return Some(refusal);
+        }
+        (self.node.raft.state != StateRole::Leader).then(|| ProposeError::NotLeader {
+            leader_id: self.node.raft.leader_id,
+        })
+    }
+
     /// Takes a client proposal; it reaches raft at the start of the next
     /// round. Refused at once if this peer cannot lead it now.
-    pub(super) fn propose(&mut self, request_id: u64, command: Command, tx: super::ProposeTx) {
+    pub(super) fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
             return;
@@ -66,7 +85,7 @@ impl Driver {
                 data: q.data.into(),
                 ..Default::default()
             });
-            waiters.push(PendingProposal {
+            waiters.push(Pending {
                 request_id: q.request_id,
                 tx: q.tx,
             });

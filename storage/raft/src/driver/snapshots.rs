@@ -1,7 +1,20 @@
 //! Snapshots and log compaction in the driver: asking the snapshot thread
-//! for work, taking its results, and installing a received snapshot.
+//! for work, taking its results, installing a received snapshot, and
+//! hearing how sending one ended.
 
-use super::*;
+use protobuf::Message as _;
+use raft::SnapshotStatus;
+use raft::eraftpb::{ConfState, Snapshot, SnapshotMetadata};
+
+use super::Driver;
+use crate::error::StorageFailure;
+use crate::members::Members;
+use crate::snapshot::{Job, JobDone};
+use crate::status::RaftEventKind;
+
+/// A size-triggered compaction waits for at least this many applied
+/// entries, so that a heavy unapplied tail cannot make it run every round.
+const MIN_COMPACT_ENTRIES: u64 = 64;
 
 impl Driver {
     /// Starts a snapshot when raft asked for one, and compacts the log once
@@ -42,10 +55,9 @@ impl Driver {
                 };
                 let mut conf_state = ConfState::default();
                 if let Err(e) = conf_state.merge_from_bytes(&info.conf_state) {
-                    self.fail_storage(
-                        format!("snapshot configuration does not decode: {e}"),
-                        false,
-                    );
+                    self.fail_storage(StorageFailure::failed(format!(
+                        "snapshot configuration does not decode: {e}"
+                    )));
                     return;
                 }
                 let mut snapshot = Snapshot {
@@ -63,10 +75,10 @@ impl Driver {
             JobDone::Durable { index, result } => {
                 self.durable_pending = false;
                 if let Err(e) = result {
-                    self.fail_storage(
-                        format!("making applied state durable: {e}"),
+                    self.fail_storage(StorageFailure::new(
                         e.is_no_space(),
-                    );
+                        format!("making applied state durable: {e}"),
+                    ));
                     return;
                 }
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
@@ -80,9 +92,24 @@ impl Driver {
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {
-                    self.fail_log(e.to_string(), e.is_no_space());
+                    self.fail_log(&e);
                 }
             }
+        }
+    }
+
+    /// The transport finished (or failed) sending a snapshot to `to`; raft
+    /// waits for this before sending `to` anything more.
+    pub(super) fn on_snapshot_report(&mut self, to: u64, ok: bool) {
+        let status = if ok {
+            SnapshotStatus::Finish
+        } else {
+            SnapshotStatus::Failure
+        };
+        self.node.report_snapshot(to, status);
+        if ok {
+            self.events
+                .note(RaftEventKind::SnapshotSent, format!("to node {to}"));
         }
     }
 
@@ -119,41 +146,4 @@ impl Driver {
         tracing::info!(index = meta.index, term = meta.term, "snapshot installed");
         Ok(dir)
     }
-}
-
-/// Finishes a snapshot install a crash interrupted: the staged copy is
-/// installed again (it is idempotent), and the raft log records the snapshot
-/// unless it already did.
-pub(super) fn finish_interrupted_install(
-    sm: &StateMachine,
-    store: &mut RaftLogStore,
-) -> Result<(), StartError> {
-    let Some((term, dir)) = sm.interrupted_install()? else {
-        return Ok(());
-    };
-    if !dir.is_dir() {
-        return Err(StartError::Config(format!(
-            "an interrupted snapshot install needs {}, which is gone",
-            dir.display()
-        )));
-    }
-    tracing::warn!(dir = %dir.display(), "finishing an interrupted snapshot install");
-    let info = sm.install(&dir, term)?;
-    if store.first_index() <= info.index {
-        let mut meta = SnapshotMetadata {
-            index: info.index,
-            term,
-            ..Default::default()
-        };
-        let mut cs = ConfState::default();
-        cs.merge_from_bytes(&info.conf_state).map_err(|e| {
-            StartError::Config(format!("snapshot configuration does not decode: {e}"))
-        })?;
-        meta.set_conf_state(cs);
-        store.apply_snapshot(&meta);
-        store.persist()?;
-    }
-    sm.finish_install()?;
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(())
 }

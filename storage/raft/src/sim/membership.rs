@@ -22,7 +22,7 @@ use tokio::sync::oneshot;
 use super::Sim;
 use super::check::{Conf, most_applied};
 use super::node::SimNode;
-use crate::driver::Input;
+use crate::mailbox::Input;
 use crate::members::Members;
 
 /// Nodes in the simulation at most, joining ones included.

@@ -33,8 +33,8 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::oneshot;
 
 use crate::command::{ApplyResult, Command};
-use crate::driver::Input;
 use crate::error::ProposeError;
+use crate::mailbox::Input;
 use check::Invariants;
 use membership::Membership;
 use net::{Net, Weather};

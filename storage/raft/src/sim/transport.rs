@@ -17,7 +17,7 @@ use raft::eraftpb::{Message, MessageType};
 use super::Sim;
 use super::check;
 use super::net::Envelope;
-use crate::driver::Input;
+use crate::mailbox::Input;
 use crate::snapshot::{SnapshotDirs, list_files};
 
 /// The files of a snapshot in flight, and which life of the sender sent

@@ -18,7 +18,7 @@ use rand::rngs::StdRng;
 use strata_engine::{Engine, FaultFs, FileSystem, Options};
 
 use super::node::GROUP;
-use crate::peer::Shared;
+use crate::mailbox::Shared;
 use crate::snapshot::{Job, JobDone, SnapshotDirs};
 use crate::state_machine::{SnapshotInfo, StateMachine};
 

@@ -1,0 +1,78 @@
+//! [`PeerConfig`]: how a peer is set up.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::log::DEFAULT_SEGMENT_BYTES;
+use crate::members::Members;
+
+/// How a peer is set up.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    pub id: u64,
+    pub group_id: u64,
+    /// The voters of a brand-new group. Ignored once the log has a
+    /// configuration.
+    pub bootstrap_voters: Vec<u64>,
+    /// Where the raft log lives.
+    pub log_dir: PathBuf,
+    pub max_segment_bytes: u64,
+    /// The logical clock: one raft tick.
+    pub tick: Duration,
+    /// Election timeout in ticks; the effective timeout is randomized in
+    /// `[election_ticks, 2 * election_ticks)`.
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+    /// Bounded inbox; a full inbox turns proposals away as retryable.
+    pub inbox_capacity: usize,
+    /// How long a ReadIndex request may wait for its answer before the peer
+    /// gives up on it (a lost message, a partition).
+    pub read_timeout: Duration,
+    pub max_inflight_msgs: usize,
+    pub max_size_per_msg_bytes: u64,
+    /// Where snapshots are built and staged.
+    pub snapshot_root: PathBuf,
+    /// Compact the raft log once this many applied entries are in it.
+    pub compact_log_entries: u64,
+    /// Entries kept behind the applied index at compaction, so a follower
+    /// that is only a little behind catches up without a snapshot.
+    pub compact_keep_entries: u64,
+    /// Compact the raft log also once its entries weigh this many bytes
+    /// (large batches reach it long before the entry count); such a
+    /// compaction keeps at most half of it.
+    pub compact_log_bytes: u64,
+    /// The member directory; filled from storage at start and kept current
+    /// as configuration changes apply.
+    pub members: Members,
+    /// How ReadIndex confirms leadership: `Safe` asks a quorum (one
+    /// heartbeat round per batch of reads); `LeaseBased` trusts the leader
+    /// lease that check-quorum maintains, which assumes clocks advance at
+    /// nearly the same rate on every node.
+    pub read_only_option: raft::ReadOnlyOption,
+}
+
+impl PeerConfig {
+    pub fn new(id: u64, group_id: u64, bootstrap_voters: Vec<u64>, log_dir: PathBuf) -> Self {
+        let snapshot_root = log_dir.join("snapshots");
+        PeerConfig {
+            snapshot_root,
+            compact_log_entries: 20_000,
+            compact_keep_entries: 5_000,
+            compact_log_bytes: 64 << 20,
+            members: Members::default(),
+            read_only_option: raft::ReadOnlyOption::Safe,
+            id,
+            group_id,
+            bootstrap_voters,
+            log_dir,
+            max_segment_bytes: DEFAULT_SEGMENT_BYTES,
+            tick: Duration::from_millis(10),
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+            inbox_capacity: 16 * 1024,
+            read_timeout: Duration::from_secs(2),
+            max_inflight_msgs: 256,
+            max_size_per_msg_bytes: 1 << 20,
+        }
+    }
+}

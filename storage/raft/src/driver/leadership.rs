@@ -1,0 +1,47 @@
+//! Leadership in the driver: handing it over on request, and answering the
+//! requests a change of role or leader leaves without an answer.
+
+use raft::{SoftState, StateRole};
+
+use super::Driver;
+use crate::error::ProposeError;
+use crate::status::Role;
+
+impl Driver {
+    pub(super) fn transfer_leader(&mut self, to: u64) -> Result<(), ProposeError> {
+        if let Some(refusal) = self.storage_refusal() {
+            return Err(refusal);
+        }
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return Err(ProposeError::NotLeader {
+                leader_id: raft.leader_id,
+            });
+        }
+        if !raft.prs().conf().voters().ids().contains(to) {
+            return Err(ProposeError::Invalid(format!("node {to} is not a voter")));
+        }
+        if to != self.id {
+            self.node.transfer_leader(to);
+        }
+        Ok(())
+    }
+
+    /// Called with a Ready's new soft state, before anything else of it.
+    pub(super) fn on_soft_state(&mut self, ss: &SoftState) {
+        if ss.raft_state != StateRole::Leader && self.last_status.role == Role::Leader {
+            // Entries this node appended may still be committed by the
+            // next leader or overwritten: say so now rather than at the
+            // request timeout.
+            for (_, p) in std::mem::take(&mut self.proposals) {
+                let _ = p.tx.send(Err(ProposeError::LeadershipLost));
+            }
+            for (_, tx) in std::mem::take(&mut self.conf_waiters) {
+                let _ = tx.send(Err(ProposeError::LeadershipLost));
+            }
+        }
+        if ss.leader_id != self.last_status.leader_id {
+            self.reads.drop_issued();
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Status publishing: after every round the driver computes the peer's
+//! status and, when it changed or events were noted, hands it to the
+//! handles together with the events the change implies.
+
+use super::Driver;
+use crate::mailbox::Shared;
+use crate::status::{PeerStatus, Role};
+
+impl Driver {
+    /// The status as last published.
+    pub(crate) fn status(&self) -> PeerStatus {
+        self.last_status.clone()
+    }
+
+    pub(super) fn compute_status(&self) -> PeerStatus {
+        let raft = &self.node.raft;
+        let conf = raft.prs().conf();
+        let mut voters: Vec<u64> = conf.voters().ids().iter().collect();
+        voters.sort_unstable();
+        let mut learners: Vec<u64> = conf.learners().iter().copied().collect();
+        learners.sort_unstable();
+        PeerStatus {
+            id: self.id,
+            group_id: self.group_id,
+            role: Role::from_raft(raft.state, learners.contains(&self.id)),
+            term: raft.term,
+            leader_id: raft.leader_id,
+            commit_index: raft.raft_log.committed,
+            applied_index: raft.raft_log.applied,
+            last_index: raft.raft_log.last_index(),
+            voters,
+            learners,
+            failure: self.failure.clone(),
+        }
+    }
+
+    pub(super) fn publish(&mut self, shared: &Shared) {
+        let status = self.compute_status();
+        if status == self.last_status && !self.events.has_noted() {
+            return;
+        }
+        let events = self.events.events(&self.last_status, &status);
+        *shared.status.write() = status.clone();
+        for e in events {
+            let _ = shared.events.send(e);
+        }
+        self.last_status = status;
+    }
+}
+
+/// The status before the first one is computed: a follower that knows
+/// nothing yet.
+pub(super) fn blank_status(id: u64, group_id: u64) -> PeerStatus {
+    PeerStatus {
+        id,
+        group_id,
+        role: Role::Follower,
+        term: 0,
+        leader_id: 0,
+        commit_index: 0,
+        applied_index: 0,
+        last_index: 0,
+        voters: Vec::new(),
+        learners: Vec::new(),
+        failure: None,
+    }
+}
