@@ -12,7 +12,9 @@
 //! concern and, at most, the orchestration that calls it. `peer` builds the
 //! driver and starts the snapshot thread; once they run, everything reaches
 //! the driver through the mailbox. So `peer` imports `driver` and
-//! `snapshot`, `driver` imports `snapshot`, and neither imports `peer`.
+//! `snapshot`, `driver` imports `snapshot`, and neither imports `peer`;
+//! the snapshot thread hands finished jobs to a callback `peer` gives it,
+//! so it does not import the mailbox either: the graph has no cycle.
 //!
 //! - `peer`: [`Peer`] (starts the threads) and [`PeerHandle`] (the front the
 //!   server calls); `config`: [`PeerConfig`].

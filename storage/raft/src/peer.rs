@@ -65,7 +65,10 @@ impl Peer {
             format!("snap-{}-{}", config.group_id, config.id),
             state_machine.clone(),
             dirs.clone(),
-            tx.clone(),
+            {
+                let inbox = tx.clone();
+                move |done| inbox.send(Input::Job(done)).is_ok()
+            },
             jobs_rx,
         )
         .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;

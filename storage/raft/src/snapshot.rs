@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 
 use crate::fail_stop::fail_stop;
-use crate::mailbox::Input;
 use crate::state_machine::{SnapshotInfo, StateMachine};
 
 /// Where a peer keeps its snapshots. Shared with the transport.
@@ -156,23 +155,25 @@ pub(crate) enum JobDone {
     },
 }
 
-/// Starts the snapshot thread. It ends when `jobs` is closed.
+/// Starts the snapshot thread. It ends when `jobs` is closed or `report`
+/// says nobody listens any more. The thread knows nothing of the driver's
+/// mailbox: `report` hands each finished job back however the caller wants.
 pub(crate) fn spawn_worker(
     name: String,
     state_machine: Arc<StateMachine>,
     dirs: SnapshotDirs,
-    inbox: Sender<Input>,
+    report: impl Fn(JobDone) -> bool + Send + 'static,
     jobs: Receiver<Job>,
 ) -> io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(name)
-        .spawn(move || fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &inbox, jobs)))
+        .spawn(move || fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &report, jobs)))
 }
 
 fn run_jobs(
     state_machine: &StateMachine,
     dirs: &SnapshotDirs,
-    inbox: &Sender<Input>,
+    report: &dyn Fn(JobDone) -> bool,
     jobs: Receiver<Job>,
 ) {
     for job in jobs {
@@ -191,7 +192,7 @@ fn run_jobs(
                 result: state_machine.make_durable(),
             },
         };
-        if inbox.send(Input::Job(done)).is_err() {
+        if !report(done) {
             break;
         }
     }
