@@ -33,6 +33,7 @@ mod log;
 mod manifest;
 mod memtable;
 mod options;
+mod prefix;
 mod sstable;
 mod stats;
 mod version;
@@ -44,6 +45,7 @@ pub use events::EngineEvent;
 pub use fs::{FaultFs, FileSystem, StdFs};
 pub use key::SeqNo;
 pub use options::{Options, WalMode};
+pub use prefix::prefix_end;
 pub use stats::{EngineStats, LevelStats};
 
 /// Result type of the engine's API.
