@@ -10,6 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::{Sender, TrySendError};
 use parking_lot::RwLock;
 use raft::eraftpb::Message;
+use strata_fs::{FileSystem, StdFs};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::command::{ApplyResult, Command};
@@ -31,6 +32,9 @@ pub struct PeerConfig {
     pub bootstrap_voters: Vec<u64>,
     /// Where the raft log lives.
     pub log_dir: PathBuf,
+    /// The file system the raft log is on: the real one, or a simulated
+    /// one that tests can crash.
+    pub log_fs: Arc<dyn FileSystem>,
     pub max_segment_bytes: u64,
     /// The logical clock: one raft tick.
     pub tick: Duration,
@@ -80,6 +84,7 @@ impl PeerConfig {
             group_id,
             bootstrap_voters,
             log_dir,
+            log_fs: Arc::new(StdFs),
             max_segment_bytes: crate::log::DEFAULT_SEGMENT_BYTES,
             tick: Duration::from_millis(10),
             election_ticks: 10,

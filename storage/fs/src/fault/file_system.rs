@@ -31,7 +31,7 @@ impl WritableFile for FaultWritable {
 
     fn sync(&self) -> io::Result<()> {
         self.fs.with_state(|state| {
-            if let Some(kind) = state.fail_next_sync.take() {
+            if let Some(kind) = state.take_sync_failure() {
                 return Err(io::Error::new(kind, "injected fsync failure"));
             }
             let mut content = self.node.lock();
@@ -221,7 +221,7 @@ impl FileSystem for FaultFs {
             if !state.dirs.contains(dir) {
                 return Err(not_found(dir));
             }
-            if let Some(kind) = state.fail_next_sync.take() {
+            if let Some(kind) = state.take_sync_failure() {
                 return Err(io::Error::new(kind, "injected directory fsync failure"));
             }
             let inside = |p: &Path| p.parent() == Some(dir);

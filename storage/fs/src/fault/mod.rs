@@ -59,7 +59,8 @@ struct State {
     durable: BTreeMap<PathBuf, Node>,
     locked: BTreeSet<PathBuf>,
     fail_next_write: Option<io::ErrorKind>,
-    fail_next_sync: Option<io::ErrorKind>,
+    /// How many syncs still succeed before one fails, and with what.
+    fail_sync: Option<(u64, io::ErrorKind)>,
     no_space: bool,
     sync_count: u64,
 }
@@ -86,6 +87,20 @@ fn not_found(path: &Path) -> io::Error {
 /// before any test starts and cannot be lost.
 fn is_root(dir: &Path) -> bool {
     dir.parent().is_none()
+}
+
+impl State {
+    /// The injected failure of the sync being made now, if any.
+    fn take_sync_failure(&mut self) -> Option<io::ErrorKind> {
+        match self.fail_sync.take() {
+            Some((0, kind)) => Some(kind),
+            Some((skip, kind)) => {
+                self.fail_sync = Some((skip - 1, kind));
+                None
+            }
+            None => None,
+        }
+    }
 }
 
 impl FaultFs {
@@ -161,7 +176,14 @@ impl FaultFs {
 
     /// Makes the next file or directory sync fail with `kind`.
     pub fn fail_next_sync(&self, kind: io::ErrorKind) {
-        self.state.lock().fail_next_sync = Some(kind);
+        self.fail_sync_after(0, kind);
+    }
+
+    /// Lets `skip` more file or directory syncs succeed, then makes the
+    /// next one fail with `kind`: reaches a sync in the middle of a
+    /// sequence (say the directory sync after a file's own).
+    pub fn fail_sync_after(&self, skip: u64, kind: io::ErrorKind) {
+        self.state.lock().fail_sync = Some((skip, kind));
     }
 
     /// While set, every append fails with "storage full".

@@ -152,3 +152,21 @@ fn open_append_continues_existing_file() {
     again.append(b"two").expect("append");
     assert_eq!(fs.contents(&path).expect("live"), b"onetwo");
 }
+
+// Proves that fail_sync_after lets the given number of syncs (of files or
+// directories) through and fails the one after, once.
+#[test]
+fn sync_failure_can_be_aimed_past_earlier_syncs() {
+    let (fs, dir) = with_db();
+    let f = fs.create(&dir.join("x")).expect("create");
+    fs.fail_sync_after(2, io::ErrorKind::Other);
+    f.sync().expect("first passes");
+    fs.sync_dir(dir).expect("second passes");
+    assert!(f.sync().is_err(), "third fails");
+    f.sync().expect("and only that one");
+    assert_eq!(
+        fs.sync_count(),
+        1 + 3,
+        "the mkdir's sync, then the three that passed"
+    );
+}

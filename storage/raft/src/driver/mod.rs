@@ -130,6 +130,7 @@ impl Driver {
         jobs: crossbeam_channel::Sender<Job>,
     ) -> Result<Self, StartError> {
         let mut store = RaftLogStore::open(
+            config.log_fs.clone(),
             &config.log_dir,
             config.max_segment_bytes,
             &config.bootstrap_voters,
@@ -285,11 +286,6 @@ impl Driver {
             self.on_ready(shared);
         }
         self.publish(shared);
-    }
-
-    #[cfg(test)]
-    pub(crate) fn durable_tail(&self) -> (std::path::PathBuf, u64) {
-        self.node.store().durable_tail()
     }
 
     #[cfg(test)]
