@@ -79,6 +79,23 @@ pub struct RaftLogStore {
     /// During replay: the base the oldest segment's header recorded, below
     /// which no entries record may start.
     recorded_base: u64,
+    /// The state as of the end of the last persist, which a new segment's
+    /// header restates.
+    durable: Restated,
+}
+
+/// What a segment's header records: the state replay has reached when the
+/// segment starts. It must be the state on disk before the pending
+/// records, not the state in memory, which may already include them: a
+/// header restating, say, a new commit index ahead of the entries it
+/// covers would leave that commit index beyond the log if a crash kept the
+/// header but not the entries, and raft refuses to start from such a log.
+#[derive(Debug, Clone, Default)]
+struct Restated {
+    hard_state: HardState,
+    conf_state: ConfState,
+    base_index: u64,
+    base_term: u64,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -132,10 +149,12 @@ impl RaftLogStore {
             snapshot_wanted: Cell::new(false),
             base_unconfirmed: false,
             recorded_base: 0,
+            durable: Restated::default(),
         };
         for rec in records {
             store.replay(dir, rec)?;
         }
+        store.note_durable();
         if store.base_unconfirmed {
             return Err(corrupt(
                 dir,
@@ -402,24 +421,7 @@ impl RaftLogStore {
         if self.segments.would_roll(self.pending.len()) {
             self.segments.roll()?;
             // A new segment starts with everything needed to replay it.
-            let mut header = Vec::new();
-            let hs = self
-                .hard_state
-                .write_to_bytes()
-                .expect("hard state encodes");
-            record::encode(RecordKind::HardState, &hs, &mut header);
-            let cs = self
-                .conf_state
-                .write_to_bytes()
-                .expect("conf state encodes");
-            record::encode(RecordKind::ConfState, &cs, &mut header);
-            if self.base_index > 0 {
-                record::encode(
-                    RecordKind::Compacted,
-                    &encode_compacted(self.base_index, self.base_term),
-                    &mut header,
-                );
-            }
+            let header = self.durable.header();
             self.segments.write(&header)?;
         }
         self.segments.write(&self.pending)?;
@@ -431,7 +433,20 @@ impl RaftLogStore {
         *max = (*max).max(self.pending_max_index);
         self.pending.clear();
         self.pending_max_index = 0;
+        self.note_durable();
         Ok(true)
+    }
+
+    /// Records that the state in memory is now the state on disk: after a
+    /// replay, and after a persist (which wrote every change, a deferred
+    /// commit index included).
+    fn note_durable(&mut self) {
+        self.durable = Restated {
+            hard_state: self.hard_state.clone(),
+            conf_state: self.conf_state.clone(),
+            base_index: self.base_index,
+            base_term: self.base_term,
+        };
     }
 
     pub fn hard_state(&self) -> &HardState {
@@ -490,6 +505,31 @@ impl RaftLogStore {
     /// Whether raft asked for a snapshot that is not ready; clears the flag.
     pub fn take_snapshot_request(&self) -> bool {
         self.snapshot_wanted.replace(false)
+    }
+}
+
+impl Restated {
+    /// The records that open a new segment.
+    fn header(&self) -> Vec<u8> {
+        let mut header = Vec::new();
+        let hs = self
+            .hard_state
+            .write_to_bytes()
+            .expect("hard state encodes");
+        record::encode(RecordKind::HardState, &hs, &mut header);
+        let cs = self
+            .conf_state
+            .write_to_bytes()
+            .expect("conf state encodes");
+        record::encode(RecordKind::ConfState, &cs, &mut header);
+        if self.base_index > 0 {
+            record::encode(
+                RecordKind::Compacted,
+                &encode_compacted(self.base_index, self.base_term),
+                &mut header,
+            );
+        }
+        header
     }
 }
 
