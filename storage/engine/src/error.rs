@@ -47,7 +47,7 @@ impl EngineError {
     /// Wraps an I/O error, mapping "storage full" to [`EngineError::NoSpace`].
     pub(crate) fn io(context: impl Into<String>, source: io::Error) -> EngineError {
         let context = context.into();
-        if is_no_space(&source) {
+        if strata_fs::is_no_space(&source) {
             EngineError::NoSpace {
                 context: format!("{context}: {source}"),
             }
@@ -68,13 +68,6 @@ impl EngineError {
             context: context.into(),
         }
     }
-}
-
-/// ENOSPC is errno 28 on Linux and the BSDs.
-const ENOSPC: i32 = 28;
-
-fn is_no_space(err: &io::Error) -> bool {
-    err.kind() == io::ErrorKind::StorageFull || err.raw_os_error() == Some(ENOSPC)
 }
 
 /// Shorthand used throughout the crate.

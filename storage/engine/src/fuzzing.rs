@@ -10,9 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::batch::decode_batch;
+use crate::fs::log::encode_record;
 use crate::fs::{FaultFs, FileSystem};
 use crate::key::{ValueKind, internal_key, lookup_key};
-use crate::log::{encode_record, read_log};
+use crate::log::read_log;
 use crate::manifest::VersionEdit;
 use crate::sstable::block::{Block, BlockBuilder, BlockIter};
 use crate::sstable::bloom::{key_hash, may_contain};

@@ -24,7 +24,6 @@ mod engine;
 mod error;
 mod events;
 mod filename;
-pub mod fs;
 #[doc(hidden)]
 pub mod fuzzing;
 mod iter;
@@ -33,18 +32,24 @@ mod log;
 mod manifest;
 mod memtable;
 mod options;
+mod prefix;
 mod sstable;
 mod stats;
 mod version;
+
+/// Storage I/O lives in its own crate, shared with the raft log; the
+/// engine's modules reach it as `crate::fs`.
+use strata_fs as fs;
 
 pub use batch::WriteBatch;
 pub use engine::{Engine, KvPair, Snapshot};
 pub use error::EngineError;
 pub use events::EngineEvent;
-pub use fs::{FaultFs, FileSystem, StdFs};
 pub use key::SeqNo;
 pub use options::{Options, WalMode};
+pub use prefix::prefix_end;
 pub use stats::{EngineStats, LevelStats};
+pub use strata_fs::{FaultFs, FileSystem, StdFs};
 
 /// Result type of the engine's API.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

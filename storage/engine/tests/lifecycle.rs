@@ -1,14 +1,12 @@
-//! Snapshots, leveled compaction, events, stats and checkpoint restore,
+//! Snapshots, leveled compaction, events and stats,
 //! through the public API on the in-memory file system.
 
 mod common;
 
 use std::ops::Bound::Unbounded;
-use std::path::Path;
-use std::sync::Arc;
 
-use common::{DIR, dump, key, open, tiny_options, value};
-use strata_engine::{Engine, EngineEvent, FaultFs, WalMode};
+use common::{dump, key, open, tiny_options, value};
+use strata_engine::{EngineEvent, FaultFs, WalMode};
 
 // Proves that a snapshot keeps seeing overwritten and deleted keys after
 // the newer versions are flushed and compacted, and that dropping it lets
@@ -163,39 +161,4 @@ fn scan_prefix_returns_only_matching_keys() {
         ]
     );
     assert_eq!(engine.scan_prefix(b"ab", 2).expect("scan").len(), 2);
-}
-
-// Proves that restoring a checkpoint replaces an existing engine's data
-// entirely, and that the restored engine accepts writes.
-#[test]
-fn restore_checkpoint_replaces_existing_engine() {
-    let fs = FaultFs::new();
-    let source = open(&fs, tiny_options(WalMode::Sync));
-    for i in 0..300 {
-        source.put(&key(i), &value(i, 7)).expect("put");
-    }
-    source.checkpoint(Path::new("/ckpt")).expect("checkpoint");
-    let expected = dump(&source);
-
-    let other = Path::new("/other");
-    let fs_arc: Arc<FaultFs> = Arc::new(fs.clone());
-    let target = Engine::open_with_fs(fs_arc.clone(), other, tiny_options(WalMode::Sync))
-        .expect("open target");
-    for i in 1000..1400 {
-        target.put(&key(i), b"stale").expect("put");
-    }
-    assert!(
-        Engine::restore_checkpoint_with_fs(fs_arc.clone(), Path::new("/ckpt"), other).is_err(),
-        "restoring into an open engine must fail"
-    );
-    target.close().expect("close");
-    Engine::restore_checkpoint_with_fs(fs_arc.clone(), Path::new("/ckpt"), other).expect("restore");
-    // The restore is durable: it survives a crash right after it.
-    let crashed: Arc<FaultFs> = Arc::new(fs.crash());
-    let restored =
-        Engine::open_with_fs(crashed, other, tiny_options(WalMode::Sync)).expect("open restored");
-    assert_eq!(dump(&restored), expected);
-    restored.put(b"new", b"write").expect("put");
-    assert_eq!(restored.get(b"new").expect("get"), Some(b"write".to_vec()));
-    let _ = DIR;
 }

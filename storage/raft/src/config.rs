@@ -1,7 +1,10 @@
 //! [`PeerConfig`]: how a peer is set up.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use strata_fs::{FileSystem, StdFs};
 
 use crate::log::DEFAULT_SEGMENT_BYTES;
 use crate::members::Members;
@@ -16,6 +19,9 @@ pub struct PeerConfig {
     pub bootstrap_voters: Vec<u64>,
     /// Where the raft log lives.
     pub log_dir: PathBuf,
+    /// The file system the raft log is on: the real one, or a simulated
+    /// one that tests can crash.
+    pub log_fs: Arc<dyn FileSystem>,
     pub max_segment_bytes: u64,
     /// The logical clock: one raft tick.
     pub tick: Duration,
@@ -65,6 +71,7 @@ impl PeerConfig {
             group_id,
             bootstrap_voters,
             log_dir,
+            log_fs: Arc::new(StdFs),
             max_segment_bytes: DEFAULT_SEGMENT_BYTES,
             tick: Duration::from_millis(10),
             election_ticks: 10,

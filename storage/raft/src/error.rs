@@ -22,16 +22,18 @@ pub enum LogError {
         offset: u64,
         reason: String,
     },
+    /// An earlier write or fsync failed; the log refuses writes until it is
+    /// reopened, because it can no longer tell what reached the disk.
+    #[error("raft log refuses writes after an earlier failure ({reason}); reopen it")]
+    Poisoned { reason: String },
 }
 
 impl LogError {
     /// Whether the device was full (ENOSPC).
     pub fn is_no_space(&self) -> bool {
         match self {
-            LogError::Io { source, .. } => {
-                source.kind() == io::ErrorKind::StorageFull || source.raw_os_error() == Some(28)
-            }
-            LogError::Corruption { .. } => false,
+            LogError::Io { source, .. } => strata_fs::is_no_space(source),
+            LogError::Corruption { .. } | LogError::Poisoned { .. } => false,
         }
     }
 

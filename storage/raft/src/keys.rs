@@ -45,18 +45,9 @@ pub fn meta_key(group: u64, name: &str) -> Vec<u8> {
     k
 }
 
-/// The smallest key greater than every key that starts with `prefix`, or
-/// `None` when no such key exists (the prefix is all 0xff).
-pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
+/// The exclusive end of the keys that start with a prefix (one
+/// implementation, the engine's, for every layer).
+pub use strata_engine::prefix_end;
 
 #[cfg(test)]
 mod tests {
@@ -68,13 +59,5 @@ mod tests {
         assert!(data_start(1) <= k && k < data_end(1));
         assert!(data_key(2, b"") >= data_end(1));
         assert_eq!(user_key(&data_key(5, b"abc")), b"abc");
-    }
-
-    #[test]
-    fn prefix_end_bounds_the_prefix() {
-        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_end(&[b'a', 0xff]), Some(b"b".to_vec()));
-        assert_eq!(prefix_end(&[0xff, 0xff]), None);
-        assert_eq!(prefix_end(b""), None);
     }
 }

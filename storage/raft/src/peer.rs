@@ -18,10 +18,8 @@ use crate::state_machine::StateMachine;
 use crate::status::{PeerStatus, RaftEvent};
 use crate::transport::Transport;
 
-// The simulation's members (`sim/node.rs`) name these two through this
-// module.
-pub(crate) use crate::config::PeerConfig;
-pub(crate) use crate::mailbox::Shared;
+use crate::config::PeerConfig;
+use crate::mailbox::Shared;
 
 /// A running raft peer. Dropping it stops the driver thread.
 pub struct Peer {

@@ -165,9 +165,11 @@ pub(crate) fn spawn_worker(
     report: impl Fn(JobDone) -> bool + Send + 'static,
     jobs: Receiver<Job>,
 ) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || fail_stop("snapshot", || run_jobs(&state_machine, &dirs, &report, jobs)))
+    std::thread::Builder::new().name(name).spawn(move || {
+        fail_stop("snapshot", || {
+            run_jobs(&state_machine, &dirs, &report, jobs)
+        })
+    })
 }
 
 fn run_jobs(

@@ -29,7 +29,7 @@ impl Inner {
         // Everything acknowledged so far goes into tables first.
         self.flush()?;
         self.fs
-            .create_dir_all(target)
+            .create_dir_durable(target)
             .map_err(|e| EngineError::io(format!("creating {}", target.display()), e))?;
         // Holding the version set keeps the layout fixed while linking;
         // compaction deletes files only after installing a newer layout.

@@ -9,7 +9,6 @@ mod backpressure;
 mod checkpoint;
 mod open;
 mod read;
-mod restore;
 mod snapshot;
 mod write;
 

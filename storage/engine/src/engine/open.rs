@@ -29,7 +29,9 @@ use crate::version::Version;
 pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Result<Inner> {
     opts.validate()?;
     let dir = dir.to_path_buf();
-    fs.create_dir_all(&dir)
+    // Durable in its parent too: a new engine directory whose entry is lost
+    // at a crash takes every synced file in it along.
+    fs.create_dir_durable(&dir)
         .map_err(|e| EngineError::io(format!("creating {}", dir.display()), e))?;
     let lock = fs
         .lock(&dir.join(LOCK))

@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use super::{Inner, KvPair};
 use crate::error::Result;
 use crate::key::SeqNo;
+use crate::prefix::prefix_end;
 
 /// Live snapshots: sequence number → how many handles hold it.
 #[derive(Default)]
@@ -97,7 +98,7 @@ impl Snapshot {
     /// Up to `limit` pairs whose keys start with `prefix`, as of this
     /// snapshot.
     pub fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<KvPair>> {
-        let end = prefix_successor(prefix);
+        let end = prefix_end(prefix);
         let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         self.scan(Bound::Included(prefix), end, limit)
     }
@@ -113,19 +114,6 @@ impl std::fmt::Debug for Snapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Snapshot").field("seq", &self.seq).finish()
     }
-}
-
-/// The smallest key greater than every key starting with `prefix`, or
-/// `None` when there is none (the prefix is empty or all `0xff`).
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -145,14 +133,5 @@ mod tests {
         list.release(5);
         list.release(2);
         assert!(list.sequence_numbers().is_empty());
-    }
-
-    // Proves that the prefix end bound excludes exactly the keys without the prefix.
-    #[test]
-    fn prefix_successor_skips_trailing_ff() {
-        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_successor(b"\xff\xff"), None);
-        assert_eq!(prefix_successor(b""), None);
     }
 }

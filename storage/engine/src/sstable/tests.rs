@@ -85,6 +85,10 @@ impl crate::fs::WritableFile for CountingFile {
     fn sync(&self) -> std::io::Result<()> {
         self.inner.sync()
     }
+
+    fn truncate(&self, len_bytes: u64) -> std::io::Result<()> {
+        self.inner.truncate(len_bytes)
+    }
 }
 
 // Proves that a table of many small blocks reaches its file in a few large

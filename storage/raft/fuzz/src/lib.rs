@@ -7,35 +7,38 @@
 #![forbid(unsafe_code)]
 
 use strata_raft::command::Proposal;
-use strata_raft::log::record::{self, Decoded, HEADER_BYTES};
+use strata_raft::log::record;
 
-/// Raft log record framing: a decoded record re-encodes to the same bytes,
-/// and walking a buffer record by record always makes progress.
+/// Raft log record framing: walking arbitrary bytes as a segment (newest or
+/// sealed) yields contiguous records inside the buffer, each of which
+/// re-encodes to the same bytes when its kind is known, and the reader's
+/// end is the end of the last record.
 pub fn record_decode(data: &[u8]) {
-    let mut offset = 0;
-    while offset < data.len() {
-        match record::decode(&data[offset..]) {
-            Decoded::Record {
-                kind,
-                payload,
-                size,
-            } => {
-                assert_eq!(
-                    size,
-                    HEADER_BYTES + payload.len(),
-                    "size disagrees with payload"
-                );
-                assert!(offset + size <= data.len(), "record runs past the buffer");
+    for tolerate_torn_tail in [true, false] {
+        let mut reader = record::reader(data, tolerate_torn_tail);
+        let mut next = 0u64;
+        for rec in &mut reader {
+            let Ok(rec) = rec else { break };
+            assert_eq!(rec.offset, next, "records are contiguous");
+            let end = rec.end();
+            assert!(end <= data.len() as u64, "record runs past the buffer");
+            if let Ok((kind, body)) = record::decode_payload(rec.payload) {
                 let mut again = Vec::new();
-                record::encode(kind, payload, &mut again);
+                record::encode(kind, body, &mut again);
                 assert_eq!(
                     &again[..],
-                    &data[offset..offset + size],
+                    &data[rec.offset as usize..end as usize],
                     "record does not round-trip"
                 );
-                offset += size;
             }
-            Decoded::Incomplete | Decoded::Invalid(_) => break,
+            next = end;
+        }
+        if let Some(end) = reader.end() {
+            assert_eq!(
+                end.valid_len, next,
+                "the valid prefix ends at the last record"
+            );
+            assert_eq!(end.torn_tail, next < data.len() as u64);
         }
     }
 }

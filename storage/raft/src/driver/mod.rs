@@ -158,11 +158,6 @@ impl Driver {
     }
 
     #[cfg(test)]
-    pub(crate) fn durable_tail(&self) -> (std::path::PathBuf, u64) {
-        self.node.store().durable_tail()
-    }
-
-    #[cfg(test)]
     pub(crate) fn raw(&self) -> &RawNode<RaftLogStore> {
         &self.node
     }

@@ -22,6 +22,7 @@ pub(super) fn recover(
     dirs: &SnapshotDirs,
 ) -> Result<(RaftLogStore, u64), StartError> {
     let mut store = RaftLogStore::open(
+        config.log_fs.clone(),
         &config.log_dir,
         config.max_segment_bytes,
         &config.bootstrap_voters,

@@ -1,20 +1,24 @@
-//! The framing of one raft log record.
+//! The raft log's records on the shared checksummed framing
+//! (`strata_fs::log`): each framed payload is a kind byte followed by the
+//! record's body.
 //!
 //! ```text
-//! +-----------+-----------+--------+-----------------+
-//! | crc32 u32 | len u32   | kind u8| payload (len B) |
-//! +-----------+-----------+--------+-----------------+
+//! +-----------+-------------------+------------------+---------+------------------+
+//! | len u32   | payload_crc u32   | header_crc u32   | kind u8 | body (len - 1 B) |
+//! +-----------+-------------------+------------------+---------+------------------+
 //! ```
-//! Integers are little-endian. The checksum covers `kind` and the payload.
+//! Integers are little-endian; `payload_crc` covers the kind and the body,
+//! `header_crc` the first eight header bytes.
 
 use protobuf::Message as _;
 use raft::eraftpb::Entry;
+use strata_fs::log::{LogReader, encode_record_parts};
 
-/// The header size in bytes: crc, length and kind.
-pub const HEADER_BYTES: usize = 9;
+pub use strata_fs::log::HEADER_BYTES;
 
-/// Records larger than this are rejected on both sides; a length above it is
-/// corruption, not a reason to allocate.
+/// Framed payloads (kind byte and body) larger than this are refused on
+/// both sides: the writer asserts, and a reader treats a header declaring
+/// more as corruption rather than a reason to allocate or a torn write.
 pub const MAX_RECORD_BYTES: usize = 256 << 20;
 
 /// What a record holds.
@@ -50,60 +54,30 @@ impl RecordKind {
 }
 
 /// Appends one framed record to `out`.
-pub fn encode(kind: RecordKind, payload: &[u8], out: &mut Vec<u8>) {
-    assert!(payload.len() <= MAX_RECORD_BYTES, "raft record too large");
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&[kind as u8]);
-    hasher.update(payload);
-    out.extend_from_slice(&hasher.finalize().to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.push(kind as u8);
-    out.extend_from_slice(payload);
+///
+/// # Panics
+/// If the body is larger than [`MAX_RECORD_BYTES`] allows.
+pub fn encode(kind: RecordKind, body: &[u8], out: &mut Vec<u8>) {
+    assert!(body.len() < MAX_RECORD_BYTES, "raft record too large");
+    encode_record_parts(out, &[&[kind as u8], body]);
 }
 
-/// The outcome of decoding at one offset.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Decoded<'a> {
-    /// A whole, valid record and the number of bytes it used.
-    Record {
-        kind: RecordKind,
-        payload: &'a [u8],
-        size: usize,
-    },
-    /// The buffer ends inside a record: a torn write if this is the tail.
-    Incomplete,
-    /// The bytes are not a valid record.
-    Invalid(&'static str),
+/// Reads the records of one segment's bytes, tolerating a torn tail only
+/// when asked (the newest segment), with the [`MAX_RECORD_BYTES`] guard.
+pub fn reader(bytes: &[u8], tolerate_torn_tail: bool) -> LogReader<'_> {
+    LogReader::new(bytes, tolerate_torn_tail).max_payload_bytes(MAX_RECORD_BYTES)
 }
 
-/// Decodes the record at the start of `buf`.
-pub fn decode(buf: &[u8]) -> Decoded<'_> {
-    if buf.len() < HEADER_BYTES {
-        return Decoded::Incomplete;
-    }
-    let crc = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
-    let len = u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]) as usize;
-    if len > MAX_RECORD_BYTES {
-        return Decoded::Invalid("record length out of range");
-    }
-    if buf.len() < HEADER_BYTES + len {
-        return Decoded::Incomplete;
-    }
-    let body = &buf[8..HEADER_BYTES + len];
-    if crc32fast::hash(body) != crc {
-        return Decoded::Invalid("checksum mismatch");
-    }
-    match RecordKind::from_u8(body[0]) {
-        Some(kind) => Decoded::Record {
-            kind,
-            payload: &body[1..],
-            size: HEADER_BYTES + len,
-        },
-        None => Decoded::Invalid("unknown record kind"),
-    }
+/// Splits an intact record's payload into its kind and body. A payload
+/// that passed its checksum but has no known kind was written by something
+/// else: corruption.
+pub fn decode_payload(payload: &[u8]) -> Result<(RecordKind, &[u8]), &'static str> {
+    let (&kind, body) = payload.split_first().ok_or("empty record")?;
+    let kind = RecordKind::from_u8(kind).ok_or("unknown record kind")?;
+    Ok((kind, body))
 }
 
-/// The payload of an Entries record: each entry's protobuf encoding after
+/// The body of an Entries record: each entry's protobuf encoding after
 /// its length (u32, little-endian).
 pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -115,7 +89,7 @@ pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
     out
 }
 
-/// Reads an Entries record's payload; the entries must be consecutive.
+/// Reads an Entries record's body; the entries must be consecutive.
 pub fn decode_entries(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
     let mut out: Vec<Entry> = Vec::new();
     while !buf.is_empty() {
@@ -138,52 +112,90 @@ pub fn decode_entries(mut buf: &[u8]) -> Result<Vec<Entry>, String> {
 
 #[cfg(test)]
 mod tests {
+    use strata_fs::log::LogCorruption;
+
     use super::*;
 
+    /// The kinds and bodies of the records in `bytes`, which must be intact.
+    fn read(bytes: &[u8]) -> Vec<(RecordKind, Vec<u8>)> {
+        reader(bytes, false)
+            .map(|r| {
+                let r = r.expect("intact record");
+                let (kind, body) = decode_payload(r.payload).expect("known kind");
+                (kind, body.to_vec())
+            })
+            .collect()
+    }
+
+    // Proves that records round-trip with their kind, including an empty body.
     #[test]
     fn record_round_trips() {
         let mut buf = Vec::new();
         encode(RecordKind::HardState, b"hello", &mut buf);
         encode(RecordKind::Entries, b"", &mut buf);
-        let Decoded::Record {
-            kind,
-            payload,
-            size,
-        } = decode(&buf)
-        else {
-            panic!("first record did not decode");
-        };
-        assert_eq!((kind, payload), (RecordKind::HardState, &b"hello"[..]));
         assert_eq!(
-            decode(&buf[size..]),
-            Decoded::Record {
-                kind: RecordKind::Entries,
-                payload: b"",
-                size: HEADER_BYTES
-            }
+            read(&buf),
+            vec![
+                (RecordKind::HardState, b"hello".to_vec()),
+                (RecordKind::Entries, Vec::new())
+            ]
         );
+        assert_eq!(buf.len(), 2 * (HEADER_BYTES + 1) + 5);
     }
 
+    // Proves that a record cut anywhere is a torn tail where tolerated and
+    // damage where not, never a record.
     #[test]
-    fn every_cut_of_a_record_is_incomplete() {
+    fn every_cut_of_a_record_is_a_torn_tail() {
         let mut buf = Vec::new();
         encode(RecordKind::ConfState, b"voters", &mut buf);
-        for cut in 0..buf.len() {
-            assert_eq!(decode(&buf[..cut]), Decoded::Incomplete, "cut at {cut}");
+        for cut in 1..buf.len() {
+            let mut torn = reader(&buf[..cut], true);
+            assert_eq!(torn.next(), None, "cut at {cut}");
+            assert!(torn.end().expect("tolerated").torn_tail);
+            assert_eq!(
+                reader(&buf[..cut], false).next(),
+                Some(Err(LogCorruption::Damaged { offset: 0 }))
+            );
         }
     }
 
+    // Proves that every flipped bit is detected: the record never reads
+    // back as the payload that was written.
     #[test]
     fn flipped_bit_is_detected() {
         let mut buf = Vec::new();
         encode(RecordKind::Entries, b"payload", &mut buf);
         for i in 0..buf.len() {
-            let mut bad = buf.clone();
-            bad[i] ^= 0x10;
-            assert!(
-                !matches!(decode(&bad), Decoded::Record { payload, .. } if payload == b"payload"),
-                "flip at byte {i} went unnoticed"
-            );
+            for bit in 0..8 {
+                let mut bad = buf.clone();
+                bad[i] ^= 1 << bit;
+                let read_back = reader(&bad, true).next();
+                assert!(
+                    !matches!(read_back, Some(Ok(r)) if r.payload.ends_with(b"payload")),
+                    "flip of bit {bit} in byte {i} went unnoticed"
+                );
+            }
         }
+    }
+
+    // Proves that an intact record with no kind, or an unknown one, is
+    // refused.
+    #[test]
+    fn unknown_kind_is_refused() {
+        assert_eq!(decode_payload(b""), Err("empty record"));
+        assert_eq!(decode_payload(&[9, 1, 2]), Err("unknown record kind"));
+        assert_eq!(
+            decode_payload(&[4, 1, 2]),
+            Ok((RecordKind::Compacted, &[1u8, 2][..]))
+        );
+    }
+
+    // Proves the writer's side of the size guard.
+    #[test]
+    #[should_panic(expected = "raft record too large")]
+    fn oversized_record_is_refused_by_the_writer() {
+        let body = vec![0u8; MAX_RECORD_BYTES];
+        encode(RecordKind::Entries, &body, &mut Vec::new());
     }
 }

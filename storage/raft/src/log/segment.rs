@@ -1,15 +1,21 @@
 //! Segment files of the raft log: a directory of append-only files named by
-//! a sequence number, each a run of framed records.
+//! a sequence number, each a run of framed records, all on a
+//! [`FileSystem`].
 //!
 //! Only the newest segment is ever written. At open, every segment is read in
-//! order; a record that fails to decode is tolerated only at the tail of the
-//! newest segment (a torn write), which is cut off and fsynced away.
+//! order; damage is tolerated only as a torn tail of the newest segment (no
+//! intact record after it), which is cut off and fsynced away. Any failed
+//! write, fsync, roll or removal poisons the segments: every later write is
+//! refused until the log is reopened, because what reached the disk is no
+//! longer known.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::record::{self, Decoded, RecordKind};
+use strata_fs::{FileSystem, WritableFile};
+
+use super::record::{self, RecordKind};
 use crate::error::LogError;
 
 const SUFFIX: &str = ".rlog";
@@ -24,91 +30,80 @@ pub struct OwnedRecord {
 
 /// The writable end of the log's segment files.
 pub struct Segments {
+    fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    file: File,
+    file: Arc<dyn WritableFile>,
     path: PathBuf,
     seq: u64,
     size_bytes: u64,
-    /// How much of the current segment the last sync covered.
-    synced_bytes: u64,
     max_segment_bytes: u64,
+    /// The failure that poisoned the segments, if any.
+    failure: Option<String>,
 }
 
 fn segment_path(dir: &Path, seq: u64) -> PathBuf {
     dir.join(format!("{seq:020}{SUFFIX}"))
 }
 
-fn list_segments(dir: &Path) -> Result<Vec<u64>, LogError> {
-    let mut seqs = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
-        let entry = entry.map_err(|e| LogError::io(dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some(stem) = name.strip_suffix(SUFFIX)
-            && let Ok(seq) = stem.parse::<u64>()
-        {
-            seqs.push(seq);
-        }
-    }
+fn list_segments(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<u64>, LogError> {
+    let mut seqs: Vec<u64> = fs
+        .list_dir(dir)
+        .map_err(|e| LogError::io(dir, e))?
+        .iter()
+        .filter_map(|name| name.strip_suffix(SUFFIX)?.parse().ok())
+        .collect();
     seqs.sort_unstable();
     Ok(seqs)
 }
 
-fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| LogError::io(dir, e))
-}
-
 impl Segments {
     /// Opens (or creates) the log in `dir` and returns every record in it.
-    pub fn open(dir: &Path, max_segment_bytes: u64) -> Result<(Self, Vec<OwnedRecord>), LogError> {
-        fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
-        let seqs = list_segments(dir)?;
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        max_segment_bytes: u64,
+    ) -> Result<(Self, Vec<OwnedRecord>), LogError> {
+        fs.create_dir_durable(dir)
+            .map_err(|e| LogError::io(dir, e))?;
+        let seqs = list_segments(fs.as_ref(), dir)?;
         let mut records = Vec::new();
         let mut last = None;
         for (i, &seq) in seqs.iter().enumerate() {
             let path = segment_path(dir, seq);
             let is_last = i + 1 == seqs.len();
-            let valid_len = read_segment(&path, seq, is_last, &mut records)?;
+            let (valid_len, on_disk) =
+                read_segment(fs.as_ref(), &path, seq, is_last, &mut records)?;
             if is_last {
-                last = Some((seq, path, valid_len));
+                last = Some((seq, path, valid_len, on_disk));
             }
         }
-        let (seq, path, size_bytes) = match last {
-            Some((seq, path, valid_len)) => {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(|e| LogError::io(&path, e))?;
-                let on_disk = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+        let (seq, path, file, size_bytes) = match last {
+            Some((seq, path, valid_len, on_disk)) => {
+                let file = fs.open_append(&path).map_err(|e| LogError::io(&path, e))?;
                 if on_disk != valid_len {
                     tracing::warn!(path = %path.display(), valid_len, on_disk, "cutting torn tail of raft log");
-                    file.set_len(valid_len)
+                    file.truncate(valid_len)
+                        .and_then(|()| file.sync())
                         .map_err(|e| LogError::io(&path, e))?;
-                    file.sync_all().map_err(|e| LogError::io(&path, e))?;
                 }
-                (seq, path, valid_len)
+                (seq, path, file, valid_len)
             }
             None => {
                 let path = segment_path(dir, 1);
-                File::create(&path).map_err(|e| LogError::io(&path, e))?;
-                sync_dir(dir)?;
-                (1, path, 0)
+                let file = fs.create(&path).map_err(|e| LogError::io(&path, e))?;
+                fs.sync_dir(dir).map_err(|e| LogError::io(dir, e))?;
+                (1, path, file, 0)
             }
         };
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| LogError::io(&path, e))?;
         let segments = Segments {
+            fs,
             dir: dir.to_path_buf(),
             file,
             path,
             seq,
             size_bytes,
-            synced_bytes: size_bytes,
             max_segment_bytes,
+            failure: None,
         };
         Ok((segments, records))
     }
@@ -123,119 +118,135 @@ impl Segments {
         self.seq
     }
 
+    /// Refuses every write once one has failed.
+    fn check_healthy(&self) -> Result<(), LogError> {
+        match &self.failure {
+            Some(reason) => Err(LogError::Poisoned {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one I/O step; a failure poisons the segments.
+    fn guarded<T>(
+        &mut self,
+        step: impl FnOnce(&mut Self) -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
+        self.check_healthy()?;
+        let result = step(self);
+        if let Err(e) = &result {
+            self.failure = Some(e.to_string());
+        }
+        result
+    }
+
     /// Writes already framed records into the current segment. They are
     /// durable only after [`sync`](Segments::sync). Callers roll first when
     /// [`would_roll`](Segments::would_roll) says so.
     pub fn write(&mut self, framed: &[u8]) -> Result<(), LogError> {
-        self.file
-            .write_all(framed)
-            .map_err(|e| LogError::io(&self.path, e))?;
-        self.size_bytes += framed.len() as u64;
-        Ok(())
+        self.guarded(|s| {
+            s.file
+                .append(framed)
+                .map_err(|e| LogError::io(&s.path, e))?;
+            s.size_bytes += framed.len() as u64;
+            Ok(())
+        })
     }
 
     /// Deletes the given sealed segments (never the current one).
     pub fn remove(&mut self, seqs: &[u64]) -> Result<(), LogError> {
-        let mut removed = false;
-        for &seq in seqs {
-            if seq == self.seq {
-                continue;
+        self.guarded(|s| {
+            let mut removed = false;
+            for &seq in seqs {
+                if seq == s.seq {
+                    continue;
+                }
+                let path = segment_path(&s.dir, seq);
+                s.fs.remove_file(&path)
+                    .map_err(|e| LogError::io(&path, e))?;
+                removed = true;
             }
-            let path = segment_path(&self.dir, seq);
-            fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
-            removed = true;
-        }
-        if removed {
-            sync_dir(&self.dir)?;
-        }
-        Ok(())
+            if removed {
+                s.fs.sync_dir(&s.dir).map_err(|e| LogError::io(&s.dir, e))?;
+            }
+            Ok(())
+        })
     }
 
     /// Makes everything written so far durable (one `fdatasync`).
     pub fn sync(&mut self) -> Result<(), LogError> {
-        self.file
-            .sync_data()
-            .map_err(|e| LogError::io(&self.path, e))?;
-        self.synced_bytes = self.size_bytes;
-        Ok(())
-    }
-
-    /// The current segment and how many of its bytes are durable; a power
-    /// loss may cut it there (earlier segments are wholly durable).
-    pub fn durable_tail(&self) -> (PathBuf, u64) {
-        (self.path.clone(), self.synced_bytes)
+        self.guarded(|s| s.file.sync().map_err(|e| LogError::io(&s.path, e)))
     }
 
     /// Starts a new segment. The old one is synced first so that a later
-    /// segment never exists without every earlier byte being durable.
+    /// segment never exists without every earlier byte being durable, and
+    /// the new one's directory entry is synced before anything is written
+    /// into it.
     pub fn roll(&mut self) -> Result<(), LogError> {
         self.sync()?;
-        let seq = self.seq + 1;
-        let path = segment_path(&self.dir, seq);
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| LogError::io(&path, e))?;
-        sync_dir(&self.dir)?;
-        self.file = file;
-        self.path = path;
-        self.seq = seq;
-        self.size_bytes = 0;
-        self.synced_bytes = 0;
-        Ok(())
+        self.guarded(|s| {
+            let seq = s.seq + 1;
+            let path = segment_path(&s.dir, seq);
+            // Never reuse a name: the segment after the newest one cannot
+            // exist unless something else writes into the directory.
+            if s.fs.exists(&path).map_err(|e| LogError::io(&path, e))? {
+                return Err(LogError::io(
+                    &path,
+                    io::Error::new(io::ErrorKind::AlreadyExists, "next segment already exists"),
+                ));
+            }
+            let file = s.fs.create(&path).map_err(|e| LogError::io(&path, e))?;
+            s.fs.sync_dir(&s.dir).map_err(|e| LogError::io(&s.dir, e))?;
+            s.file = file;
+            s.path = path;
+            s.seq = seq;
+            s.size_bytes = 0;
+            Ok(())
+        })
     }
 }
 
-/// Reads one segment into `records`; returns the length of its valid prefix.
+/// Reads one segment into `records`; returns the length of its valid prefix
+/// and its length on disk.
 fn read_segment(
+    fs: &dyn FileSystem,
     path: &Path,
     seq: u64,
     is_last: bool,
     records: &mut Vec<OwnedRecord>,
-) -> Result<u64, LogError> {
-    let mut buf = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut buf))
-        .map_err(|e| LogError::io(path, e))?;
-    let mut offset = 0usize;
-    while offset < buf.len() {
-        match record::decode(&buf[offset..]) {
-            Decoded::Record {
-                kind,
-                payload,
-                size,
-            } => {
-                records.push(OwnedRecord {
-                    kind,
-                    payload: payload.to_vec(),
-                    seq,
-                });
-                offset += size;
-            }
-            Decoded::Incomplete | Decoded::Invalid(_) if is_last => break,
-            Decoded::Incomplete => {
-                return Err(LogError::Corruption {
-                    path: path.to_path_buf(),
-                    offset: offset as u64,
-                    reason: "truncated record in a sealed segment".into(),
-                });
-            }
-            Decoded::Invalid(reason) => {
-                return Err(LogError::Corruption {
-                    path: path.to_path_buf(),
-                    offset: offset as u64,
-                    reason: reason.into(),
-                });
-            }
-        }
+) -> Result<(u64, u64), LogError> {
+    let bytes = fs.read_all(path).map_err(|e| LogError::io(path, e))?;
+    let corrupt = |offset: u64, reason: String| LogError::Corruption {
+        path: path.to_path_buf(),
+        offset,
+        reason,
+    };
+    let mut reader = record::reader(&bytes, is_last);
+    for rec in &mut reader {
+        let rec = rec.map_err(|e| corrupt(e.offset(), e.to_string()))?;
+        let (kind, body) =
+            record::decode_payload(rec.payload).map_err(|r| corrupt(rec.offset, r.into()))?;
+        records.push(OwnedRecord {
+            kind,
+            payload: body.to_vec(),
+            seq,
+        });
     }
-    Ok(offset as u64)
+    let end = reader
+        .end()
+        .expect("a segment read without corruption has an end");
+    Ok((end.valid_len, bytes.len() as u64))
 }
 
 #[cfg(test)]
 mod tests {
+    use strata_fs::{FaultFs, StdFs};
+
     use super::*;
+
+    /// Where a record's body starts: after the header and the kind byte.
+    const BODY_OFFSET: usize = record::HEADER_BYTES + 1;
 
     fn framed(kind: RecordKind, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -243,10 +254,12 @@ mod tests {
         out
     }
 
+    // Proves that records written across rolled segments, on the real file
+    // system, come back in order after reopening.
     #[test]
     fn records_survive_reopen_across_rolled_segments() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut segs, recs) = Segments::open(dir.path(), 64).unwrap();
+        let (mut segs, recs) = Segments::open(Arc::new(StdFs), dir.path(), 64).unwrap();
         assert!(recs.is_empty());
         for i in 0..10u8 {
             let rec = framed(RecordKind::Entries, &[i; 20]);
@@ -257,12 +270,15 @@ mod tests {
         }
         segs.sync().unwrap();
         drop(segs);
-        assert!(list_segments(dir.path()).unwrap().len() > 1);
-        let (_, recs) = Segments::open(dir.path(), 64).unwrap();
+        assert!(list_segments(&StdFs, dir.path()).unwrap().len() > 1);
+        let (_, recs) = Segments::open(Arc::new(StdFs), dir.path(), 64).unwrap();
         let payloads: Vec<u8> = recs.iter().map(|r| r.payload[0]).collect();
         assert_eq!(payloads, (0..10).collect::<Vec<u8>>());
     }
 
+    // Proves, on the real file system, that a torn tail of the last segment
+    // is cut at every offset of the torn record, durably, and that the log
+    // stays appendable after the repair.
     #[test]
     fn torn_tail_of_last_segment_is_cut_at_every_offset() {
         let dir = tempfile::tempdir().unwrap();
@@ -272,33 +288,66 @@ mod tests {
             let path = segment_path(dir.path(), 1);
             let mut bytes = first.clone();
             bytes.extend_from_slice(&second[..cut]);
-            fs::write(&path, &bytes).unwrap();
-            let (mut segs, recs) = Segments::open(dir.path(), 1 << 20).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+            let (mut segs, recs) = Segments::open(Arc::new(StdFs), dir.path(), 1 << 20).unwrap();
             assert_eq!(recs.len(), 1, "cut at {cut}");
-            assert_eq!(fs::metadata(&path).unwrap().len(), first.len() as u64);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), first.len() as u64);
             // The log stays appendable after the repair.
             segs.write(&second).unwrap();
             segs.sync().unwrap();
             drop(segs);
-            let (_, recs) = Segments::open(dir.path(), 1 << 20).unwrap();
+            let (_, recs) = Segments::open(Arc::new(StdFs), dir.path(), 1 << 20).unwrap();
             assert_eq!(recs.len(), 2, "append after repair at cut {cut}");
         }
     }
 
+    // Proves that any damage in a sealed segment is corruption, even at its
+    // end, where the newest segment would have a torn tail.
     #[test]
     fn corruption_in_a_sealed_segment_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_durable(dir).unwrap();
         let mut bad = framed(RecordKind::Entries, b"sealed");
-        bad[12] ^= 0xff;
-        fs::write(segment_path(dir.path(), 1), &bad).unwrap();
-        fs::write(
-            segment_path(dir.path(), 2),
-            framed(RecordKind::Entries, b"x"),
-        )
-        .unwrap();
-        let err = Segments::open(dir.path(), 1 << 20)
+        bad[BODY_OFFSET] ^= 0xff;
+        fs.overwrite(&segment_path(dir, 1), bad);
+        fs.overwrite(&segment_path(dir, 2), framed(RecordKind::Entries, b"x"));
+        let err = Segments::open(Arc::new(fs.clone()), dir, 1 << 20)
             .err()
             .expect("must fail");
         assert!(matches!(err, LogError::Corruption { .. }), "{err}");
+
+        let torn = framed(RecordKind::Entries, b"sealed");
+        fs.overwrite(&segment_path(dir, 1), torn[..torn.len() - 1].to_vec());
+        let err = Segments::open(Arc::new(fs), dir, 1 << 20)
+            .err()
+            .expect("a torn sealed segment must fail");
+        assert!(matches!(err, LogError::Corruption { .. }), "{err}");
+    }
+
+    // Proves the reader's side of the size guard: a record whose intact
+    // header declares more than MAX_RECORD_BYTES is corruption, even as the
+    // newest segment's tail, and nothing that size is allocated.
+    #[test]
+    fn oversized_record_at_the_tail_is_corruption() {
+        let fs = FaultFs::new();
+        let dir = Path::new("/log");
+        fs.create_dir_durable(dir).unwrap();
+        let mut bytes = framed(RecordKind::HardState, b"ok");
+        let len = u32::try_from(record::MAX_RECORD_BYTES + 1).unwrap();
+        let mut header = Vec::new();
+        header.extend_from_slice(&len.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        let crc = crc32fast::hash(&header);
+        header.extend_from_slice(&crc.to_le_bytes());
+        bytes.extend_from_slice(&header);
+        fs.overwrite(&segment_path(dir, 1), bytes);
+        let err = Segments::open(Arc::new(fs), dir, 1 << 20)
+            .err()
+            .expect("must fail");
+        assert!(
+            matches!(&err, LogError::Corruption { reason, .. } if reason.contains("above the limit")),
+            "{err}"
+        );
     }
 }

@@ -10,14 +10,22 @@
 //! Every segment starts with the state needed to replay it (hard state,
 //! configuration, compaction point), so a sealed segment whose entries were
 //! all compacted away can be deleted without losing anything.
+//!
+//! A failed write or fsync poisons the log: that call returns the I/O error
+//! and every later persist or compaction returns [`LogError::Poisoned`]
+//! until the log is reopened, which recovers from what is durable. The
+//! entries in memory may then be ahead of the disk, so nothing may be
+//! acknowledged from them.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use protobuf::Message as _;
 use raft::Storage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
+use strata_fs::FileSystem;
 
 use super::record::{self, RecordKind, decode_entries, encode_entries};
 use super::segment::{OwnedRecord, Segments};
@@ -71,6 +79,23 @@ pub struct RaftLogStore {
     /// During replay: the base the oldest segment's header recorded, below
     /// which no entries record may start.
     recorded_base: u64,
+    /// The state as of the end of the last persist, which a new segment's
+    /// header restates.
+    durable: Restated,
+}
+
+/// What a segment's header records: the state replay has reached when the
+/// segment starts. It must be the state on disk before the pending
+/// records, not the state in memory, which may already include them: a
+/// header restating, say, a new commit index ahead of the entries it
+/// covers would leave that commit index beyond the log if a crash kept the
+/// header but not the entries, and raft refuses to start from such a log.
+#[derive(Debug, Clone, Default)]
+struct Restated {
+    hard_state: HardState,
+    conf_state: ConfState,
+    base_index: u64,
+    base_term: u64,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -95,15 +120,17 @@ fn decode_compacted(p: &[u8]) -> Option<(u64, u64)> {
 }
 
 impl RaftLogStore {
-    /// Opens the log in `dir`. When the log is empty and `bootstrap_voters` is
-    /// not, the initial configuration is written and synced: every member of a
-    /// bootstrapped cluster starts from the same state.
+    /// Opens the log in `dir` on `fs`. When the log is empty and
+    /// `bootstrap_voters` is not, the initial configuration is written and
+    /// synced: every member of a bootstrapped cluster starts from the same
+    /// state.
     pub fn open(
+        fs: Arc<dyn FileSystem>,
         dir: &Path,
         max_segment_bytes: u64,
         bootstrap_voters: &[u64],
     ) -> Result<Self, LogError> {
-        let (segments, records) = Segments::open(dir, max_segment_bytes)?;
+        let (segments, records) = Segments::open(fs, dir, max_segment_bytes)?;
         let is_new = records.is_empty();
         let mut store = RaftLogStore {
             segments,
@@ -122,10 +149,12 @@ impl RaftLogStore {
             snapshot_wanted: Cell::new(false),
             base_unconfirmed: false,
             recorded_base: 0,
+            durable: Restated::default(),
         };
         for rec in records {
             store.replay(dir, rec)?;
         }
+        store.note_durable();
         if store.base_unconfirmed {
             return Err(corrupt(
                 dir,
@@ -392,24 +421,7 @@ impl RaftLogStore {
         if self.segments.would_roll(self.pending.len()) {
             self.segments.roll()?;
             // A new segment starts with everything needed to replay it.
-            let mut header = Vec::new();
-            let hs = self
-                .hard_state
-                .write_to_bytes()
-                .expect("hard state encodes");
-            record::encode(RecordKind::HardState, &hs, &mut header);
-            let cs = self
-                .conf_state
-                .write_to_bytes()
-                .expect("conf state encodes");
-            record::encode(RecordKind::ConfState, &cs, &mut header);
-            if self.base_index > 0 {
-                record::encode(
-                    RecordKind::Compacted,
-                    &encode_compacted(self.base_index, self.base_term),
-                    &mut header,
-                );
-            }
+            let header = self.durable.header();
             self.segments.write(&header)?;
         }
         self.segments.write(&self.pending)?;
@@ -421,7 +433,20 @@ impl RaftLogStore {
         *max = (*max).max(self.pending_max_index);
         self.pending.clear();
         self.pending_max_index = 0;
+        self.note_durable();
         Ok(true)
+    }
+
+    /// Records that the state in memory is now the state on disk: after a
+    /// replay, and after a persist (which wrote every change, a deferred
+    /// commit index included).
+    fn note_durable(&mut self) {
+        self.durable = Restated {
+            hard_state: self.hard_state.clone(),
+            conf_state: self.conf_state.clone(),
+            base_index: self.base_index,
+            base_term: self.base_term,
+        };
     }
 
     pub fn hard_state(&self) -> &HardState {
@@ -471,12 +496,6 @@ impl RaftLogStore {
         Storage::term(self, index).ok()
     }
 
-    /// The current segment file and its durable length (see
-    /// [`Segments::durable_tail`]).
-    pub fn durable_tail(&self) -> (std::path::PathBuf, u64) {
-        self.segments.durable_tail()
-    }
-
     /// Offers a snapshot for raft to send to lagging followers.
     pub fn set_ready_snapshot(&mut self, snapshot: Snapshot) {
         self.ready_snapshot = Some(snapshot);
@@ -486,6 +505,31 @@ impl RaftLogStore {
     /// Whether raft asked for a snapshot that is not ready; clears the flag.
     pub fn take_snapshot_request(&self) -> bool {
         self.snapshot_wanted.replace(false)
+    }
+}
+
+impl Restated {
+    /// The records that open a new segment.
+    fn header(&self) -> Vec<u8> {
+        let mut header = Vec::new();
+        let hs = self
+            .hard_state
+            .write_to_bytes()
+            .expect("hard state encodes");
+        record::encode(RecordKind::HardState, &hs, &mut header);
+        let cs = self
+            .conf_state
+            .write_to_bytes()
+            .expect("conf state encodes");
+        record::encode(RecordKind::ConfState, &cs, &mut header);
+        if self.base_index > 0 {
+            record::encode(
+                RecordKind::Compacted,
+                &encode_compacted(self.base_index, self.base_term),
+                &mut header,
+            );
+        }
+        header
     }
 }
 
@@ -501,8 +545,24 @@ fn payload_bytes(entries: &[Entry]) -> u64 {
 #[cfg(test)]
 mod tests {
     use raft::{GetEntriesContext, StorageError};
+    use strata_fs::FaultFs;
 
     use super::*;
+
+    const LOG_DIR: &str = "/raft";
+
+    fn open_log(
+        fs: &FaultFs,
+        max_segment_bytes: u64,
+        bootstrap_voters: &[u64],
+    ) -> Result<RaftLogStore, LogError> {
+        RaftLogStore::open(
+            Arc::new(fs.clone()),
+            Path::new(LOG_DIR),
+            max_segment_bytes,
+            bootstrap_voters,
+        )
+    }
 
     fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
         Entry {
@@ -515,12 +575,12 @@ mod tests {
 
     #[test]
     fn bootstrap_writes_voters_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
+        let fs = FaultFs::new();
+        let store = open_log(&fs, 1 << 20, &[1, 2, 3]).unwrap();
         assert_eq!(store.conf_state().voters, vec![1, 2, 3]);
         drop(store);
         // Reopening with other voters must not rewrite the configuration.
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[9]).unwrap();
+        let store = open_log(&fs, 1 << 20, &[9]).unwrap();
         assert_eq!(store.conf_state().voters, vec![1, 2, 3]);
     }
 
@@ -531,9 +591,9 @@ mod tests {
         // which held that index, was deleted by a compaction), the log
         // reopens with the replacing entries instead of calling itself
         // corrupt.
-        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
         let big = [7u8; 1000];
-        let mut store = RaftLogStore::open(dir.path(), 10_000, &[]).unwrap();
+        let mut store = open_log(&fs, 10_000, &[]).unwrap();
         let run = |from: u64, to: u64, term: u64, data: &[u8]| -> Vec<Entry> {
             (from..=to).map(|i| entry(i, term, data)).collect()
         };
@@ -550,7 +610,7 @@ mod tests {
         store.compact(3).unwrap();
         assert_eq!(store.segments.current_seq(), 2);
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 10_000, &[]).unwrap();
+        let store = open_log(&fs, 10_000, &[]).unwrap();
         assert_eq!((store.first_index(), store.last_index()), (4, 4));
         let got = store
             .entries(4, 5, None, GetEntriesContext::empty(false))
@@ -563,8 +623,8 @@ mod tests {
         // Proves: a new commit index costs no sync of its own; a new term or
         // vote does; the deferred commit is written with the next sync,
         // after the entries it covers.
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         store.set_hard_state(&HardState {
             term: 2,
             vote: 1,
@@ -580,7 +640,7 @@ mod tests {
         );
         assert_eq!(store.hard_state().commit, 2);
         drop(store);
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert_eq!(
             store.hard_state().commit,
             0,
@@ -591,7 +651,7 @@ mod tests {
         store.append(&[entry(3, 2, b"c")]);
         assert!(store.persist().unwrap());
         drop(store);
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert_eq!(
             store.hard_state().commit,
             2,
@@ -606,14 +666,14 @@ mod tests {
         });
         assert!(store.persist().unwrap(), "a new term is synced at once");
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert_eq!((store.hard_state().term, store.hard_state().vote), (3, 2));
     }
 
     #[test]
     fn persisted_entries_and_hard_state_survive_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b"), entry(3, 1, b"c")]);
         let hs = HardState {
             term: 1,
@@ -626,7 +686,7 @@ mod tests {
         // Unpersisted records are lost at a crash.
         store.append(&[entry(4, 1, b"d")]);
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert_eq!(store.last_index(), 3);
         assert_eq!(store.hard_state(), &hs);
         let got = store
@@ -640,14 +700,14 @@ mod tests {
 
     #[test]
     fn conflicting_append_replaces_the_suffix_durably() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, b"a"), entry(2, 1, b"b"), entry(3, 1, b"c")]);
         store.persist().unwrap();
         store.append(&[entry(2, 2, b"B")]);
         store.persist().unwrap();
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert_eq!(store.last_index(), 2);
         assert_eq!(store.term(2).unwrap(), 2);
         assert!(matches!(
@@ -658,8 +718,8 @@ mod tests {
 
     #[test]
     fn entries_respects_max_size_but_returns_at_least_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         store.append(&[entry(1, 1, &[0; 100]), entry(2, 1, &[0; 100])]);
         let got = store
             .entries(1, 3, 1, GetEntriesContext::empty(false))
@@ -671,21 +731,21 @@ mod tests {
         ));
     }
 
-    fn segment_files(dir: &std::path::Path) -> usize {
-        std::fs::read_dir(dir).unwrap().count()
+    fn segment_files(fs: &FaultFs) -> usize {
+        fs.list_dir(Path::new(LOG_DIR)).unwrap().len()
     }
 
     #[test]
     fn compaction_survives_reopen_and_deletes_dead_segments() {
-        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultFs::new();
         // Tiny segments: every persist of a few entries rolls.
-        let mut store = RaftLogStore::open(dir.path(), 256, &[]).unwrap();
+        let mut store = open_log(&fs, 256, &[]).unwrap();
         for i in 1..=60u64 {
             store.append(&[entry(i, 1, &[7; 40])]);
             store.set_commit(i);
             store.persist().unwrap();
         }
-        let before = segment_files(dir.path());
+        let before = segment_files(&fs);
         assert!(before > 10, "{before} segments");
         store.compact(50).unwrap();
         assert_eq!(store.first_index(), 51);
@@ -694,10 +754,10 @@ mod tests {
             store.term(49),
             Err(raft::Error::Store(StorageError::Compacted))
         ));
-        let after = segment_files(dir.path());
+        let after = segment_files(&fs);
         assert!(after < before / 2, "{before} -> {after} segments");
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 256, &[]).unwrap();
+        let store = open_log(&fs, 256, &[]).unwrap();
         assert_eq!((store.first_index(), store.last_index()), (51, 60));
         assert_eq!(store.hard_state().commit, 60);
         let got = store
@@ -708,8 +768,8 @@ mod tests {
 
     #[test]
     fn installed_snapshot_replaces_the_log_durably() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[1, 2, 3]).unwrap();
         assert_eq!(
             (store.first_index(), store.term(BOOTSTRAP_INDEX).unwrap()),
             (6, BOOTSTRAP_TERM)
@@ -727,7 +787,7 @@ mod tests {
         store.append(&[entry(101, 4, b"after")]);
         store.persist().unwrap();
         drop(store);
-        let store = RaftLogStore::open(dir.path(), 1 << 20, &[1, 2, 3]).unwrap();
+        let store = open_log(&fs, 1 << 20, &[1, 2, 3]).unwrap();
         assert_eq!((store.first_index(), store.last_index()), (101, 101));
         assert_eq!(store.term(100).unwrap(), 4);
         assert_eq!(store.conf_state().voters, vec![1, 2, 3, 4]);
@@ -736,8 +796,8 @@ mod tests {
 
     #[test]
     fn snapshot_is_requested_until_one_is_ready() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         assert!(matches!(
             store.snapshot(0, 2),
             Err(raft::Error::Store(
@@ -762,8 +822,8 @@ mod tests {
         // Proves the size the compaction policy weighs stays exact through
         // appends, a conflicting overwrite and a compaction, and that the
         // discard point keeps the newest entries within a budget.
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[1]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[1]).unwrap();
         let first = store.first_index();
         let entry = |index: u64, term: u64, size: usize| Entry {
             index,
@@ -789,8 +849,8 @@ mod tests {
 
     #[test]
     fn snapshot_from_before_a_member_joined_is_not_offered_to_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = RaftLogStore::open(dir.path(), 1 << 20, &[]).unwrap();
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
         let mut snap = Snapshot::default();
         snap.mut_metadata().index = 5;
         snap.mut_metadata().term = 1;

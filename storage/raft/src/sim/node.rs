@@ -1,7 +1,6 @@
 //! One simulated member: the real driver, raft log and state machine, with
-//! the engine on an in-memory fault-injecting file system. A crash keeps
-//! only what was fsynced: the raft log's current segment is cut back to its
-//! last sync, and the engine loses everything it had not synced.
+//! the raft log and the engine on one in-memory fault-injecting file
+//! system. A crash keeps only what was fsynced, in both.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,10 +12,11 @@ use tokio::sync::broadcast;
 
 use super::Stats;
 use super::worker::Worker;
+use crate::config::PeerConfig;
 use crate::driver::Driver;
 use crate::log::store::BOOTSTRAP_INDEX;
+use crate::mailbox::Shared;
 use crate::members::Members;
-use crate::peer::{PeerConfig, Shared};
 use crate::snapshot::SnapshotDirs;
 use crate::state_machine::StateMachine;
 use crate::status::{RaftEvent, RaftEventKind};
@@ -63,7 +63,9 @@ pub struct SimNode {
     pub live: Option<Live>,
     pub outbox: Outbox,
     pub fs: FaultFs,
-    log_dir: PathBuf,
+    /// Where its snapshots are built and staged, on the real disk (the
+    /// snapshot thread and transport use std::fs).
+    snapshot_root: PathBuf,
     /// The initial voters; empty for a member that joins later, which
     /// starts with an empty log and is caught up by a snapshot.
     voters: Vec<u64>,
@@ -85,7 +87,7 @@ impl SimNode {
             live: None,
             outbox: Outbox::default(),
             fs: FaultFs::new(),
-            log_dir: root.join(format!("node{id}")),
+            snapshot_root: root.join(format!("node{id}")).join("snapshots"),
             voters,
             policy,
             generation: 0,
@@ -104,13 +106,10 @@ impl SimNode {
         )
         .expect("engine opens");
         let sm = Arc::new(StateMachine::new(Arc::new(engine), GROUP));
-        let mut config = PeerConfig::new(
-            self.id,
-            GROUP,
-            self.voters.clone(),
-            self.log_dir.join("raft"),
-        );
-        config.snapshot_root = self.log_dir.join("snapshots");
+        let mut config =
+            PeerConfig::new(self.id, GROUP, self.voters.clone(), PathBuf::from("/raft"));
+        config.log_fs = Arc::new(self.fs.clone());
+        config.snapshot_root = self.snapshot_root.clone();
         config.compact_log_entries = self.policy.compact_log_entries;
         config.compact_keep_entries = self.policy.compact_keep_entries;
         config.max_segment_bytes = self.policy.max_segment_bytes;
@@ -140,19 +139,14 @@ impl SimNode {
     }
 
     /// Power loss: what was not fsynced is gone, and so are the snapshot
-    /// jobs that had not finished.
+    /// jobs that had not finished. The file system crashes first, so that
+    /// nothing the dying member does afterwards reaches the disk.
     pub fn crash(&mut self) {
         let Some(live) = self.live.take() else {
             return;
         };
-        let (tail, durable) = live.driver.durable_tail();
-        drop(live);
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&tail)
-            .expect("segment opens");
-        f.set_len(durable).expect("segment truncates");
         self.fs = self.fs.crash();
+        drop(live);
         self.outbox.take();
     }
 

@@ -1,11 +1,4 @@
-//! The narrow file-system interface all engine I/O goes through.
-//!
-//! [`StdFs`] is the real thing; [`FaultFs`] keeps files in memory, tracks what
-//! has been fsynced, and can simulate a crash or inject write and fsync
-//! failures, so that crash tests run in-process and deterministically.
-
-mod fault;
-mod std_fs;
+//! The narrow file-system interface all storage I/O goes through.
 
 use std::any::Any;
 use std::fmt;
@@ -13,22 +6,23 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use fault::FaultFs;
-pub use std_fs::StdFs;
-
 /// Held for as long as a directory is open; dropping it releases the lock.
 pub type FileLock = Box<dyn Any + Send + Sync>;
 
-/// File-system operations the engine needs, and nothing more.
+/// File-system operations the engine and the raft log need, and nothing more.
 ///
-/// Durability contract: data appended to a file is durable once
-/// [`WritableFile::sync`] returns; a created, renamed or removed directory
-/// entry is durable once [`FileSystem::sync_dir`] on its parent returns.
+/// Durability contract: data appended to a file, and a truncation, are
+/// durable once [`WritableFile::sync`] returns; a created, renamed or
+/// removed directory entry (of a file or of a directory) is durable once
+/// [`FileSystem::sync_dir`] on its parent returns.
 pub trait FileSystem: Send + Sync + fmt::Debug {
-    /// Creates `dir` and its parents if missing.
+    /// Creates `dir` and its parents if missing. The new entries are not
+    /// durable yet; see [`FileSystem::create_dir_durable`].
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Creates `path` (truncating an existing file) for appending.
     fn create(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>>;
+    /// Opens the existing file at `path` for appending after its end.
+    fn open_append(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>>;
     /// Opens `path` for positional reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Names of the entries directly inside `dir`.
@@ -55,6 +49,36 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
         file.read_exact_at(0, &mut buf)?;
         Ok(buf)
     }
+
+    /// Creates `dir` and its missing parents, and makes `dir` durable in
+    /// its parent (and every directory it had to create in theirs): a new
+    /// directory whose entry was never synced may vanish at a crash with
+    /// every file in it. The parent of `dir` is synced even when `dir`
+    /// existed, because it may have been created by a run that died before
+    /// syncing it.
+    fn create_dir_durable(&self, dir: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        for ancestor in dir.ancestors() {
+            if ancestor.parent().is_none() || self.exists(ancestor)? {
+                break;
+            }
+            missing.push(ancestor);
+        }
+        self.create_dir_all(dir)?;
+        // Top down, so that each directory's entry is durable before the
+        // entries inside it.
+        for created in missing.iter().rev() {
+            if let Some(parent) = created.parent() {
+                self.sync_dir(parent)?;
+            }
+        }
+        if missing.is_empty()
+            && let Some(parent) = dir.parent()
+        {
+            self.sync_dir(parent)?;
+        }
+        Ok(())
+    }
 }
 
 /// An append-only file. Methods take `&self` so that one thread can fsync
@@ -62,8 +86,12 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 pub trait WritableFile: Send + Sync {
     /// Appends `data` (hands it to the OS; not yet durable).
     fn append(&self, data: &[u8]) -> io::Result<()>;
-    /// Makes everything appended so far durable.
+    /// Makes everything appended so far (and any truncation) durable.
     fn sync(&self) -> io::Result<()>;
+    /// Cuts the file to `len_bytes`, which must not exceed its length
+    /// (how a torn tail is removed); later appends go after the cut. Not
+    /// durable until the next [`WritableFile::sync`].
+    fn truncate(&self, len_bytes: u64) -> io::Result<()>;
 }
 
 /// A file read at explicit offsets.

@@ -1,0 +1,172 @@
+use std::io;
+use std::path::Path;
+
+use super::*;
+use crate::FileSystem;
+
+/// A fresh file system with `/db` created and durable.
+fn with_db() -> (FaultFs, &'static Path) {
+    let fs = FaultFs::new();
+    let dir = Path::new("/db");
+    fs.create_dir_durable(dir).expect("mkdir");
+    (fs, dir)
+}
+
+// Proves that a crash keeps synced bytes of durable entries only.
+#[test]
+fn crash_keeps_only_synced_data_of_durable_entries() {
+    let (fs, dir) = with_db();
+    let a = fs.create(&dir.join("a")).expect("create a");
+    a.append(b"synced").expect("append");
+    a.sync().expect("sync");
+    a.append(b"-lost").expect("append");
+    fs.sync_dir(dir).expect("sync dir");
+    let b = fs.create(&dir.join("b")).expect("create b");
+    b.append(b"never durable").expect("append");
+    b.sync().expect("sync");
+
+    let after = fs.crash();
+    assert!(
+        fs.exists(&dir.join("a")).is_err(),
+        "old instance must refuse calls"
+    );
+    assert_eq!(
+        after.read_all(&dir.join("a")).expect("a survives"),
+        b"synced"
+    );
+    assert!(
+        !after.exists(&dir.join("b")).expect("exists"),
+        "entry without dir sync must vanish"
+    );
+}
+
+// Proves that injected failures fire once and that renames need a dir sync.
+#[test]
+fn injected_failures_fire_once_and_renames_need_dir_sync() {
+    let (fs, dir) = with_db();
+    let f = fs.create(&dir.join("x")).expect("create");
+    fs.fail_next_write(io::ErrorKind::Other);
+    assert!(f.append(b"1").is_err());
+    f.append(b"1").expect("second append works");
+    fs.fail_next_sync(io::ErrorKind::Other);
+    assert!(f.sync().is_err());
+    f.sync().expect("second sync works");
+    fs.sync_dir(dir).expect("sync dir");
+    fs.rename(&dir.join("x"), &dir.join("y")).expect("rename");
+    let after = fs.crash();
+    assert!(after.exists(&dir.join("x")).expect("exists"));
+    assert!(!after.exists(&dir.join("y")).expect("exists"));
+}
+
+// Proves that a directory whose entry was never synced in its parent
+// vanishes at a crash with every file in it, even files that were synced
+// in it, and that syncing the parent keeps it.
+#[test]
+fn directory_without_parent_sync_vanishes_with_its_files() {
+    let fs = FaultFs::new();
+    let dir = Path::new("/data/log");
+    fs.create_dir_all(dir).expect("mkdir");
+    let f = fs.create(&dir.join("f")).expect("create");
+    f.append(b"synced").expect("append");
+    f.sync().expect("sync");
+    fs.sync_dir(dir).expect("sync dir");
+
+    let lost = fs.durable_copy();
+    assert!(!lost.exists(dir).expect("exists"), "unsynced directory");
+    assert!(!lost.exists(&dir.join("f")).expect("exists"));
+    assert!(lost.list_dir(Path::new("/")).expect("root").is_empty());
+
+    // Syncing only the directory's own parent is not enough while the
+    // parent's entry is itself not durable.
+    fs.sync_dir(Path::new("/data")).expect("sync /data");
+    assert!(!fs.durable_copy().exists(dir).expect("exists"));
+    fs.sync_dir(Path::new("/")).expect("sync /");
+    let kept = fs.crash();
+    assert_eq!(
+        kept.read_all(&dir.join("f")).expect("f survives"),
+        b"synced"
+    );
+}
+
+// Proves that create_dir_durable makes a new directory chain survive a
+// crash without further syncs.
+#[test]
+fn create_dir_durable_survives_crash() {
+    let fs = FaultFs::new();
+    let dir = Path::new("/a/b/c");
+    fs.create_dir_durable(dir).expect("mkdir");
+    let after = fs.crash();
+    assert!(after.exists(dir).expect("exists"));
+    assert_eq!(after.list_dir(Path::new("/a")).expect("list"), vec!["b"]);
+}
+
+// Proves that a truncation below the synced length is undone by a crash
+// before the next sync, kept after it, and that appends follow the cut.
+#[test]
+fn truncation_is_durable_only_after_sync() {
+    let (fs, dir) = with_db();
+    let path = dir.join("seg");
+    let f = fs.create(&path).expect("create");
+    f.append(b"intact+torn").expect("append");
+    f.sync().expect("sync");
+    fs.sync_dir(dir).expect("sync dir");
+
+    f.truncate(6).expect("truncate");
+    assert_eq!(fs.contents(&path).expect("live"), b"intact");
+    assert_eq!(
+        fs.durable_copy().read_all(&path).expect("read"),
+        b"intact+torn",
+        "an unsynced truncation is lost at a crash"
+    );
+    f.append(b"-next").expect("append");
+    let fs = fs.crash_keeping(|_, unsynced| unsynced);
+    assert_eq!(
+        fs.read_all(&path).expect("read"),
+        b"intact+torn",
+        "until the cut is synced, the old durable bytes come back"
+    );
+
+    let file = fs.open_append(&path).expect("open_append");
+    file.truncate(6).expect("truncate");
+    file.sync().expect("sync");
+    file.append(b"-next").expect("append");
+    assert_eq!(
+        fs.crash_keeping(|_, unsynced| unsynced)
+            .read_all(&path)
+            .expect("read"),
+        b"intact-next"
+    );
+}
+
+// Proves that truncation cannot extend a file and that open_append needs
+// an existing file and continues after its end.
+#[test]
+fn open_append_continues_existing_file() {
+    let (fs, dir) = with_db();
+    let path = dir.join("f");
+    assert!(fs.open_append(&path).is_err(), "missing file");
+    let f = fs.create(&path).expect("create");
+    f.append(b"one").expect("append");
+    assert!(f.truncate(4).is_err(), "truncate must not extend");
+    let again = fs.open_append(&path).expect("open_append");
+    again.append(b"two").expect("append");
+    assert_eq!(fs.contents(&path).expect("live"), b"onetwo");
+}
+
+// Proves that fail_sync_after lets the given number of syncs (of files or
+// directories) through and fails the one after, once.
+#[test]
+fn sync_failure_can_be_aimed_past_earlier_syncs() {
+    let (fs, dir) = with_db();
+    let f = fs.create(&dir.join("x")).expect("create");
+    fs.fail_sync_after(2, io::ErrorKind::Other);
+    f.sync().expect("first passes");
+    fs.sync_dir(dir).expect("second passes");
+    assert!(f.sync().is_err(), "third fails");
+    f.sync().expect("and only that one");
+    assert_eq!(
+        fs.sync_count(),
+        1 + 3,
+        "the mkdir's sync, then the three that passed"
+    );
+}

@@ -1,0 +1,178 @@
+//! [`FileSystem`] over `std::fs` (Unix).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+
+/// The real file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StdFs;
+
+struct StdWritable(File);
+
+impl WritableFile for StdWritable {
+    fn append(&self, data: &[u8]) -> io::Result<()> {
+        (&self.0).write_all(data)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        // fdatasync also persists the file size, which is all the metadata
+        // an append-only file needs.
+        self.0.sync_data()
+    }
+
+    fn truncate(&self, len_bytes: u64) -> io::Result<()> {
+        let len = self.0.metadata()?.len();
+        if len_bytes > len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cannot truncate a file of {len} bytes to {len_bytes}"),
+            ));
+        }
+        self.0.set_len(len_bytes)?;
+        // A file created for writing (not in append mode) writes at its
+        // cursor, which must not stay beyond the cut.
+        (&self.0).seek(SeekFrom::End(0))?;
+        Ok(())
+    }
+}
+
+struct StdReadable {
+    file: File,
+    len: u64,
+}
+
+impl RandomAccessFile for StdReadable {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.len
+    }
+}
+
+impl FileSystem for StdFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Arc::new(StdWritable(file)))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>> {
+        let file = OpenOptions::new().append(true).open(path)?;
+        Ok(Arc::new(StdWritable(file)))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path)?;
+        let len = file.metadata()?.len();
+        Ok(Arc::new(StdReadable { file, len }))
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            if let Ok(name) = entry?.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        // The parent of a relative name like `data` is the empty path.
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        File::open(dir)?.sync_all()
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<FileLock> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        file.try_lock().map_err(|e| match e {
+            fs::TryLockError::WouldBlock => io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another process", path.display()),
+            ),
+            fs::TryLockError::Error(e) => e,
+        })?;
+        Ok(Box::new(file))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves that on the real file system a truncated file continues right
+    // after the cut, whether it was created or reopened for appending, and
+    // that a truncation cannot extend a file.
+    #[test]
+    fn truncate_then_append_continues_at_the_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let fs = StdFs;
+        let created = fs.create(&path).expect("create");
+        created.append(b"hello world").expect("append");
+        created.truncate(5).expect("truncate");
+        created.append(b"!").expect("append");
+        created.sync().expect("sync");
+        assert_eq!(fs.read_all(&path).expect("read"), b"hello!");
+
+        let reopened = fs.open_append(&path).expect("open_append");
+        reopened.append(b" again").expect("append");
+        reopened.truncate(7).expect("truncate");
+        reopened.append(b"?").expect("append");
+        assert_eq!(fs.read_all(&path).expect("read"), b"hello! ?");
+        assert!(reopened.truncate(100).is_err(), "truncate must not extend");
+        assert!(fs.open_append(&dir.path().join("missing")).is_err());
+    }
+
+    // Proves that a new directory chain can be created durably, including
+    // a relative one whose parent is the current directory.
+    #[test]
+    fn create_dir_durable_syncs_real_parents() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let nested = dir.path().join("a/b/c");
+        StdFs.create_dir_durable(&nested).expect("create");
+        assert!(nested.is_dir());
+        StdFs.create_dir_durable(&nested).expect("existing is fine");
+        StdFs
+            .sync_dir(Path::new(""))
+            .expect("empty path is the cwd");
+    }
+}
