@@ -16,7 +16,6 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::AppState;
 use crate::cluster::gather;
-use crate::grpc::cluster::members as member_list;
 use crate::membership::Change;
 
 /// Status events go out at least this often even when nothing changed.
@@ -83,7 +82,7 @@ fn members_json(members: &[strata_proto::v1::Member]) -> Json<Value> {
 }
 
 pub async fn members(State(s): State<AppState>) -> Json<Value> {
-    members_json(&member_list(&s.core))
+    members_json(&s.core.members())
 }
 
 #[derive(serde::Deserialize)]
