@@ -18,7 +18,8 @@ use super::encoding::encode_page_token;
 use super::model::kv::{
     CasResult, DeleteResult, GetResult, KeyValue, RawValue, ResponseHeader, ScanResult, WriteResult,
 };
-use super::parse::{self, BatchJson, CasJson, PutJson, ReadQuery, ScanQuery};
+use super::model::kv_request::{BatchJson, CasJson, PutJson, ReadQuery, ScanQuery};
+use super::parse;
 use super::responses::{Decimal, JsonBodyErrors, NotFound, ReadErrors, Stale, WriteErrors};
 use crate::core::Hop;
 use crate::error::{ApiError, LEADER_HEADER};

@@ -20,7 +20,7 @@ use utoipa::{OpenApi, PartialSchema, ToSchema};
 
 use super::model::cluster::RaftEvent;
 use super::model::kv::ResponseHeader;
-use super::parse::ConsistencyParam;
+use super::model::kv_request::ConsistencyParam;
 use super::responses;
 use crate::error::{ErrorBody, ErrorCode};
 

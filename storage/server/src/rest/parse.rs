@@ -8,15 +8,15 @@
 use bytes::Bytes;
 use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use strata_proto::v1::{
-    BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
-    KeyRange, PutOp, PutRequest, ScanRequest, batch_op, scan_request,
+    BatchOp, BatchRequest, CompareAndSwapRequest, DeleteOp, DeleteRequest, GetRequest, KeyRange,
+    PutOp, PutRequest, ScanRequest, batch_op, scan_request,
 };
 
-use utoipa::{IntoParams, ToSchema};
-
 use super::encoding::{Encoding, decode_page_token};
+use super::model::kv_request::{
+    BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, ReadQuery, ScanQuery,
+};
 use crate::error::{ApiError, ErrorCode};
 
 /// Everything after this in a path is the key.
@@ -87,194 +87,6 @@ pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
             "bad query: Failed to deserialize query string: {e}"
         ))
     })
-}
-
-/// `linearizable` (default) uses ReadIndex; `stale` is served from the
-/// answering replica's local state and the response carries
-/// `x-strata-consistency: stale`.
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[schema(as = Consistency)]
-pub enum ConsistencyParam {
-    Linearizable,
-    Stale,
-}
-
-impl ConsistencyParam {
-    fn to_proto(self) -> Consistency {
-        match self {
-            ConsistencyParam::Linearizable => Consistency::Linearizable,
-            ConsistencyParam::Stale => Consistency::Stale,
-        }
-    }
-}
-
-/// The query of `GET /v1/kv/{key}`.
-#[derive(Deserialize, Default, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ReadQuery {
-    /// Read consistency; default `linearizable`.
-    consistency: Option<ConsistencyParam>,
-    /// Encoding of byte strings in a JSON response; default `utf8`.
-    /// Responses switch to `base64` on their own when some byte string is
-    /// not valid UTF-8.
-    encoding: Option<Encoding>,
-}
-
-/// The query of `GET /v1/kv`.
-#[derive(Deserialize, Default, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ScanQuery {
-    /// Only keys with this prefix (in `encoding`).
-    prefix: Option<String>,
-    /// Inclusive start of the range (in `encoding`).
-    start: Option<String>,
-    /// Exclusive end of the range (in `encoding`); absent or empty means the
-    /// end of the key space.
-    end: Option<String>,
-    /// Maximum number of pairs; default 100, at most 1000 (both
-    /// configurable). Out of range is INVALID_ARGUMENT.
-    #[param(minimum = 1, maximum = 1000, default = 100)]
-    limit: Option<u32>,
-    /// `next_page_token` from a previous page. A malformed token is
-    /// INVALID_ARGUMENT.
-    page_token: Option<String>,
-    /// Read consistency; default `linearizable`.
-    consistency: Option<ConsistencyParam>,
-    /// Return keys without values.
-    #[param(default = false)]
-    keys_only: Option<bool>,
-    /// Encoding of the `prefix`, `start` and `end` values and of byte
-    /// strings in the response; default `utf8`. The response switches to
-    /// `base64` on its own when some byte string is not valid UTF-8.
-    encoding: Option<Encoding>,
-}
-
-/// JSON form of a PUT body (Content-Type: application/json).
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = PutJsonRequest)]
-pub struct PutJson {
-    /// A value (byte string in the request's `encoding`). May be empty; at
-    /// most 1 MiB once decoded.
-    value: String,
-    /// Encoding of `value`; default `utf8`.
-    #[serde(default)]
-    encoding: Encoding,
-}
-
-/// Body of POST /v1/batch.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = BatchRequest)]
-pub struct BatchJson {
-    /// Applied atomically, in order.
-    #[schema(value_type = Vec<BatchOpJson>, min_items = 1, max_items = 10000)]
-    ops: Vec<OpJson>,
-    /// Encoding of every key and value in `ops`; default `utf8`.
-    #[serde(default)]
-    encoding: Encoding,
-}
-
-/// One operation of a batch as the parser reads it: looser than the
-/// language it accepts ([`BatchOpJson`]), so that a put without a value or a
-/// delete with one is refused with a message naming the operation.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpJson {
-    op: OpKind,
-    key: String,
-    value: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum OpKind {
-    Put,
-    Delete,
-}
-
-// The batch operations the parser accepts, as the OpenAPI document states
-// them; the parser itself reads the looser `OpJson`.
-
-/// One operation of a batch, tagged by `op`.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[schema(
-    as = BatchOp,
-    discriminator(property_name = "op", mapping(
-        ("put" = "#/components/schemas/BatchPutOp"),
-        ("delete" = "#/components/schemas/BatchDeleteOp"),
-    )),
-)]
-pub enum BatchOpJson {
-    Put(BatchPutOp),
-    Delete(BatchDeleteOp),
-}
-
-/// Store `value` under `key`.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BatchPutOp {
-    #[schema(inline)]
-    pub op: PutTag,
-    /// A key (byte string in the request's `encoding`). Non-empty; at most
-    /// 4 KiB once decoded.
-    #[schema(min_length = 1)]
-    pub key: String,
-    /// A value (byte string in the request's `encoding`). May be empty; at
-    /// most 1 MiB once decoded.
-    pub value: String,
-}
-
-/// Delete `key` (no error when absent).
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BatchDeleteOp {
-    #[schema(inline)]
-    pub op: DeleteTag,
-    /// A key (byte string in the request's `encoding`). Non-empty; at most
-    /// 4 KiB once decoded.
-    #[schema(min_length = 1)]
-    pub key: String,
-}
-
-/// The `op` of a put.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum PutTag {
-    Put,
-}
-
-/// The `op` of a delete.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DeleteTag {
-    Delete,
-}
-
-/// Body of POST /v1/cas.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = CasRequest)]
-pub struct CasJson {
-    /// A key (byte string in the request's `encoding`). Non-empty; at most
-    /// 4 KiB once decoded.
-    #[schema(min_length = 1)]
-    key: String,
-    /// The value the key must currently hold; null or absent means the key
-    /// must not exist.
-    #[serde(default)]
-    expected: Option<String>,
-    /// The value to store on success; null or absent means delete the key
-    /// on success.
-    #[serde(default)]
-    value: Option<String>,
-    /// Encoding of `key`, `expected` and `value`; default `utf8`.
-    #[serde(default)]
-    encoding: Encoding,
 }
 
 /// `PUT /v1/kv/{key}`: the body is the value, or with a JSON content type
@@ -419,8 +231,12 @@ pub fn cas_request(
 mod tests {
     use axum::extract::Query;
     use axum::http::Uri;
+    use strata_proto::v1::Consistency;
 
     use super::*;
+    use crate::rest::model::kv_request::{
+        BatchDeleteOp, BatchOpJson, BatchPutOp, DeleteTag, PutTag,
+    };
 
     const JSON: Option<&str> = Some("application/json");
 
