@@ -7,15 +7,71 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, header};
 use axum::response::{IntoResponse, Response};
+use strata_proto::v1::cluster_server::ClusterServer;
+use strata_proto::v1::kv_server::KvServer;
+use strata_proto::v1::raft_server::RaftServer;
 use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
 
 use crate::error::ApiError;
+use crate::grpc::cluster::ClusterService;
+use crate::grpc::kv::KvService;
 use crate::grpc::one_message::{OneMessage, Requests};
+use crate::grpc::raft::RaftService;
+use crate::rest::{self, AppState};
+
+/// Largest message of the internal raft transport (a batch of entries or a
+/// snapshot chunk), either way.
+const MAX_RAFT_MESSAGE_BYTES: usize = 64 << 20;
+
+/// gRPC reflection for the public services (and health), so tools like
+/// grpcurl need no `.proto` files. The internal raft service is not listed.
+fn reflection() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .with_service_name("strata.v1.KV")
+        .with_service_name("strata.v1.Cluster")
+        .with_service_name("grpc.health.v1.Health")
+}
+
+/// The node's whole API on one router: REST, `strata.v1.KV` and
+/// `strata.v1.Cluster` over the service core, the internal raft transport
+/// `raft`, gRPC health and reflection, and a fallback for anything else.
+pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
+    let core = state.core.clone();
+    let max_msg = core.limits().max_request_bytes;
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<KvServer<KvService>>().await;
+    let mut app = rest::router(state);
+    app = with_grpc(
+        app,
+        KvServer::new(KvService::new(core.clone()))
+            .max_decoding_message_size(max_msg)
+            .max_encoding_message_size(max_msg),
+        Requests::One,
+    );
+    app = with_grpc(
+        app,
+        ClusterServer::new(ClusterService::new(core)),
+        Requests::One,
+    );
+    app = with_grpc(
+        app,
+        RaftServer::new(raft)
+            .max_decoding_message_size(MAX_RAFT_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_RAFT_MESSAGE_BYTES),
+        Requests::OneExcept(&["Stream", "InstallSnapshot"]),
+    );
+    app = with_grpc(app, health_service, Requests::One);
+    app = with_grpc(app, reflection().build_v1()?, Requests::Any);
+    app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
+    Ok(app.fallback(fallback))
+}
 
 /// Mounts a tonic service at `/{package.Service}/*`; methods that take one
 /// request message refuse a call that carries more.
-pub fn with_grpc<S, B: 'static>(router: Router, svc: S, requests: Requests) -> Router
+pub(crate) fn with_grpc<S, B: 'static>(router: Router, svc: S, requests: Requests) -> Router
 where
     S: Service<Request<tonic::body::Body>, Response = http::Response<B>, Error = Infallible>
         + NamedService
@@ -61,7 +117,7 @@ fn malformed_request_is_invalid_argument<B>(mut resp: http::Response<B>) -> http
 }
 
 /// Unknown routes: a gRPC client gets UNIMPLEMENTED, anyone else a JSON 404.
-pub async fn fallback(req: Request<Body>) -> Response {
+async fn fallback(req: Request<Body>) -> Response {
     let is_grpc = req
         .headers()
         .get(header::CONTENT_TYPE)

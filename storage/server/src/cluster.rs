@@ -7,6 +7,7 @@ use std::time::Duration;
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{LocalStatusRequest, NodeStatus, Role, StatusResponse};
 use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
 
 use crate::core::Core;
 
@@ -90,15 +91,22 @@ fn leader_of(nodes: &[NodeStatus]) -> (u64, u64) {
 /// Keeps a fresh cluster status for subscribers: refreshed every `period`,
 /// and at once whenever the local peer reports a raft event (a leader
 /// change), so watchers see elections without waiting for the next tick.
-pub fn spawn_watch(core: Arc<Core>, period: Duration) -> watch::Receiver<StatusResponse> {
+/// The task ends once `stopping` turns true (or its sender is gone), which
+/// also ends every event stream reading the status.
+pub fn spawn_watch(
+    core: Arc<Core>,
+    period: Duration,
+    mut stopping: watch::Receiver<bool>,
+) -> (watch::Receiver<StatusResponse>, JoinHandle<()>) {
     let (tx, rx) = watch::channel(StatusResponse::default());
     let mut events = core.peer().subscribe();
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut ticker = tokio::time::interval(period);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = ticker.tick() => {}
+                _ = stopping.wait_for(|stop| *stop) => break,
                 ev = events.recv() => {
                     if matches!(ev, Err(broadcast::error::RecvError::Closed)) {
                         break;
@@ -123,7 +131,7 @@ pub fn spawn_watch(core: Arc<Core>, period: Duration) -> watch::Receiver<StatusR
             }
         }
     });
-    rx
+    (rx, task)
 }
 
 #[cfg(test)]

@@ -7,9 +7,11 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
 use strata_raft::{ProposeError, StorageFailure, StorageFailureKind};
 use tonic::Code;
 use tonic::metadata::MetadataValue;
+use utoipa::ToSchema;
 
 /// Header set on every error that is safe to retry.
 pub const RETRYABLE_HEADER: &str = "x-strata-retryable";
@@ -18,7 +20,11 @@ pub const LEADER_HEADER: &str = "x-strata-leader";
 /// Suggested retry delay for retryable errors.
 pub const RETRY_AFTER_MS: u64 = 50;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Machine-readable code of every API failure. The OpenAPI document
+/// describes it with each code's HTTP status and gRPC code, taken from
+/// [`ErrorCode::http_status`] and [`ErrorCode::grpc_code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     InvalidArgument,
     NotFound,
@@ -189,28 +195,49 @@ impl ApiError {
     pub fn retryable(&self) -> bool {
         self.code == ErrorCode::Unavailable
     }
+}
 
-    fn body(&self) -> serde_json::Value {
-        let mut body = serde_json::json!({ "code": self.code.as_str(), "message": self.message });
-        if let Some(id) = self.leader_id {
-            body["leader_id"] = id.into();
+/// The body of every non-2xx response from a node.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    pub code: ErrorCode,
+    /// Human-readable explanation.
+    pub message: String,
+    /// The leader's node id, when known (mostly on UNAVAILABLE).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub leader_id: Option<u64>,
+    /// The leader's API address `host:port`, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub leader_address: Option<String>,
+}
+
+impl From<ApiError> for ErrorBody {
+    fn from(e: ApiError) -> Self {
+        ErrorBody {
+            code: e.code,
+            message: e.message,
+            leader_id: e.leader_id,
+            leader_address: e.leader_address,
         }
-        if let Some(addr) = &self.leader_address {
-            body["leader_address"] = addr.clone().into();
-        }
-        body
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut resp = (self.code.http_status(), axum::Json(self.body())).into_response();
+        let retryable = self.retryable();
+        let status = self.code.http_status();
+        let leader_id = self.leader_id;
+        let mut resp = (status, axum::Json(ErrorBody::from(self))).into_response();
         let headers = resp.headers_mut();
-        if self.retryable() {
+        if retryable {
             headers.insert(RETRYABLE_HEADER, HeaderValue::from_static("true"));
             headers.insert("retry-after-ms", HeaderValue::from(RETRY_AFTER_MS));
         }
-        if let Some(id) = self.leader_id {
+        if let Some(id) = leader_id {
             headers.insert(LEADER_HEADER, HeaderValue::from(id));
         }
         resp
@@ -271,6 +298,29 @@ mod tests {
         let failed = ApiError::storage(&StorageFailure::failed("fsync: I/O error"));
         assert_eq!(failed.code, ErrorCode::StorageFailed);
         assert_eq!(failed.message, "storage failed: fsync: I/O error");
+    }
+
+    #[test]
+    fn error_codes_on_the_wire_are_their_names() {
+        // Proves: the JSON name of every code (the one the OpenAPI document
+        // lists) is the name `as_str` gives it, and the error body carries
+        // the leader only when one is known.
+        let schema = serde_json::to_value(<ErrorCode as utoipa::PartialSchema>::schema()).unwrap();
+        let names = schema["enum"].as_array().expect("an enum of names");
+        assert!(names.len() >= 10, "{schema}");
+        for name in names {
+            let code: ErrorCode = serde_json::from_value(name.clone()).unwrap();
+            assert_eq!(name, code.as_str());
+        }
+        let body = |e: ApiError| serde_json::to_value(ErrorBody::from(e)).unwrap();
+        assert_eq!(
+            body(ApiError::invalid("empty key")),
+            serde_json::json!({"code": "INVALID_ARGUMENT", "message": "empty key"})
+        );
+        assert_eq!(
+            body(ApiError::unavailable("x").with_leader(2, Some("h:1".into()))),
+            serde_json::json!({"code": "UNAVAILABLE", "message": "x", "leader_id": 2, "leader_address": "h:1"})
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{
-    AddMemberRequest, MembersResponse, PromoteMemberRequest, RemoveMemberRequest,
+    AddMemberRequest, Member, MembersResponse, PromoteMemberRequest, RemoveMemberRequest,
     TransferLeaderRequest,
 };
 use strata_raft::{
@@ -14,7 +14,6 @@ use tonic::transport::Channel;
 
 use crate::core::{Core, Hop, Route};
 use crate::error::ApiError;
-use crate::grpc::cluster::members;
 
 /// Pause before proposing a change again that raft did not take.
 const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
@@ -124,6 +123,20 @@ impl Change {
 }
 
 impl Core {
+    /// The members as configured, with their voting rights from raft.
+    pub fn members(&self) -> Vec<Member> {
+        let st = self.peer().status();
+        self.peers()
+            .members()
+            .iter()
+            .map(|(&id, address)| Member {
+                id,
+                address: address.clone(),
+                voter: st.voters.contains(&id),
+            })
+            .collect()
+    }
+
     /// Applies one membership change and returns the members afterwards.
     pub async fn change_members(
         &self,
@@ -157,9 +170,7 @@ impl Core {
                 }
             }
         };
-        self.forward_change(ch, change)
-            .await
-            .map_err(|s| crate::core::forward_error(&s))
+        self.forward_change(ch, change).await
     }
 
     /// Proposes the change here, on the leader, and waits until it is applied.
@@ -189,7 +200,7 @@ impl Core {
                     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                 }
                 Ok(MembersResponse {
-                    members: members(self),
+                    members: self.members(),
                 })
             }
             Ok(Err(e)) => Err(ApiError::from_propose(e, true)),
@@ -200,36 +211,35 @@ impl Core {
         }
     }
 
-    /// Sends the change to the leader at `ch`, marked as forwarded.
+    /// Sends the change to the leader at `leader`, marked as forwarded.
     async fn forward_change(
         &self,
-        ch: Channel,
+        leader: Channel,
         change: Change,
-    ) -> Result<MembersResponse, tonic::Status> {
-        let mut client = ClusterClient::new(ch);
-        let result = match change {
+    ) -> Result<MembersResponse, ApiError> {
+        let promote = |ch, r| async move { ClusterClient::new(ch).promote_member(r).await };
+        match change {
             Change::Add { id, address } => {
-                client
-                    .add_member(self.forward_request(AddMemberRequest { id, address }))
+                let add = |ch, r| async move { ClusterClient::new(ch).add_member(r).await };
+                self.forward(leader, AddMemberRequest { id, address }, add)
                     .await
             }
             Change::Promote { id } => {
                 let req = PromoteMemberRequest { id, replace_id: 0 };
-                client.promote_member(self.forward_request(req)).await
+                self.forward(leader, req, promote).await
             }
             Change::Replace { old, id } => {
                 let req = PromoteMemberRequest {
                     id,
                     replace_id: old,
                 };
-                client.promote_member(self.forward_request(req)).await
+                self.forward(leader, req, promote).await
             }
             Change::Remove { id } => {
-                client
-                    .remove_member(self.forward_request(RemoveMemberRequest { id }))
+                let remove = |ch, r| async move { ClusterClient::new(ch).remove_member(r).await };
+                self.forward(leader, RemoveMemberRequest { id }, remove)
                     .await
             }
-        };
-        result.map(|r| r.into_inner())
+        }
     }
 }

@@ -4,41 +4,26 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use axum::Router;
 use axum::serve::ListenerExt;
 use strata_engine::{Engine, Options as EngineOptions, WalMode};
-use strata_proto::v1::cluster_server::ClusterServer;
-use strata_proto::v1::kv_server::KvServer;
-use strata_proto::v1::raft_server::RaftServer;
 use strata_raft::{Members, Peer, PeerConfig, StateMachine};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
-use crate::app::{fallback, with_grpc};
 use crate::cluster::spawn_watch;
 use crate::config::NodeConfig;
 use crate::core::Core;
-use crate::grpc::cluster::ClusterService;
-use crate::grpc::kv::KvService;
-use crate::grpc::one_message::Requests;
 use crate::grpc::raft::RaftService;
 use crate::peers::PeerChannels;
-use crate::rest::{self, AppState};
+use crate::rest::AppState;
 use crate::transport::GrpcTransport;
 
 /// How often the cluster-wide status behind the event stream is refreshed.
 const CLUSTER_WATCH_PERIOD: Duration = Duration::from_millis(250);
 /// How long in-flight requests get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// gRPC reflection for the public services (and health), so tools like
-/// grpcurl need no `.proto` files. The internal raft service is not listed.
-fn reflection() -> tonic_reflection::server::Builder<'static> {
-    tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(strata_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .with_service_name("strata.v1.KV")
-        .with_service_name("strata.v1.Cluster")
-        .with_service_name("grpc.health.v1.Health")
-}
 
 /// Why [`run`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +35,22 @@ pub enum Stop {
     RestartForSpace,
 }
 
+/// A node whose engine and raft peer run and whose API is assembled, but
+/// which listens nowhere yet: [`Node::serve`] puts it on a port, and tests
+/// can call [`Node::router`] directly.
+pub struct Node {
+    config: NodeConfig,
+    engine: Arc<Engine>,
+    peer: Peer,
+    core: Arc<Core>,
+    app: Router,
+    /// Tells the raft transport's streams and the cluster watch that the
+    /// node is stopping.
+    stopping: watch::Sender<bool>,
+    /// The task keeping the cluster status fresh.
+    watcher: JoinHandle<()>,
+}
+
 /// Runs a node on `listener` until `shutdown` resolves, or until a node
 /// whose disk filled up sees space again (then the caller restarts it).
 pub async fn run(
@@ -57,142 +58,162 @@ pub async fn run(
     config: NodeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Stop> {
-    use anyhow::Context as _;
-    let members = config.members().map_err(anyhow::Error::msg)?;
-    std::fs::create_dir_all(&config.data_dir)
-        .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
-    // The raft log is the write-ahead log, so the engine keeps none of its
-    // own: applied data lives in the memtable until a flush, every apply
-    // batch records its raft index, and the raft log is compacted only up to
-    // what a flush made durable. After a crash the raft log replays the rest.
-    let engine_opts = EngineOptions {
-        wal: WalMode::Disabled,
-        ..EngineOptions::default()
-    };
-    let engine = Arc::new(
-        Engine::open(config.data_dir.join("engine"), engine_opts)
-            .context("opening the storage engine")?,
-    );
-    let state_machine = Arc::new(StateMachine::new(engine.clone(), config.group_id));
-    // The configured members; once the group has stored its own directory
-    // (after any membership change), the stored one takes over at start.
-    let directory = Members::new(members.clone());
-    let channels = Arc::new(PeerChannels::new(config.id, directory.clone()));
-    let slot = Arc::new(OnceLock::new());
-    let transport = GrpcTransport::new(channels.clone(), config.group_id, slot.clone());
-    // A joining node bootstraps nothing: it learns the group from a snapshot.
-    let bootstrap_voters = if config.join {
-        Vec::new()
-    } else {
-        members.keys().copied().collect()
-    };
-    let mut peer_config = PeerConfig::new(
-        config.id,
-        config.group_id,
-        bootstrap_voters,
-        config.data_dir.join(format!("raft-{}", config.group_id)),
-    );
-    peer_config.members = directory;
-    peer_config.read_only_option = match config.timing.read_mode {
-        crate::config::ReadMode::Safe => strata_raft::ReadOnlyOption::Safe,
-        crate::config::ReadMode::Lease => strata_raft::ReadOnlyOption::LeaseBased,
-    };
-    peer_config.tick = Duration::from_millis(config.timing.tick_ms);
-    peer_config.election_ticks = config.timing.election_ticks;
-    peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
-    peer_config.snapshot_root = config
-        .data_dir
-        .join(format!("snapshots-{}", config.group_id));
-    peer_config.compact_log_entries = config.compact_log_entries;
-    peer_config.compact_keep_entries = config.compact_keep_entries;
-    peer_config.compact_log_bytes = config.compact_log_mb << 20;
-    let peer =
-        Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
-    let handle = peer.handle();
-    let _ = slot.set(handle.clone());
+    Node::start(config).await?.serve(listener, shutdown).await
+}
 
-    let core = Arc::new(Core::new(
-        handle.clone(),
-        channels.clone(),
-        config.limits.clone(),
-        config.timing.clone(),
-    ));
-    let cluster = spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD);
-    let state = AppState {
-        core: core.clone(),
-        cluster,
-    };
-    let max_msg = config.limits.max_request_bytes;
-    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<KvServer<KvService>>().await;
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
-
-    let mut app = rest::router(state);
-    app = with_grpc(
-        app,
-        KvServer::new(KvService::new(core.clone()))
-            .max_decoding_message_size(max_msg)
-            .max_encoding_message_size(max_msg),
-        Requests::One,
-    );
-    app = with_grpc(
-        app,
-        ClusterServer::new(ClusterService::new(core.clone())),
-        Requests::One,
-    );
-    app = with_grpc(
-        app,
-        RaftServer::new(RaftService::new(
+impl Node {
+    /// Opens the engine and the raft log under `config.data_dir`, starts the
+    /// raft peer and assembles the API.
+    pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
+        use anyhow::Context as _;
+        let members = config.members().map_err(anyhow::Error::msg)?;
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
+        // The raft log is the write-ahead log, so the engine keeps none of its
+        // own: applied data lives in the memtable until a flush, every apply
+        // batch records its raft index, and the raft log is compacted only up to
+        // what a flush made durable. After a crash the raft log replays the rest.
+        let engine_opts = EngineOptions {
+            wal: WalMode::Disabled,
+            ..EngineOptions::default()
+        };
+        let engine = Arc::new(
+            Engine::open(config.data_dir.join("engine"), engine_opts)
+                .context("opening the storage engine")?,
+        );
+        let state_machine = Arc::new(StateMachine::new(engine.clone(), config.group_id));
+        // The configured members; once the group has stored its own directory
+        // (after any membership change), the stored one takes over at start.
+        let directory = Members::new(members.clone());
+        let channels = Arc::new(PeerChannels::new(config.id, directory.clone()));
+        let slot = Arc::new(OnceLock::new());
+        let transport = GrpcTransport::new(channels.clone(), config.group_id, slot.clone());
+        // A joining node bootstraps nothing: it learns the group from a snapshot.
+        let bootstrap_voters = if config.join {
+            Vec::new()
+        } else {
+            members.keys().copied().collect()
+        };
+        let mut peer_config = PeerConfig::new(
             config.id,
             config.group_id,
-            handle,
-            stopping_rx,
-        ))
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20),
-        Requests::OneExcept(&["Stream", "InstallSnapshot"]),
-    );
-    app = with_grpc(app, health_service, Requests::One);
-    app = with_grpc(app, reflection_v1, Requests::Any);
-    app = with_grpc(app, reflection_v1alpha, Requests::Any);
-    let app = app.fallback(fallback);
+            bootstrap_voters,
+            config.data_dir.join(format!("raft-{}", config.group_id)),
+        );
+        peer_config.members = directory;
+        peer_config.read_only_option = match config.timing.read_mode {
+            crate::config::ReadMode::Safe => strata_raft::ReadOnlyOption::Safe,
+            crate::config::ReadMode::Lease => strata_raft::ReadOnlyOption::LeaseBased,
+        };
+        peer_config.tick = Duration::from_millis(config.timing.tick_ms);
+        peer_config.election_ticks = config.timing.election_ticks;
+        peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
+        peer_config.snapshot_root = config
+            .data_dir
+            .join(format!("snapshots-{}", config.group_id));
+        peer_config.compact_log_entries = config.compact_log_entries;
+        peer_config.compact_keep_entries = config.compact_keep_entries;
+        peer_config.compact_log_bytes = config.compact_log_mb << 20;
+        let peer =
+            Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
+        let handle = peer.handle();
+        let _ = slot.set(handle.clone());
 
-    tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
-    if config.join {
-        tokio::spawn(crate::join::join(core.clone(), config.advertise_address()));
+        let core = Arc::new(Core::new(
+            handle.clone(),
+            channels,
+            config.limits.clone(),
+            config.timing.clone(),
+        ));
+        let (stopping, stopping_rx) = watch::channel(false);
+        let (cluster, watcher) =
+            spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
+        let state = AppState {
+            core: core.clone(),
+            cluster,
+        };
+        let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx);
+        let app = crate::app::router(state, raft).await?;
+        Ok(Node {
+            config,
+            engine,
+            peer,
+            core,
+            app,
+            stopping,
+            watcher,
+        })
     }
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    // Small request/response frames must not wait for Nagle's algorithm to
-    // meet the peer's delayed ACK (tens of milliseconds per round trip).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+
+    /// The whole API (REST, gRPC, raft transport) as one service.
+    pub fn router(&self) -> Router {
+        self.app.clone()
+    }
+
+    /// Serves the API on `listener` until `shutdown` resolves, or until a
+    /// node whose disk filled up sees space again; then stops the node.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<Stop> {
+        let Node {
+            config,
+            engine,
+            peer,
+            core,
+            app,
+            stopping,
+            watcher,
+        } = self;
+        tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
+        let joining = config
+            .join
+            .then(|| tokio::spawn(crate::join::join(core.clone(), config.advertise_address())));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        // Small request/response frames must not wait for Nagle's algorithm to
+        // meet the peer's delayed ACK (tens of milliseconds per round trip).
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
+        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stop_rx.await;
+        });
+        let mut server = tokio::spawn(async move { server.await });
+        let stop = tokio::select! {
+            _ = shutdown => Stop::Shutdown,
+            _ = crate::space::space_after_full(
+                core.clone(),
+                config.data_dir.clone(),
+                config.resume_free_mb << 20,
+            ), if config.resume_free_mb > 0 => Stop::RestartForSpace,
+        };
+        tracing::info!(id = config.id, ?stop, "shutting down");
+        let _ = stop_tx.send(());
+        let _ = stopping.send(true);
+        // Requests in flight get a grace period; whatever is left after it
+        // is dropped. Then nothing but this function holds the node, so the
+        // engine is closed (and its directory free) when it returns.
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+            .await
+            .is_err()
+        {
+            server.abort();
+            let _ = server.await;
         }
-    });
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = stop_rx.await;
-    });
-    let server = tokio::spawn(async move { server.await });
-    let stop = tokio::select! {
-        _ = shutdown => Stop::Shutdown,
-        _ = crate::space::space_after_full(
-            core.clone(),
-            config.data_dir.clone(),
-            config.resume_free_mb << 20,
-        ), if config.resume_free_mb > 0 => Stop::RestartForSpace,
-    };
-    tracing::info!(id = config.id, ?stop, "shutting down");
-    let _ = stop_tx.send(());
-    let _ = stopping_tx.send(true);
-    // Event streams never end by themselves: give requests a grace period.
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, server).await;
-    drop(core);
-    drop(peer);
-    // A clean stop flushes, so the next start need not replay the log.
-    if let Err(e) = engine.flush() {
-        tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
+        let _ = watcher.await;
+        if let Some(joining) = joining {
+            joining.abort();
+            let _ = joining.await;
+        }
+        drop(core);
+        drop(peer);
+        // A clean stop flushes, so the next start need not replay the log.
+        if let Err(e) = engine.flush() {
+            tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
+        }
+        Ok(stop)
     }
-    Ok(stop)
 }

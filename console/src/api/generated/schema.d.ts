@@ -9,19 +9,25 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description The key: the rest of the path after `/v1/kv/` (it may contain `/`), percent-decoded to bytes. Non-empty, at most 4 KiB. */
-                key: components["parameters"]["Key"];
+                /**
+                 * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
+                 *     percent-decoded to bytes. Non-empty, at most 4 KiB.
+                 */
+                key: string;
             };
             cookie?: never;
         };
         /**
          * Read a key
-         * @description Returns the raw value as application/octet-stream, or a GetResult when the request has `Accept: application/json`.
+         * @description Returns the raw value as application/octet-stream, or a GetResult when
+         *     the request has `Accept: application/json`.
          */
         get: operations["getKey"];
         /**
          * Store a value under a key
-         * @description The body is the value. Any Content-Type except application/json stores the body bytes as they are (the value may be empty). With `Content-Type: application/json` the body is a PutJsonRequest.
+         * @description The body is the value. Any Content-Type except application/json stores
+         *     the body bytes as they are (the value may be empty). With `Content-Type:
+         *     application/json` the body is a PutJsonRequest.
          */
         put: operations["putKey"];
         post?: never;
@@ -41,7 +47,9 @@ export interface paths {
         };
         /**
          * Scan keys by prefix or by range
-         * @description Keys in ascending byte order. Select by `prefix`, or by `start` (inclusive) and `end` (exclusive); `prefix` together with `start`/`end` is INVALID_ARGUMENT. Neither selects the whole key space.
+         * @description Keys in ascending byte order. Select by `prefix`, or by `start`
+         *     (inclusive) and `end` (exclusive); `prefix` together with `start`/`end` is
+         *     INVALID_ARGUMENT. Neither selects the whole key space.
          */
         get: operations["scan"];
         put?: never;
@@ -118,7 +126,9 @@ export interface paths {
         put?: never;
         /**
          * Add a node as a learner
-         * @description Adds a node (an empty node, e.g. started with `--join`) as a learner: it catches up by snapshot but does not vote until promoted. Forwarded once to the leader.
+         * @description Adds a node (an empty node, e.g. started with `--join`) as a learner: it
+         *     catches up by snapshot but does not vote until promoted. Forwarded once to
+         *     the leader.
          */
         post: operations["addMember"];
         delete?: never;
@@ -138,7 +148,9 @@ export interface paths {
         put?: never;
         /**
          * Hand leadership to another voter
-         * @description Asks the leader (a follower forwards the request once) to transfer leadership to `target_id` and waits until that node leads. Writes arriving during the transfer get 503 and are safe to retry.
+         * @description Asks the leader (a follower forwards the request once) to transfer
+         *     leadership to `target_id` and waits until that node leads. Writes
+         *     arriving during the transfer get 503 and are safe to retry.
          */
         post: operations["transferLeader"];
         delete?: never;
@@ -158,8 +170,10 @@ export interface paths {
          * Live cluster events (Server-Sent Events)
          * @description A never-ending `text/event-stream`.
          *
-         *     - `event: status`, `data:` a ClusterStatus: on connect, whenever any field changes, and at least every 1 s.
-         *     - `event: raft`, `data:` a RaftEvent: elections, leader, role and term changes.
+         *     - `event: status`, `data:` a ClusterStatus: on connect, whenever any
+         *       field changes, and at least every 1 s.
+         *     - `event: raft`, `data:` a RaftEvent: elections, leader, role and term
+         *       changes.
          *     - A keep-alive comment line (`: ...`) every 10 s.
          */
         get: operations["clusterEvents"];
@@ -246,7 +260,10 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description Member id. */
+                id: string;
+            };
             cookie?: never;
         };
         get?: never;
@@ -263,7 +280,10 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description Member id. */
+                id: string;
+            };
             cookie?: never;
         };
         get?: never;
@@ -280,201 +300,46 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /**
-         * @description How byte strings are written in JSON. `utf8`: plain UTF-8 strings. `base64`: standard base64 with padding (RFC 4648 section 4).
-         * @enum {string}
-         */
-        Encoding: "utf8" | "base64";
-        /**
-         * @description `linearizable` (default) uses ReadIndex; `stale` is served from the answering replica's local state and the response carries `x-strata-consistency: stale`.
-         * @enum {string}
-         */
-        Consistency: "linearizable" | "stale";
-        /**
-         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE (not applied, safe to retry); OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED (may or may not have been applied); STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL.
-         * @enum {string}
-         */
-        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
-        /** @description The body of every non-2xx response from a node. */
-        Error: {
-            code: components["schemas"]["ErrorCode"];
-            /** @description Human-readable explanation. */
-            message: string;
-            /**
-             * Format: uint64
-             * @description The leader's node id, when known (mostly on UNAVAILABLE).
-             */
-            leader_id?: number;
-            /** @description The leader's API address `host:port`, when known. */
-            leader_address?: string;
-        };
-        /** @description Which node answered and at which raft position. In REST these fields are flattened into the top level of every KV result. */
-        ResponseHeader: {
-            /**
-             * Format: uint64
-             * @description Id of the node that answered.
-             */
-            node_id: number;
-            /**
-             * Format: uint64
-             * @description Raft term of the answering node when the request completed.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
-             */
-            index: number;
-            /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
-             */
-            leader_id: number;
-        };
-        /** @description Result of PUT /v1/kv/{key} and POST /v1/batch. */
-        WriteResult: {
-            /**
-             * Format: uint64
-             * @description Id of the node that answered.
-             */
-            node_id: number;
-            /**
-             * Format: uint64
-             * @description Raft term of the answering node when the request completed.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
-             */
-            index: number;
-            /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
-             */
-            leader_id: number;
-        };
-        /** @description JSON form of a PUT body (Content-Type: application/json). */
-        PutJsonRequest: {
-            /** @description A value (byte string in the request's `encoding`). May be empty; at most 1 MiB once decoded. */
-            value: string;
-            /** @description Encoding of `value`; default `utf8`. */
-            encoding?: components["schemas"]["Encoding"];
-        };
-        /** @description JSON form of GET /v1/kv/{key} (request sent with `Accept: application/json`). */
-        GetResult: {
-            /** @description The key, in `encoding`. */
-            key: string;
-            /** @description The value, in `encoding`. */
-            value: string;
-            /** @description `base64` when the request asked for it or when the key or value is not valid UTF-8; then every byte string in the response is base64. */
-            encoding: components["schemas"]["Encoding"];
-            /**
-             * Format: uint64
-             * @description Id of the node that answered.
-             */
-            node_id: number;
-            /**
-             * Format: uint64
-             * @description Raft term of the answering node when the request completed.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
-             */
-            index: number;
-            /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
-             */
-            leader_id: number;
-        };
-        /** @description Result of DELETE /v1/kv/{key}. */
-        DeleteResult: {
-            /** @description Whether the key existed before the delete. */
-            deleted: boolean;
-            /**
-             * Format: uint64
-             * @description Id of the node that answered.
-             */
-            node_id: number;
-            /**
-             * Format: uint64
-             * @description Raft term of the answering node when the request completed.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
-             */
-            index: number;
-            /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
-             */
-            leader_id: number;
-        };
-        /** @description One pair of a scan result. */
-        KeyValue: {
-            /** @description The key, in the result's `encoding`. */
-            key: string;
-            /** @description The value, in the result's `encoding`; absent when `keys_only=true`. */
-            value?: string;
-        };
-        /** @description Result of GET /v1/kv (scan). */
-        ScanResult: {
-            /** @description Pairs in ascending byte order of key. */
-            kvs: components["schemas"]["KeyValue"][];
-            /** @description Opaque token (base64url) to continue after the last returned key; absent or null when the scan is complete. */
-            next_page_token?: string | null;
-            /** @description Encoding of every key and value in `kvs`. */
-            encoding: components["schemas"]["Encoding"];
-            /**
-             * Format: uint64
-             * @description Id of the node that answered.
-             */
-            node_id: number;
-            /**
-             * Format: uint64
-             * @description Raft term of the answering node when the request completed.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
-             */
-            index: number;
-            /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
-             */
-            leader_id: number;
-        };
-        /** @description Store `value` under `key`. */
-        BatchPutOp: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "put";
-            /** @description A key (byte string in the request's `encoding`). Non-empty; at most 4 KiB once decoded. */
-            key: string;
-            /** @description A value (byte string in the request's `encoding`). May be empty; at most 1 MiB once decoded. */
-            value: string;
+        /** @description Body of POST /v1/cluster/members. */
+        AddMemberRequest: {
+            /** Format: int64 */
+            id: number;
+            /** @description host:port the node serves on (API and raft). */
+            address: string;
         };
         /** @description Delete `key` (no error when absent). */
         BatchDeleteOp: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description The `op` of a delete. (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             op: "delete";
-            /** @description A key (byte string in the request's `encoding`). Non-empty; at most 4 KiB once decoded. */
+            /**
+             * @description A key (byte string in the request's `encoding`). Non-empty; at most
+             *     4 KiB once decoded.
+             */
             key: string;
         };
         /** @description One operation of a batch, tagged by `op`. */
         BatchOp: components["schemas"]["BatchPutOp"] | components["schemas"]["BatchDeleteOp"];
+        /** @description Store `value` under `key`. */
+        BatchPutOp: {
+            /**
+             * @description The `op` of a put. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "put";
+            /**
+             * @description A key (byte string in the request's `encoding`). Non-empty; at most
+             *     4 KiB once decoded.
+             */
+            key: string;
+            /**
+             * @description A value (byte string in the request's `encoding`). May be empty; at
+             *     most 1 MiB once decoded.
+             */
+            value: string;
+        };
         /** @description Body of POST /v1/batch. */
         BatchRequest: {
             /** @description Applied atomically, in order. */
@@ -484,108 +349,207 @@ export interface components {
         };
         /** @description Body of POST /v1/cas. */
         CasRequest: {
-            /** @description A key (byte string in the request's `encoding`). Non-empty; at most 4 KiB once decoded. */
+            /**
+             * @description A key (byte string in the request's `encoding`). Non-empty; at most
+             *     4 KiB once decoded.
+             */
             key: string;
-            /** @description The value the key must currently hold; null or absent means the key must not exist. */
+            /**
+             * @description The value the key must currently hold; null or absent means the key
+             *     must not exist.
+             */
             expected?: string | null;
-            /** @description The value to store on success; null or absent means delete the key on success. */
+            /**
+             * @description The value to store on success; null or absent means delete the key
+             *     on success.
+             */
             value?: string | null;
             /** @description Encoding of `key`, `expected` and `value`; default `utf8`. */
             encoding?: components["schemas"]["Encoding"];
         };
-        /** @description Result of POST /v1/cas. Returned with 200 whether or not the comparison succeeded. */
+        /**
+         * @description Result of POST /v1/cas. Returned with 200 whether or not the comparison
+         *     succeeded.
+         */
         CasResult: {
             /** @description Whether the comparison held and the write was applied. */
             succeeded: boolean;
-            /** @description The value before the operation (in `encoding`); null when the key did not exist. */
+            /**
+             * @description The value before the operation (in `encoding`); null when the key did
+             *     not exist.
+             */
             current: string | null;
             /** @description Encoding of `current`. */
             encoding: components["schemas"]["Encoding"];
             /**
-             * Format: uint64
+             * Format: int64
              * @description Id of the node that answered.
              */
             node_id: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Raft term of the answering node when the request completed.
              */
             term: number;
             /**
-             * Format: uint64
-             * @description Raft log index at which a write was applied, or the applied index a read was served at.
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
              */
             index: number;
             /**
-             * Format: uint64
-             * @description Id of the node holding leadership, when known; 0 when no leader is known.
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
              */
             leader_id: number;
         };
         /**
-         * @description Raft role of a node; `unknown` when the node could not be asked.
-         * @enum {string}
+         * @description Result of GET /v1/cluster/status; also the data of the `status` SSE
+         *     event.
          */
-        Role: "leader" | "follower" | "candidate" | "learner" | "unknown";
-        /** @description One node's view of the raft group. */
-        NodeStatus: {
-            /**
-             * Format: uint64
-             * @description Node id.
-             */
-            id: number;
-            /** @description host:port of the node's API. */
-            address: string;
-            role: components["schemas"]["Role"];
-            /**
-             * Format: uint64
-             * @description The node's current raft term.
-             */
-            term: number;
-            /**
-             * Format: uint64
-             * @description Highest raft log index known committed.
-             */
-            commit_index: number;
-            /**
-             * Format: uint64
-             * @description Highest raft log index applied to the engine.
-             */
-            applied_index: number;
-            /** @description False when the node cannot be reached or its storage has failed. */
-            healthy: boolean;
-            /**
-             * Format: uint64
-             * @description The leader this node knows of; 0 when none.
-             */
-            leader_id: number;
-            /**
-             * Format: uint64
-             * @description Raft group id (always the single group for now).
-             */
-            group_id?: number;
-            /** @description Why the node is unhealthy, when it is. */
-            error?: string;
-        };
-        /** @description Result of GET /v1/cluster/status; also the data of the `status` SSE event. */
         ClusterStatus: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description The leader as seen by the answering node; 0 when none is known.
              */
             leader_id: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description The answering node's current term.
              */
             term: number;
-            /** @description Every member, as reported by itself; an unreachable peer appears with `healthy: false`, `role: unknown` and an `error`. */
+            /**
+             * @description Every member, as reported by itself; an unreachable peer appears with
+             *     `healthy: false`, `role: unknown` and an `error`.
+             */
             nodes: components["schemas"]["NodeStatus"][];
+        };
+        /**
+         * @description `linearizable` (default) uses ReadIndex; `stale` is served from the
+         *     answering replica's local state and the response carries
+         *     `x-strata-consistency: stale`.
+         * @enum {string}
+         */
+        Consistency: "linearizable" | "stale";
+        /** @description Result of DELETE /v1/kv/{key}. */
+        DeleteResult: {
+            /** @description Whether the key existed before the delete. */
+            deleted: boolean;
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+        };
+        /**
+         * @description How byte strings are written in JSON. `utf8`: plain UTF-8 strings.
+         *     `base64`: standard base64 with padding (RFC 4648 section 4).
+         * @enum {string}
+         */
+        Encoding: "utf8" | "base64";
+        /** @description The body of every non-2xx response from a node. */
+        Error: {
+            code: components["schemas"]["ErrorCode"];
+            /** @description Human-readable explanation. */
+            message: string;
+            /**
+             * Format: int64
+             * @description The leader's node id, when known (mostly on UNAVAILABLE).
+             */
+            leader_id?: number;
+            /** @description The leader's API address `host:port`, when known. */
+            leader_address?: string;
+        };
+        /**
+         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL. UNAVAILABLE means not applied, safe to retry; OUTCOME_UNKNOWN that the write may or may not have been applied.
+         * @enum {string}
+         */
+        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
+        /**
+         * @description JSON form of GET /v1/kv/{key} (request sent with `Accept:
+         *     application/json`).
+         */
+        GetResult: {
+            /** @description The key, in `encoding`. */
+            key: string;
+            /** @description The value, in `encoding`. */
+            value: string;
+            /**
+             * @description `base64` when the request asked for it or when the key or value is
+             *     not valid UTF-8; then every byte string in the response is base64.
+             */
+            encoding: components["schemas"]["Encoding"];
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+        };
+        /** @description 200 body of the health endpoints. */
+        HealthStatus: {
+            /**
+             * @description Which check passed: `leader` for /health/leader, `ready` for
+             *     /health/ready, `live` for /health/live.
+             * @enum {string}
+             */
+            status: "leader" | "ready" | "live";
+            /**
+             * Format: int64
+             * @description The answering node.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description The leader this node knows (on /health/ready).
+             */
+            leader_id?: number;
+        };
+        /** @description One pair of a scan result. */
+        KeyValue: {
+            /** @description The key, in the result's `encoding`. */
+            key: string;
+            /** @description The value, in the result's `encoding`; absent when `keys_only=true`. */
+            value?: string;
         };
         /** @description One member of the raft configuration. */
         Member: {
             /**
-             * Format: uint64
+             * Format: int64
              * @description Node id.
              */
             id: number;
@@ -594,78 +558,222 @@ export interface components {
             /** @description True for voters, false for learners. */
             voter: boolean;
         };
-        /** @description Result of GET /v1/cluster/members. */
+        /** @description Result of GET /v1/cluster/members and of every membership change. */
         Members: {
             members: components["schemas"]["Member"][];
         };
+        /** @description One node's view of the raft group. */
+        NodeStatus: {
+            /**
+             * Format: int64
+             * @description Node id.
+             */
+            id: number;
+            /** @description host:port of the node's API. */
+            address: string;
+            role: components["schemas"]["Role"];
+            /**
+             * Format: int64
+             * @description The node's current raft term.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Highest raft log index known committed.
+             */
+            commit_index: number;
+            /**
+             * Format: int64
+             * @description Highest raft log index applied to the engine.
+             */
+            applied_index: number;
+            /** @description False when the node cannot be reached or its storage has failed. */
+            healthy: boolean;
+            /**
+             * Format: int64
+             * @description The leader this node knows of; 0 when none.
+             */
+            leader_id: number;
+            /** @description Why the node is unhealthy, when it is. */
+            error?: string;
+        };
+        /** @description JSON form of a PUT body (Content-Type: application/json). */
+        PutJsonRequest: {
+            /**
+             * @description A value (byte string in the request's `encoding`). May be empty; at
+             *     most 1 MiB once decoded.
+             */
+            value: string;
+            /** @description Encoding of `value`; default `utf8`. */
+            encoding?: components["schemas"]["Encoding"];
+        };
         /** @description Data of the `raft` SSE event. */
         RaftEvent: {
-            /** @enum {string} */
+            /**
+             * @description What a `raft` event reports.
+             * @enum {string}
+             */
             kind: "leader_changed" | "role_changed" | "election_started" | "membership_changed" | "snapshot_sent" | "snapshot_installed" | "storage_failed";
             /**
-             * Format: uint64
+             * Format: int64
              * @description The node reporting the event.
              */
             node_id: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Term after the change.
              */
             term: number;
             /**
-             * Format: uint64
+             * Format: int64
              * @description Leader known to the reporting node after the change; 0 when none.
              */
             leader_id: number;
             role: components["schemas"]["Role"];
             /**
-             * Format: uint64
-             * @description When the reporting node observed the change, Unix time in milliseconds.
+             * Format: int64
+             * @description When the reporting node observed the change, Unix time in
+             *     milliseconds.
              */
             at_ms: number;
             /**
-             * Format: uint64
-             * @description For `leader_changed` to a new leader: how long the reporting node saw no leader; 0 otherwise.
+             * Format: int64
+             * @description For `leader_changed` to a new leader: how long the reporting node saw
+             *     no leader; 0 otherwise.
              */
             duration_ms: number;
-            /** @description What happened, in words (e.g. the configuration after a membership change); may be empty. */
+            /**
+             * @description What happened, in words (e.g. the configuration after a membership
+             *     change); may be empty.
+             */
             detail: string;
         };
-        /** @description 200 body of the health endpoints. */
-        HealthStatus: {
+        /**
+         * @description Which node answered and at which raft position. In REST these fields are
+         *     flattened into the top level of every KV result.
+         */
+        ResponseHeader: {
             /**
-             * @description Which check passed: `leader` for /health/leader, `ready` for /health/ready, `live` for /health/live.
-             * @enum {string}
-             */
-            status: "leader" | "ready" | "live";
-            /**
-             * Format: uint64
-             * @description The answering node.
+             * Format: int64
+             * @description Id of the node that answered.
              */
             node_id: number;
             /**
-             * Format: uint64
-             * @description The leader this node knows (on /health/ready).
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
              */
-            leader_id?: number;
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
         };
+        /**
+         * @description Raft role of a node; `unknown` when the node could not be asked.
+         * @enum {string}
+         */
+        Role: "leader" | "follower" | "candidate" | "learner" | "unknown";
+        /** @description Result of GET /v1/kv (scan). */
+        ScanResult: {
+            /** @description Pairs in ascending byte order of key. */
+            kvs: components["schemas"]["KeyValue"][];
+            /**
+             * @description Opaque token (base64url) to continue after the last returned key;
+             *     null when the scan is complete.
+             */
+            next_page_token: string | null;
+            /** @description Encoding of every key and value in `kvs`. */
+            encoding: components["schemas"]["Encoding"];
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+        };
+        /** @description Body of POST /v1/cluster/leader. */
         TransferLeaderRequest: {
-            /** @description Id of the voter that should lead. */
+            /**
+             * Format: int64
+             * @description Id of the voter that should lead.
+             */
             target_id: number;
         };
+        /** @description Result of POST /v1/cluster/leader: the target leads now. */
         TransferLeaderResult: {
+            /** Format: int64 */
             leader_id: number;
+            /** Format: int64 */
             term: number;
         };
-        AddMemberRequest: {
-            id: number;
-            /** @description host:port the node serves on (API and raft). */
-            address: string;
+        /** @description Result of PUT /v1/kv/{key} and POST /v1/batch. */
+        WriteResult: {
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
         };
     };
     responses: {
-        /** @description INVALID_ARGUMENT: empty key, bad query, malformed JSON, bad base64 or conflicting parameters. */
+        /**
+         * @description INVALID_ARGUMENT: empty key, bad query, malformed JSON, bad base64 or
+         *     conflicting parameters.
+         */
         BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description STORAGE_FAILED (the engine is poisoned after an I/O failure and refuses
+         *     writes until restart) or INTERNAL.
+         */
+        Internal: {
             headers: {
                 [name: string]: unknown;
             };
@@ -682,45 +790,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description PAYLOAD_TOO_LARGE: key over 4 KiB, value over 1 MiB, or body too large (limits configurable). */
-        PayloadTooLarge: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description UNSUPPORTED_MEDIA_TYPE: this JSON endpoint was called with a non-JSON Content-Type. */
-        UnsupportedMediaType: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description STORAGE_FAILED (the engine is poisoned after an I/O failure and refuses writes until restart) or INTERNAL. */
-        Internal: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description UNAVAILABLE: no leader, or not attempted. Always means "not applied, safe to retry". */
-        Unavailable: {
-            headers: {
-                "retry-after-ms": components["headers"]["RetryAfterMs"];
-                "x-strata-retryable": components["headers"]["XStrataRetryable"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description OUTCOME_UNKNOWN: proposed but not confirmed in time; the write may or may not have been applied. Do not blindly retry non-idempotent operations. */
+        /**
+         * @description OUTCOME_UNKNOWN: proposed but not confirmed in time; the write may or may
+         *     not have been applied. Do not blindly retry non-idempotent operations.
+         */
         OutcomeUnknown: {
             headers: {
                 [name: string]: unknown;
@@ -729,7 +802,23 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Disk full (STORAGE_FULL). On a write the node failed while applying a committed entry, so the write may be committed on the other replicas: treat it as outcome unknown. */
+        /**
+         * @description PAYLOAD_TOO_LARGE: key over 4 KiB, value over 1 MiB, or body too large
+         *     (limits configurable).
+         */
+        PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Disk full (STORAGE_FULL). On a write the node failed while applying a
+         *     committed entry, so the write may be committed on the other replicas:
+         *     treat it as outcome unknown.
+         */
         StorageFull: {
             headers: {
                 [name: string]: unknown;
@@ -738,30 +827,38 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description UNAVAILABLE: no leader, or not attempted. Always means "not applied,
+         *     safe to retry".
+         */
+        Unavailable: {
+            headers: {
+                /** @description Suggested delay before retrying, in milliseconds. */
+                "retry-after-ms"?: string;
+                /** @description `true`: the request was not applied and is safe to retry (Envoy retries on it). */
+                "x-strata-retryable"?: "true";
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description UNSUPPORTED_MEDIA_TYPE: this JSON endpoint was called with a non-JSON
+         *     Content-Type.
+         */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
-    parameters: {
-        /** @description The key: the rest of the path after `/v1/kv/` (it may contain `/`), percent-decoded to bytes. Non-empty, at most 4 KiB. */
-        Key: string;
-        /** @description Read consistency; default `linearizable`. */
-        Consistency: components["schemas"]["Consistency"];
-        /** @description Encoding of byte strings in a JSON response (and, for a scan, of the `prefix`/`start`/`end` query values); default `utf8`. Responses switch to `base64` on their own when some byte string is not valid UTF-8. */
-        Encoding: components["schemas"]["Encoding"];
-    };
+    parameters: never;
     requestBodies: never;
-    headers: {
-        /** @description Id of the node that answered. */
-        XStrataNode: string;
-        /** @description Id of the leader, when the request was forwarded from a follower to the leader or the leader is known. */
-        XStrataLeader: string;
-        /** @description `stale` when the read was served from local state. */
-        XStrataConsistency: "stale";
-        /** @description Suggested delay before retrying, in milliseconds. */
-        RetryAfterMs: string;
-        /** @description `true`: the request was not applied and is safe to retry (Envoy retries on it). */
-        XStrataRetryable: "true";
-        /** @description Methods the route supports. */
-        Allow: string;
-    };
+    headers: never;
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -770,14 +867,21 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Read consistency; default `linearizable`. */
-                consistency?: components["parameters"]["Consistency"];
-                /** @description Encoding of byte strings in a JSON response (and, for a scan, of the `prefix`/`start`/`end` query values); default `utf8`. Responses switch to `base64` on their own when some byte string is not valid UTF-8. */
-                encoding?: components["parameters"]["Encoding"];
+                consistency?: components["schemas"]["Consistency"];
+                /**
+                 * @description Encoding of byte strings in a JSON response; default `utf8`.
+                 *     Responses switch to `base64` on their own when some byte string is
+                 *     not valid UTF-8.
+                 */
+                encoding?: components["schemas"]["Encoding"];
             };
             header?: never;
             path: {
-                /** @description The key: the rest of the path after `/v1/kv/` (it may contain `/`), percent-decoded to bytes. Non-empty, at most 4 KiB. */
-                key: components["parameters"]["Key"];
+                /**
+                 * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
+                 *     percent-decoded to bytes. Non-empty, at most 4 KiB.
+                 */
+                key: string;
             };
             cookie?: never;
         };
@@ -786,9 +890,12 @@ export interface operations {
             /** @description The value. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
-                    "x-strata-consistency": components["headers"]["XStrataConsistency"];
+                    /** @description `stale` when the read was served from local state. */
+                    "x-strata-consistency"?: "stale";
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -809,24 +916,29 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The key: the rest of the path after `/v1/kv/` (it may contain `/`), percent-decoded to bytes. Non-empty, at most 4 KiB. */
-                key: components["parameters"]["Key"];
+                /**
+                 * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
+                 *     percent-decoded to bytes. Non-empty, at most 4 KiB.
+                 */
+                key: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                "application/json": components["schemas"]["PutJsonRequest"];
                 "application/octet-stream": string;
                 "text/plain": string;
-                "application/json": components["schemas"]["PutJsonRequest"];
             };
         };
         responses: {
             /** @description Applied at `index`. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -846,8 +958,11 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The key: the rest of the path after `/v1/kv/` (it may contain `/`), percent-decoded to bytes. Non-empty, at most 4 KiB. */
-                key: components["parameters"]["Key"];
+                /**
+                 * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
+                 *     percent-decoded to bytes. Non-empty, at most 4 KiB.
+                 */
+                key: string;
             };
             cookie?: never;
         };
@@ -856,8 +971,10 @@ export interface operations {
             /** @description Applied at `index`; `deleted` says whether the key existed. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -879,18 +996,31 @@ export interface operations {
                 prefix?: string;
                 /** @description Inclusive start of the range (in `encoding`). */
                 start?: string;
-                /** @description Exclusive end of the range (in `encoding`); absent or empty means the end of the key space. */
+                /**
+                 * @description Exclusive end of the range (in `encoding`); absent or empty means the
+                 *     end of the key space.
+                 */
                 end?: string;
-                /** @description Maximum number of pairs; default 100, at most 1000. Out of range is INVALID_ARGUMENT. */
+                /**
+                 * @description Maximum number of pairs; default 100, at most 1000 (both
+                 *     configurable). Out of range is INVALID_ARGUMENT.
+                 */
                 limit?: number;
-                /** @description `next_page_token` from a previous page. A malformed token is INVALID_ARGUMENT. */
+                /**
+                 * @description `next_page_token` from a previous page. A malformed token is
+                 *     INVALID_ARGUMENT.
+                 */
                 page_token?: string;
                 /** @description Read consistency; default `linearizable`. */
-                consistency?: components["parameters"]["Consistency"];
+                consistency?: components["schemas"]["Consistency"];
                 /** @description Return keys without values. */
                 keys_only?: boolean;
-                /** @description Encoding of byte strings in a JSON response (and, for a scan, of the `prefix`/`start`/`end` query values); default `utf8`. Responses switch to `base64` on their own when some byte string is not valid UTF-8. */
-                encoding?: components["parameters"]["Encoding"];
+                /**
+                 * @description Encoding of the `prefix`, `start` and `end` values and of byte
+                 *     strings in the response; default `utf8`. The response switches to
+                 *     `base64` on its own when some byte string is not valid UTF-8.
+                 */
+                encoding?: components["schemas"]["Encoding"];
             };
             header?: never;
             path?: never;
@@ -901,9 +1031,12 @@ export interface operations {
             /** @description One page of pairs. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
-                    "x-strata-consistency": components["headers"]["XStrataConsistency"];
+                    /** @description `stale` when the read was served from local state. */
+                    "x-strata-consistency"?: "stale";
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -933,8 +1066,10 @@ export interface operations {
             /** @description All operations applied at `index`. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -966,8 +1101,10 @@ export interface operations {
             /** @description The comparison ran; `succeeded` says whether it held. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
-                    "x-strata-leader": components["headers"]["XStrataLeader"];
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -995,7 +1132,6 @@ export interface operations {
             /** @description Cluster status. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1018,7 +1154,6 @@ export interface operations {
             /** @description Members. */
             200: {
                 headers: {
-                    "x-strata-node": components["headers"]["XStrataNode"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1225,7 +1360,10 @@ export interface operations {
     promoteMember: {
         parameters: {
             query?: {
-                /** @description A voter to remove in the same change: the group passes through joint consensus and leaves it automatically. */
+                /**
+                 * @description A voter to remove in the same change: the group passes through joint
+                 *     consensus and leaves it automatically.
+                 */
                 replace?: string;
             };
             header?: never;

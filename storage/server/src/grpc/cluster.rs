@@ -21,20 +21,6 @@ impl ClusterService {
     }
 }
 
-/// The members as configured, with their voting rights from raft.
-pub fn members(core: &Core) -> Vec<Member> {
-    let st = core.peer().status();
-    core.peers()
-        .members()
-        .iter()
-        .map(|(&id, address)| Member {
-            id,
-            address: address.clone(),
-            voter: st.voters.contains(&id),
-        })
-        .collect()
-}
-
 #[tonic::async_trait]
 impl Cluster for ClusterService {
     async fn status(
@@ -103,7 +89,7 @@ impl Cluster for ClusterService {
         _req: Request<MembersRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
         Ok(Response::new(MembersResponse {
-            members: members(&self.core),
+            members: self.core.members(),
         }))
     }
 }

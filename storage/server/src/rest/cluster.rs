@@ -5,186 +5,239 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use bytes::Bytes;
 use futures::Stream;
-use serde_json::{Value, json};
-use strata_proto::v1::{NodeStatus, Role, StatusResponse, TransferLeaderRequest};
-use strata_raft::RaftEvent;
+use serde::Deserialize;
+use strata_proto::v1 as pb;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
+use utoipa::IntoParams;
 
 use super::AppState;
+use super::body::{json_body, query};
+use super::model::cluster::{
+    AddMemberRequest, ClusterStatus, Members, RaftEvent, TransferLeaderRequest,
+    TransferLeaderResult,
+};
+use super::responses::{ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
 use crate::cluster::gather;
-use crate::grpc::cluster::members as member_list;
+use crate::core::Hop;
+use crate::error::ApiError;
 use crate::membership::Change;
 
 /// Status events go out at least this often even when nothing changed.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
 
-pub fn role_name(role: i32) -> &'static str {
-    match Role::try_from(role).unwrap_or(Role::Unknown) {
-        Role::Leader => "leader",
-        Role::Follower => "follower",
-        Role::Candidate => "candidate",
-        Role::Learner => "learner",
-        Role::Unknown => "unknown",
-    }
+/// Every member's view of the raft group
+///
+/// The answering node asks each peer with a short timeout.
+#[utoipa::path(
+    get,
+    path = "/v1/cluster/status",
+    operation_id = "clusterStatus",
+    tag = "cluster",
+    responses(
+        (status = 200, description = "Cluster status.", body = ClusterStatus),
+        StatusErrors,
+    ),
+)]
+pub async fn status(State(s): State<AppState>) -> Json<ClusterStatus> {
+    Json(ClusterStatus::from(&gather(&s.core).await))
 }
 
-fn node_json(n: &NodeStatus) -> Value {
-    let mut v = json!({
-        "id": n.id,
-        "address": n.address,
-        "role": role_name(n.role),
-        "term": n.term,
-        "commit_index": n.commit_index,
-        "applied_index": n.applied_index,
-        "healthy": n.healthy,
-        "leader_id": n.leader_id,
-    });
-    if !n.error.is_empty() {
-        v["error"] = n.error.clone().into();
-    }
-    v
+/// The raft configuration
+#[utoipa::path(
+    get,
+    path = "/v1/cluster/members",
+    operation_id = "clusterMembers",
+    tag = "cluster",
+    responses(
+        (status = 200, description = "Members.", body = Members),
+        StatusErrors,
+    ),
+)]
+pub async fn members(State(s): State<AppState>) -> Json<Members> {
+    Json(Members::from(s.core.members().as_slice()))
 }
 
-pub fn status_json(s: &StatusResponse) -> Value {
-    json!({
-        "leader_id": s.leader_id,
-        "term": s.term,
-        "nodes": s.nodes.iter().map(node_json).collect::<Vec<_>>(),
-    })
-}
-
-fn event_json(e: &RaftEvent) -> Value {
-    json!({
-        "kind": e.kind.as_str(),
-        "node_id": e.node_id,
-        "term": e.term,
-        "leader_id": e.leader_id,
-        "role": e.role.as_str(),
-        "at_ms": e.at_ms,
-        "duration_ms": e.duration_ms,
-        "detail": e.detail,
-    })
-}
-
-pub async fn status(State(s): State<AppState>) -> Json<Value> {
-    Json(status_json(&gather(&s.core).await))
-}
-
-fn members_json(members: &[strata_proto::v1::Member]) -> Json<Value> {
-    let members: Vec<Value> = members
-        .iter()
-        .map(|m| json!({ "id": m.id, "address": m.address, "voter": m.voter }))
-        .collect();
-    Json(json!({ "members": members }))
-}
-
-pub async fn members(State(s): State<AppState>) -> Json<Value> {
-    members_json(&member_list(&s.core))
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AddMemberJson {
-    id: u64,
-    address: String,
-}
-
-/// `POST /v1/cluster/members`: add a learner.
+/// Add a node as a learner
+///
+/// Adds a node (an empty node, e.g. started with `--join`) as a learner: it
+/// catches up by snapshot but does not vote until promoted. Forwarded once to
+/// the leader.
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/members",
+    operation_id = "addMember",
+    tag = "cluster",
+    request_body(content((AddMemberRequest = "application/json"))),
+    responses(
+        (status = 200, description = "The members after the change was applied.", body = Members),
+        ChangeErrors,
+        JsonBodyErrors,
+    ),
+)]
 pub async fn add_member(
     State(s): State<AppState>,
-    headers: axum::http::HeaderMap,
-    body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<Value>, crate::error::ApiError> {
-    let j: AddMemberJson = super::body::json_body(&headers, body)?;
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Members>, ApiError> {
+    let j: AddMemberRequest = json_body(&headers, body)?;
     let change = Change::Add {
         id: j.id,
         address: j.address,
     };
-    let resp = s
-        .core
-        .change_members(change, crate::core::Hop::Client)
-        .await?;
-    Ok(members_json(&resp.members))
+    change_members(&s, change).await
 }
 
-fn member_id(raw: &str) -> Result<u64, crate::error::ApiError> {
+fn member_id(raw: &str) -> Result<u64, ApiError> {
     raw.parse()
-        .map_err(|_| crate::error::ApiError::invalid(format!("member id `{raw}` is not a number")))
+        .map_err(|_| ApiError::invalid(format!("member id `{raw}` is not a number")))
 }
 
-#[derive(serde::Deserialize)]
+/// The query of `POST /v1/cluster/members/{id}/promote`.
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PromoteQuery {
+    /// A voter to remove in the same change: the group passes through joint
+    /// consensus and leaves it automatically.
+    #[param(pattern = "^[0-9]+$")]
     replace: Option<String>,
 }
 
-/// `POST /v1/cluster/members/{id}/promote[?replace=OLD]`: make a learner a
-/// voter, optionally removing the voter OLD in the same joint change.
+/// Make a learner a voter
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/members/{id}/promote",
+    operation_id = "promoteMember",
+    tag = "cluster",
+    params(
+        ("id" = String, Path, description = "Member id.", pattern = "^[0-9]+$"),
+        PromoteQuery,
+    ),
+    responses(
+        (status = 200, description = "The members after the change was applied.", body = Members),
+        (status = 404, response = NotFound),
+        ChangeErrors,
+    ),
+)]
 pub async fn promote_member(
     State(s): State<AppState>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-    q: Result<axum::extract::Query<PromoteQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, crate::error::ApiError> {
+    Path(id): Path<String>,
+    q: Result<Query<PromoteQuery>, QueryRejection>,
+) -> Result<Json<Members>, ApiError> {
     let id = member_id(&id)?;
-    let change = match super::body::query(q)?.replace {
+    let change = match query(q)?.replace {
         Some(old) => Change::Replace {
             old: member_id(&old)?,
             id,
         },
         None => Change::Promote { id },
     };
-    let resp = s
-        .core
-        .change_members(change, crate::core::Hop::Client)
-        .await?;
-    Ok(members_json(&resp.members))
+    change_members(&s, change).await
 }
 
-/// `DELETE /v1/cluster/members/{id}`.
+/// Remove a voter or learner
+#[utoipa::path(
+    delete,
+    path = "/v1/cluster/members/{id}",
+    operation_id = "removeMember",
+    tag = "cluster",
+    params(("id" = String, Path, description = "Member id.", pattern = "^[0-9]+$")),
+    responses(
+        (status = 200, description = "The members after the change was applied.", body = Members),
+        (status = 404, response = NotFound),
+        ChangeErrors,
+    ),
+)]
 pub async fn remove_member(
     State(s): State<AppState>,
-    axum::extract::Path(id): axum::extract::Path<String>,
-) -> Result<Json<Value>, crate::error::ApiError> {
+    Path(id): Path<String>,
+) -> Result<Json<Members>, ApiError> {
     let change = Change::Remove {
         id: member_id(&id)?,
     };
-    let resp = s
-        .core
-        .change_members(change, crate::core::Hop::Client)
-        .await?;
-    Ok(members_json(&resp.members))
+    change_members(&s, change).await
 }
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TransferJson {
-    target_id: u64,
+async fn change_members(s: &AppState, change: Change) -> Result<Json<Members>, ApiError> {
+    let resp = s.core.change_members(change, Hop::Client).await?;
+    Ok(Json(Members::from(resp.members.as_slice())))
 }
 
+/// Hand leadership to another voter
+///
+/// Asks the leader (a follower forwards the request once) to transfer
+/// leadership to `target_id` and waits until that node leads. Writes
+/// arriving during the transfer get 503 and are safe to retry.
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/leader",
+    operation_id = "transferLeader",
+    tag = "cluster",
+    request_body(content((TransferLeaderRequest = "application/json"))),
+    responses(
+        (status = 200, description = "The target leads now.", body = TransferLeaderResult),
+        ChangeErrors,
+        JsonBodyErrors,
+    ),
+)]
 pub async fn transfer_leader(
     State(s): State<AppState>,
-    headers: axum::http::HeaderMap,
-    body: Result<bytes::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<Value>, crate::error::ApiError> {
-    let j: TransferJson = super::body::json_body(&headers, body)?;
-    let resp = s
-        .core
-        .transfer_leader(
-            TransferLeaderRequest {
-                target_id: j.target_id,
-            },
-            crate::core::Hop::Client,
-        )
-        .await?;
-    Ok(Json(
-        json!({ "leader_id": resp.leader_id, "term": resp.term }),
-    ))
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<TransferLeaderResult>, ApiError> {
+    let j: TransferLeaderRequest = json_body(&headers, body)?;
+    let req = pb::TransferLeaderRequest {
+        target_id: j.target_id,
+    };
+    let resp = s.core.transfer_leader(req, Hop::Client).await?;
+    Ok(Json(TransferLeaderResult {
+        leader_id: resp.leader_id,
+        term: resp.term,
+    }))
 }
 
+fn status_event(st: &pb::StatusResponse) -> Event {
+    let data = serde_json::to_string(&ClusterStatus::from(st)).unwrap_or_default();
+    Event::default().event("status").data(data)
+}
+
+fn raft_event(e: &strata_raft::RaftEvent) -> Event {
+    let data = serde_json::to_string(&RaftEvent::from(e)).unwrap_or_default();
+    Event::default().event("raft").data(data)
+}
+
+/// Live cluster events (Server-Sent Events)
+///
+/// A never-ending `text/event-stream`.
+///
+/// - `event: status`, `data:` a ClusterStatus: on connect, whenever any
+///   field changes, and at least every 1 s.
+/// - `event: raft`, `data:` a RaftEvent: elections, leader, role and term
+///   changes.
+/// - A keep-alive comment line (`: ...`) every 10 s.
+#[utoipa::path(
+    get,
+    path = "/v1/cluster/events",
+    operation_id = "clusterEvents",
+    tag = "cluster",
+    responses(
+        (status = 200, description = "The event stream.", content((String = "text/event-stream"))),
+        StatusErrors,
+    ),
+    extensions(
+        ("x-sse-events" = json!({
+            "status": "#/components/schemas/ClusterStatus",
+            "raft": "#/components/schemas/RaftEvent",
+        })),
+    ),
+)]
 pub async fn events(
     State(s): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
@@ -192,11 +245,6 @@ pub async fn events(
     let mut status_rx = s.cluster.clone();
     let mut raft_rx = s.core.peer().subscribe();
     tokio::spawn(async move {
-        let status_event = |st: &StatusResponse| {
-            Event::default()
-                .event("status")
-                .data(status_json(st).to_string())
-        };
         let initial = status_event(&status_rx.borrow_and_update());
         if tx.send(initial).await.is_err() {
             return;
@@ -210,7 +258,7 @@ pub async fn events(
                     status_event(&status_rx.borrow_and_update())
                 }
                 ev = raft_rx.recv() => match ev {
-                    Ok(e) => Event::default().event("raft").data(event_json(&e).to_string()),
+                    Ok(e) => raft_event(&e),
                     Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,
                 },

@@ -6,12 +6,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use strata_proto::v1::NodeStatus;
 
 use super::AppState;
-use super::cluster::role_name;
+use super::model::cluster::Role;
+use super::model::health::{Check, HealthStatus};
+use super::responses::Unavailable;
 use crate::error::{ApiError, ErrorCode};
 
 /// The node's own status, or the 503 to answer when its storage failed.
@@ -27,29 +27,72 @@ fn healthy_status(s: &AppState) -> Result<NodeStatus, ApiError> {
     }
 }
 
-pub async fn leader(State(s): State<AppState>) -> Result<Response, ApiError> {
+/// 200 only on the leader whose storage is healthy
+///
+/// Envoy's leader-only cluster health-checks this path.
+#[utoipa::path(
+    get,
+    path = "/health/leader",
+    operation_id = "healthLeader",
+    tag = "health",
+    responses(
+        (status = 200, description = "This node is the leader.", body = HealthStatus),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub async fn leader(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
     let st = healthy_status(&s)?;
     if st.leader_id != st.id {
-        return Err(
-            ApiError::unavailable(format!("node {} is a {}", st.id, role_name(st.role)))
-                .with_leader(st.leader_id, None),
-        );
+        let role = Role::from_proto(st.role).as_str();
+        return Err(ApiError::unavailable(format!("node {} is a {role}", st.id))
+            .with_leader(st.leader_id, None));
     }
-    Ok(Json(json!({ "status": "leader", "node_id": st.id })).into_response())
+    Ok(Json(HealthStatus {
+        status: Check::Leader,
+        node_id: st.id,
+        leader_id: None,
+    }))
 }
 
-pub async fn ready(State(s): State<AppState>) -> Result<Response, ApiError> {
+/// 200 when the node knows a leader and its storage is healthy
+#[utoipa::path(
+    get,
+    path = "/health/ready",
+    operation_id = "healthReady",
+    tag = "health",
+    responses(
+        (status = 200, description = "Ready.", body = HealthStatus),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub async fn ready(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
     let st = healthy_status(&s)?;
     if st.leader_id == 0 {
         return Err(ApiError::unavailable("no leader is known"));
     }
-    Ok(
-        Json(json!({ "status": "ready", "node_id": st.id, "leader_id": st.leader_id }))
-            .into_response(),
-    )
+    Ok(Json(HealthStatus {
+        status: Check::Ready,
+        node_id: st.id,
+        leader_id: Some(st.leader_id),
+    }))
 }
 
-pub async fn live(State(s): State<AppState>) -> Result<Response, ApiError> {
+/// 200 while the process runs and its storage is healthy
+#[utoipa::path(
+    get,
+    path = "/health/live",
+    operation_id = "healthLive",
+    tag = "health",
+    responses(
+        (status = 200, description = "Live.", body = HealthStatus),
+        (status = 503, response = Unavailable),
+    ),
+)]
+pub async fn live(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
     let st = healthy_status(&s)?;
-    Ok(Json(json!({ "status": "live", "node_id": st.id })).into_response())
+    Ok(Json(HealthStatus {
+        status: Check::Live,
+        node_id: st.id,
+        leader_id: None,
+    }))
 }

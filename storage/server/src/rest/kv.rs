@@ -1,47 +1,78 @@
 //! REST handlers of `/v1/kv`, `/v1/batch` and `/v1/cas`. Requests are read
 //! by the pure functions in [`parse`](super::parse); these handlers only call
-//! the service core and render its answer.
+//! the service core and render its answer as the types of
+//! [`model::kv`](super::model::kv). Their `#[utoipa::path]` attributes are
+//! their part of the OpenAPI document.
 
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::json;
-use strata_proto::v1::ResponseHeader;
+use utoipa::IntoParams;
 
 use super::AppState;
 use super::body::{body_bytes, content_type, json_bytes, wants_json};
 use super::encoding::encode_page_token;
+use super::model::kv::{
+    CasResult, DeleteResult, GetResult, KeyValue, RawValue, ResponseHeader, ScanResult, WriteResult,
+};
+use super::model::kv_request::{BatchJson, CasJson, PutJson, ReadQuery, ScanQuery};
 use super::parse;
+use super::responses::{Decimal, JsonBodyErrors, NotFound, ReadErrors, Stale, WriteErrors};
 use crate::core::Hop;
 use crate::error::{ApiError, LEADER_HEADER};
 
-fn with_header(mut body: serde_json::Value, h: Option<ResponseHeader>) -> serde_json::Value {
-    let h = h.unwrap_or_default();
-    body["node_id"] = h.node_id.into();
-    body["term"] = h.term.into();
-    body["index"] = h.index.into();
-    body["leader_id"] = h.leader_id.into();
-    body
+/// The key of `/v1/kv/{key}`. The route takes the rest of the path as it
+/// is, so the key is read from the URI (percent-decoded to raw bytes) rather
+/// than extracted as text.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct KeyPath {
+    /// The key: the rest of the path after `/v1/kv/` (it may contain `/`),
+    /// percent-decoded to bytes. Non-empty, at most 4 KiB.
+    #[param(min_length = 1)]
+    pub key: String,
 }
 
 /// Adds `x-strata-node` / `x-strata-leader` (and the stale marker) to a response.
-fn tag(mut resp: Response, h: Option<&ResponseHeader>, stale: bool) -> Response {
-    if let Some(h) = h {
-        let headers = resp.headers_mut();
-        headers.insert("x-strata-node", HeaderValue::from(h.node_id));
-        if h.leader_id != 0 {
-            headers.insert(LEADER_HEADER, HeaderValue::from(h.leader_id));
-        }
-        if stale {
-            headers.insert("x-strata-consistency", HeaderValue::from_static("stale"));
-        }
+fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Response {
+    let headers = resp.headers_mut();
+    headers.insert("x-strata-node", HeaderValue::from(h.node_id));
+    if h.leader_id != 0 {
+        headers.insert(LEADER_HEADER, HeaderValue::from(h.leader_id));
+    }
+    if stale {
+        headers.insert("x-strata-consistency", HeaderValue::from_static("stale"));
     }
     resp
 }
 
+/// Store a value under a key
+///
+/// The body is the value. Any Content-Type except application/json stores
+/// the body bytes as they are (the value may be empty). With `Content-Type:
+/// application/json` the body is a PutJsonRequest.
+#[utoipa::path(
+    put,
+    path = "/v1/kv/{*key}",
+    operation_id = "putKey",
+    tag = "kv",
+    params(KeyPath),
+    request_body(content(
+        (inline(RawValue) = "application/octet-stream"),
+        (String = "text/plain"),
+        (PutJson = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "Applied at `index`.", body = WriteResult, headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+        )),
+        WriteErrors,
+    ),
+)]
 pub async fn put(
     State(s): State<AppState>,
     uri: Uri,
@@ -49,15 +80,37 @@ pub async fn put(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let req = parse::put_request(uri.path(), content_type(&headers), body_bytes(body)?)?;
-    let resp = s.core.put(req, Hop::Client).await?;
-    let h = resp.header;
+    let header = ResponseHeader::from(s.core.put(req, Hop::Client).await?.header);
     Ok(tag(
-        Json(with_header(json!({}), h)).into_response(),
-        h.as_ref(),
+        Json(WriteResult { header }).into_response(),
+        &header,
         false,
     ))
 }
 
+/// Read a key
+///
+/// Returns the raw value as application/octet-stream, or a GetResult when
+/// the request has `Accept: application/json`.
+#[utoipa::path(
+    get,
+    path = "/v1/kv/{*key}",
+    operation_id = "getKey",
+    tag = "kv",
+    params(KeyPath, ReadQuery),
+    responses(
+        (status = 200, description = "The value.", content(
+            (inline(RawValue) = "application/octet-stream"),
+            (GetResult = "application/json"),
+        ), headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+            ("x-strata-consistency" = inline(Stale), description = "`stale` when the read was served from local state."),
+        )),
+        (status = 404, response = NotFound),
+        ReadErrors,
+    ),
+)]
 pub async fn get(
     State(s): State<AppState>,
     uri: Uri,
@@ -66,43 +119,57 @@ pub async fn get(
     let (req, format) = parse::get_request(uri.path(), uri.query().unwrap_or_default())?;
     let key = req.key.clone();
     let resp = s.core.get(req).await?;
-    let h = resp.header;
+    let header = ResponseHeader::from(resp.header);
     if !resp.found {
         return Ok(tag(
             ApiError::not_found("key not found").into_response(),
-            h.as_ref(),
+            &header,
             format.stale,
         ));
     }
     let out = if wants_json(&headers) || format.encoding.is_some() {
         let items: [&[u8]; 2] = [&key, &resp.value];
-        let enc = format
+        let encoding = format
             .encoding
             .unwrap_or_default()
             .for_output(items.into_iter());
-        let body =
-            json!({ "key": enc.encode(&key), "value": enc.encode(&resp.value), "encoding": enc });
-        Json(with_header(body, h)).into_response()
+        Json(GetResult {
+            key: encoding.encode(&key),
+            value: encoding.encode(&resp.value),
+            encoding,
+            header,
+        })
+        .into_response()
     } else {
-        let mut r = resp.value.into_response();
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/octet-stream"),
-        );
-        r
+        RawValue(resp.value).into_response()
     };
-    Ok(tag(out, h.as_ref(), format.stale))
+    Ok(tag(out, &header, format.stale))
 }
 
+/// Delete a key
+#[utoipa::path(
+    delete,
+    path = "/v1/kv/{*key}",
+    operation_id = "deleteKey",
+    tag = "kv",
+    params(KeyPath),
+    responses(
+        (status = 200, description = "Applied at `index`; `deleted` says whether the key existed.", body = DeleteResult, headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+        )),
+        WriteErrors,
+    ),
+)]
 pub async fn delete(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
     let req = parse::delete_request(uri.path())?;
     let resp = s.core.delete(req, Hop::Client).await?;
-    let h = resp.header;
-    Ok(tag(
-        Json(with_header(json!({ "deleted": resp.deleted }), h)).into_response(),
-        h.as_ref(),
-        false,
-    ))
+    let header = ResponseHeader::from(resp.header);
+    let body = DeleteResult {
+        deleted: resp.deleted,
+        header,
+    };
+    Ok(tag(Json(body).into_response(), &header, false))
 }
 
 /// `/v1/kv/` with nothing after it.
@@ -110,39 +177,69 @@ pub async fn empty_key() -> ApiError {
     ApiError::invalid("key must not be empty")
 }
 
+/// Scan keys by prefix or by range
+///
+/// Keys in ascending byte order. Select by `prefix`, or by `start`
+/// (inclusive) and `end` (exclusive); `prefix` together with `start`/`end` is
+/// INVALID_ARGUMENT. Neither selects the whole key space.
+#[utoipa::path(
+    get,
+    path = "/v1/kv",
+    operation_id = "scan",
+    tag = "kv",
+    params(ScanQuery),
+    responses(
+        (status = 200, description = "One page of pairs.", body = ScanResult, headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+            ("x-strata-consistency" = inline(Stale), description = "`stale` when the read was served from local state."),
+        )),
+        ReadErrors,
+    ),
+)]
 pub async fn scan(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
     let (req, format) = parse::scan_request(uri.query().unwrap_or_default())?;
     let keys_only = req.keys_only;
     let resp = s.core.scan(req).await?;
-    let h = resp.header;
-    let enc = format.encoding.unwrap_or_default().for_output(
+    let header = ResponseHeader::from(resp.header);
+    let encoding = format.encoding.unwrap_or_default().for_output(
         resp.kvs
             .iter()
             .flat_map(|kv| [kv.key.as_ref(), kv.value.as_ref()]),
     );
-    let kvs: Vec<serde_json::Value> = resp
+    let kvs = resp
         .kvs
         .iter()
-        .map(|kv| {
-            if keys_only {
-                json!({ "key": enc.encode(&kv.key) })
-            } else {
-                json!({ "key": enc.encode(&kv.key), "value": enc.encode(&kv.value) })
-            }
+        .map(|kv| KeyValue {
+            key: encoding.encode(&kv.key),
+            value: (!keys_only).then(|| encoding.encode(&kv.value)),
         })
         .collect();
-    let body = json!({
-        "kvs": kvs,
-        "next_page_token": encode_page_token(&resp.next_page_token),
-        "encoding": enc,
-    });
-    Ok(tag(
-        Json(with_header(body, h)).into_response(),
-        h.as_ref(),
-        format.stale,
-    ))
+    let body = ScanResult {
+        kvs,
+        next_page_token: encode_page_token(&resp.next_page_token),
+        encoding,
+        header,
+    };
+    Ok(tag(Json(body).into_response(), &header, format.stale))
 }
 
+/// Apply puts and deletes atomically
+#[utoipa::path(
+    post,
+    path = "/v1/batch",
+    operation_id = "batch",
+    tag = "kv",
+    request_body(content((BatchJson = "application/json"))),
+    responses(
+        (status = 200, description = "All operations applied at `index`.", body = WriteResult, headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+        )),
+        WriteErrors,
+        JsonBodyErrors,
+    ),
+)]
 pub async fn batch(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -150,15 +247,30 @@ pub async fn batch(
 ) -> Result<Response, ApiError> {
     let body = json_bytes(&headers, body)?;
     let req = parse::batch_request(content_type(&headers), &body)?;
-    let resp = s.core.batch(req, Hop::Client).await?;
-    let h = resp.header;
+    let header = ResponseHeader::from(s.core.batch(req, Hop::Client).await?.header);
     Ok(tag(
-        Json(with_header(json!({}), h)).into_response(),
-        h.as_ref(),
+        Json(WriteResult { header }).into_response(),
+        &header,
         false,
     ))
 }
 
+/// Compare and swap (or delete) one key
+#[utoipa::path(
+    post,
+    path = "/v1/cas",
+    operation_id = "compareAndSwap",
+    tag = "kv",
+    request_body(content((CasJson = "application/json"))),
+    responses(
+        (status = 200, description = "The comparison ran; `succeeded` says whether it held.", body = CasResult, headers(
+            ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
+            ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
+        )),
+        WriteErrors,
+        JsonBodyErrors,
+    ),
+)]
 pub async fn cas(
     State(s): State<AppState>,
     headers: HeaderMap,
@@ -167,17 +279,14 @@ pub async fn cas(
     let body = json_bytes(&headers, body)?;
     let (req, encoding) = parse::cas_request(content_type(&headers), &body)?;
     let resp = s.core.compare_and_swap(req, Hop::Client).await?;
-    let h = resp.header;
+    let header = ResponseHeader::from(resp.header);
     let current: Option<&[u8]> = resp.current.as_deref();
-    let enc = encoding.for_output(current.into_iter());
-    let body = json!({
-        "succeeded": resp.succeeded,
-        "current": current.map(|c| enc.encode(c)),
-        "encoding": enc,
-    });
-    Ok(tag(
-        Json(with_header(body, h)).into_response(),
-        h.as_ref(),
-        false,
-    ))
+    let encoding = encoding.for_output(current.into_iter());
+    let body = CasResult {
+        succeeded: resp.succeeded,
+        current: current.map(|c| encoding.encode(c)),
+        encoding,
+        header,
+    };
+    Ok(tag(Json(body).into_response(), &header, false))
 }

@@ -7,14 +7,16 @@
 
 use bytes::Bytes;
 use percent_encoding::percent_decode_str;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use strata_proto::v1::{
-    BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
-    KeyRange, PutOp, PutRequest, ScanRequest, batch_op, scan_request,
+    BatchOp, BatchRequest, CompareAndSwapRequest, DeleteOp, DeleteRequest, GetRequest, KeyRange,
+    PutOp, PutRequest, ScanRequest, batch_op, scan_request,
 };
 
 use super::encoding::{Encoding, decode_page_token};
+use super::model::kv_request::{
+    BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, ReadQuery, ScanQuery,
+};
 use crate::error::{ApiError, ErrorCode};
 
 /// Everything after this in a path is the key.
@@ -85,85 +87,6 @@ pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
             "bad query: Failed to deserialize query string: {e}"
         ))
     })
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum ConsistencyParam {
-    Linearizable,
-    Stale,
-}
-
-impl ConsistencyParam {
-    fn to_proto(self) -> Consistency {
-        match self {
-            ConsistencyParam::Linearizable => Consistency::Linearizable,
-            ConsistencyParam::Stale => Consistency::Stale,
-        }
-    }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ReadQuery {
-    consistency: Option<ConsistencyParam>,
-    encoding: Option<Encoding>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct ScanQuery {
-    prefix: Option<String>,
-    start: Option<String>,
-    end: Option<String>,
-    limit: Option<u32>,
-    page_token: Option<String>,
-    consistency: Option<ConsistencyParam>,
-    keys_only: Option<bool>,
-    encoding: Option<Encoding>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PutJson {
-    value: String,
-    #[serde(default)]
-    encoding: Encoding,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BatchJson {
-    ops: Vec<OpJson>,
-    #[serde(default)]
-    encoding: Encoding,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpJson {
-    op: OpKind,
-    key: String,
-    value: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum OpKind {
-    Put,
-    Delete,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CasJson {
-    key: String,
-    #[serde(default)]
-    expected: Option<String>,
-    #[serde(default)]
-    value: Option<String>,
-    #[serde(default)]
-    encoding: Encoding,
 }
 
 /// `PUT /v1/kv/{key}`: the body is the value, or with a JSON content type
@@ -308,8 +231,12 @@ pub fn cas_request(
 mod tests {
     use axum::extract::Query;
     use axum::http::Uri;
+    use strata_proto::v1::Consistency;
 
     use super::*;
+    use crate::rest::model::kv_request::{
+        BatchDeleteOp, BatchOpJson, BatchPutOp, DeleteTag, PutTag,
+    };
 
     const JSON: Option<&str> = Some("application/json");
 
@@ -446,6 +373,33 @@ mod tests {
         assert_eq!(e.message, "ops[0]: a delete takes no value");
         let e = batch_request(Some("text/plain"), b"{}").unwrap_err();
         assert_eq!(e.code, ErrorCode::UnsupportedMediaType);
+    }
+
+    #[test]
+    fn the_documented_batch_operations_parse() {
+        // Proves: every operation written as the OpenAPI document describes
+        // it (`BatchOpJson`) is accepted by the parser as that operation.
+        let ops = [
+            BatchOpJson::Put(BatchPutOp {
+                op: PutTag::Put,
+                key: "a".into(),
+                value: "1".into(),
+            }),
+            BatchOpJson::Delete(BatchDeleteOp {
+                op: DeleteTag::Delete,
+                key: "b".into(),
+            }),
+        ];
+        let body = serde_json::to_vec(&serde_json::json!({ "ops": ops })).unwrap();
+        let req = batch_request(JSON, &body).unwrap();
+        assert!(matches!(
+            &req.ops[0].op,
+            Some(batch_op::Op::Put(PutOp { key, value })) if key == "a" && value == "1"
+        ));
+        assert!(matches!(
+            &req.ops[1].op,
+            Some(batch_op::Op::Delete(DeleteOp { key })) if key == "b"
+        ));
     }
 
     #[test]

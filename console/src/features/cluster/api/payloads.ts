@@ -32,7 +32,7 @@ function isRole(value: unknown): value is NodeRole {
 
 function parseNodeStatus(value: unknown): NodeStatus | null {
   if (!isObject(value)) return null;
-  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, group_id, error } = value;
+  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error } = value;
   if (
     !isCount(id) ||
     typeof address !== 'string' ||
@@ -46,7 +46,6 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     return null;
   }
   const node: NodeStatus = { id, address, role, term, commit_index, applied_index, healthy, leader_id };
-  if (isCount(group_id)) node.group_id = group_id;
   if (typeof error === 'string' && error !== '') node.error = error;
   return node;
 }

@@ -1,0 +1,196 @@
+//! The KV operations: writes are proposed here on the leader (or forwarded
+//! to it once), reads wait for their consistency barrier and are served from
+//! the local engine.
+
+use bytes::Bytes;
+use strata_engine::EngineError;
+use strata_proto::v1::kv_client::KvClient;
+use strata_proto::v1::{
+    BatchRequest, BatchResponse, CompareAndSwapRequest, CompareAndSwapResponse, Consistency,
+    DeleteRequest, DeleteResponse, GetRequest, GetResponse, KeyValue, PutRequest, PutResponse,
+    ScanRequest, ScanResponse,
+};
+use strata_raft::{ApplyResult, Command, ProposeError};
+use tonic::transport::Channel;
+
+use super::{Core, Hop, Route};
+use crate::error::{ApiError, ErrorCode};
+use crate::validate::{self, ScanBounds};
+
+impl Core {
+    fn kv_client(&self, channel: Channel) -> KvClient<Channel> {
+        KvClient::new(channel)
+            .max_decoding_message_size(self.limits.max_request_bytes)
+            .max_encoding_message_size(self.limits.max_request_bytes)
+    }
+
+    pub async fn put(&self, req: PutRequest, hop: Hop) -> Result<PutResponse, ApiError> {
+        self.limits.check_key(&req.key)?;
+        self.limits.check_value(&req.value)?;
+        match self.route(hop)? {
+            Route::Leader(leader) => {
+                let put = |ch, r| async move { self.kv_client(ch).put(r).await };
+                self.forward(leader, req, put).await
+            }
+            Route::Here => {
+                let command = Command::Put {
+                    key: req.key.to_vec(),
+                    value: req.value.to_vec(),
+                };
+                let (index, _) = self.propose(command).await?;
+                Ok(PutResponse {
+                    header: Some(self.header(index)),
+                })
+            }
+        }
+    }
+
+    pub async fn delete(&self, req: DeleteRequest, hop: Hop) -> Result<DeleteResponse, ApiError> {
+        self.limits.check_key(&req.key)?;
+        match self.route(hop)? {
+            Route::Leader(leader) => {
+                let delete = |ch, r| async move { self.kv_client(ch).delete(r).await };
+                self.forward(leader, req, delete).await
+            }
+            Route::Here => {
+                let (index, result) = self
+                    .propose(Command::Delete {
+                        key: req.key.to_vec(),
+                    })
+                    .await?;
+                let deleted = matches!(result, ApplyResult::Deleted { existed: true });
+                Ok(DeleteResponse {
+                    header: Some(self.header(index)),
+                    deleted,
+                })
+            }
+        }
+    }
+
+    pub async fn batch(&self, req: BatchRequest, hop: Hop) -> Result<BatchResponse, ApiError> {
+        let ops = validate::batch_ops(&self.limits, &req)?;
+        match self.route(hop)? {
+            Route::Leader(leader) => {
+                let batch = |ch, r| async move { self.kv_client(ch).batch(r).await };
+                self.forward(leader, req, batch).await
+            }
+            Route::Here => {
+                let (index, _) = self.propose(Command::Batch(ops)).await?;
+                Ok(BatchResponse {
+                    header: Some(self.header(index)),
+                })
+            }
+        }
+    }
+
+    pub async fn compare_and_swap(
+        &self,
+        req: CompareAndSwapRequest,
+        hop: Hop,
+    ) -> Result<CompareAndSwapResponse, ApiError> {
+        validate::check_cas(&self.limits, &req)?;
+        match self.route(hop)? {
+            Route::Leader(leader) => {
+                let cas = |ch, r| async move { self.kv_client(ch).compare_and_swap(r).await };
+                self.forward(leader, req, cas).await
+            }
+            Route::Here => {
+                let command = Command::Cas {
+                    key: req.key.to_vec(),
+                    expected: req.expected.map(|b| b.to_vec()),
+                    value: req.value.map(|b| b.to_vec()),
+                };
+                let (index, result) = self.propose(command).await?;
+                let ApplyResult::Cas { succeeded, current } = result else {
+                    return Err(ApiError::new(
+                        ErrorCode::Internal,
+                        "compare-and-swap applied as another command",
+                    ));
+                };
+                Ok(CompareAndSwapResponse {
+                    header: Some(self.header(index)),
+                    succeeded,
+                    current: current.map(Bytes::from),
+                })
+            }
+        }
+    }
+
+    /// Waits until local state reflects every write committed before the
+    /// call, unless the read asked for stale data. Returns the applied index.
+    async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
+        let consistency = validate::consistency(consistency)?;
+        let st = self.peer.status();
+        if let Some(f) = st.failure {
+            return Err(ApiError::storage(&f));
+        }
+        match consistency {
+            Consistency::Stale => Ok(st.applied_index),
+            Consistency::Linearizable => {
+                match tokio::time::timeout(self.timing.request_timeout(), self.peer.read_index())
+                    .await
+                {
+                    Ok(r) => r.map_err(|e| self.propose_error(e, false)),
+                    Err(_) => Err(ApiError::from_propose(ProposeError::Timeout, false)),
+                }
+            }
+        }
+    }
+
+    pub async fn get(&self, req: GetRequest) -> Result<GetResponse, ApiError> {
+        self.limits.check_key(&req.key)?;
+        let index = self.read_barrier(req.consistency).await?;
+        let value = self
+            .peer
+            .state_machine()
+            .get(&req.key)
+            .map_err(engine_error)?;
+        Ok(GetResponse {
+            header: Some(self.header(index)),
+            found: value.is_some(),
+            value: value.map(Bytes::from).unwrap_or_default(),
+        })
+    }
+
+    pub async fn scan(&self, req: ScanRequest) -> Result<ScanResponse, ApiError> {
+        let ScanBounds { start, end, limit } = validate::scan_bounds(&self.limits, &req)?;
+        let index = self.read_barrier(req.consistency).await?;
+        let mut pairs = self
+            .peer
+            .state_machine()
+            .scan(&start, end.as_deref(), limit + 1)
+            .map_err(engine_error)?;
+        let next_page_token = if pairs.len() > limit {
+            pairs.truncate(limit);
+            // The smallest key after the last one returned.
+            let mut next = pairs.last().map(|(k, _)| k.clone()).unwrap_or_default();
+            next.push(0);
+            Bytes::from(next)
+        } else {
+            Bytes::new()
+        };
+        let kvs = pairs
+            .into_iter()
+            .map(|(k, v)| KeyValue {
+                key: Bytes::from(k),
+                value: if req.keys_only {
+                    Bytes::new()
+                } else {
+                    Bytes::from(v)
+                },
+            })
+            .collect();
+        Ok(ScanResponse {
+            header: Some(self.header(index)),
+            kvs,
+            next_page_token,
+        })
+    }
+}
+
+fn engine_error(e: EngineError) -> ApiError {
+    match e {
+        EngineError::NoSpace { .. } => ApiError::new(ErrorCode::StorageFull, e.to_string()),
+        other => ApiError::new(ErrorCode::StorageFailed, other.to_string()),
+    }
+}

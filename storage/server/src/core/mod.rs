@@ -1,0 +1,133 @@
+//! The service core: every KV operation, validated and routed once, behind
+//! both the REST and the gRPC front ends so their behaviour cannot drift.
+//!
+//! Writes are proposed on the leader. A follower forwards a write once to the
+//! leader over the pooled channel (`forward`); a forwarded request is never
+//! forwarded again. Reads are linearizable (ReadIndex) unless they ask for
+//! stale. Beside the KV operations (`kv`) live this node's own status
+//! (`status`) and leadership transfer (`transfer`); membership changes are
+//! in `crate::membership`.
+
+mod forward;
+mod kv;
+mod status;
+mod transfer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata_proto::v1::ResponseHeader;
+use strata_raft::{ApplyResult, Command, PeerHandle, ProposeError};
+use tonic::transport::Channel;
+
+use crate::config::{Limits, Timing};
+use crate::error::ApiError;
+use crate::peers::PeerChannels;
+
+pub use forward::FORWARDED_HEADER;
+
+/// Whether a request may still be forwarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// From a client: a follower may forward it to the leader.
+    Client,
+    /// Already forwarded once: serve it here or fail.
+    Forwarded,
+}
+
+pub struct Core {
+    id: u64,
+    peer: PeerHandle,
+    peers: Arc<PeerChannels>,
+    limits: Limits,
+    timing: Timing,
+}
+
+/// Where a write goes.
+pub(crate) enum Route {
+    Here,
+    Leader(Channel),
+}
+
+impl Core {
+    pub fn new(peer: PeerHandle, peers: Arc<PeerChannels>, limits: Limits, timing: Timing) -> Self {
+        Core {
+            id: peers.self_id(),
+            peer,
+            peers,
+            limits,
+            timing,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn peer(&self) -> &PeerHandle {
+        &self.peer
+    }
+
+    pub fn peers(&self) -> &PeerChannels {
+        &self.peers
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        self.timing.request_timeout()
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn header(&self, index: u64) -> ResponseHeader {
+        let st = self.peer.status();
+        ResponseHeader {
+            node_id: self.id,
+            term: st.term,
+            index,
+            leader_id: st.leader_id,
+        }
+    }
+
+    pub(crate) fn route(&self, hop: Hop) -> Result<Route, ApiError> {
+        let st = self.peer.status();
+        if let Some(f) = st.failure {
+            return Err(ApiError::storage(&f));
+        }
+        if st.leader_id == self.id {
+            return Ok(Route::Here);
+        }
+        if st.leader_id == 0 {
+            return Err(ApiError::unavailable("no leader is known; retry shortly"));
+        }
+        let address = self.peers.address(st.leader_id);
+        if hop == Hop::Forwarded {
+            return Err(ApiError::unavailable("this node is no longer the leader")
+                .with_leader(st.leader_id, address));
+        }
+        let channel = self.peers.channel(st.leader_id).ok_or_else(|| {
+            ApiError::unavailable(format!("leader {} is not a known member", st.leader_id))
+        })?;
+        Ok(Route::Leader(channel))
+    }
+
+    async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ApiError> {
+        match tokio::time::timeout(self.timing.request_timeout(), self.peer.propose(command)).await
+        {
+            Ok(r) => r.map_err(|e| self.propose_error(e, true)),
+            Err(_) => Err(ApiError::from_propose(ProposeError::Timeout, true)),
+        }
+    }
+
+    fn propose_error(&self, e: ProposeError, write: bool) -> ApiError {
+        let err = ApiError::from_propose(e, write);
+        match err.leader_id {
+            Some(id) => {
+                let addr = self.peers.address(id);
+                err.with_leader(id, addr)
+            }
+            None => err,
+        }
+    }
+}

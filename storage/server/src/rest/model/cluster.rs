@@ -1,0 +1,276 @@
+//! Answers of the `/v1/cluster` routes and the data of the event stream.
+
+use serde::{Deserialize, Serialize};
+use strata_proto::v1 as pb;
+use strata_raft::{RaftEvent as PeerEvent, RaftEventKind};
+use utoipa::ToSchema;
+
+/// Raft role of a node; `unknown` when the node could not be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Leader,
+    Follower,
+    Candidate,
+    Learner,
+    Unknown,
+}
+
+impl Role {
+    /// The role a `strata.v1.Role` number names; `unknown` for any other.
+    pub fn from_proto(role: i32) -> Self {
+        match pb::Role::try_from(role).unwrap_or(pb::Role::Unknown) {
+            pb::Role::Leader => Role::Leader,
+            pb::Role::Follower => Role::Follower,
+            pb::Role::Candidate => Role::Candidate,
+            pb::Role::Learner => Role::Learner,
+            pb::Role::Unknown => Role::Unknown,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Leader => "leader",
+            Role::Follower => "follower",
+            Role::Candidate => "candidate",
+            Role::Learner => "learner",
+            Role::Unknown => "unknown",
+        }
+    }
+}
+
+impl From<strata_raft::Role> for Role {
+    fn from(role: strata_raft::Role) -> Self {
+        match role {
+            strata_raft::Role::Leader => Role::Leader,
+            strata_raft::Role::Follower => Role::Follower,
+            strata_raft::Role::Candidate => Role::Candidate,
+            strata_raft::Role::Learner => Role::Learner,
+        }
+    }
+}
+
+/// One node's view of the raft group.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStatus {
+    /// Node id.
+    pub id: u64,
+    /// host:port of the node's API.
+    pub address: String,
+    pub role: Role,
+    /// The node's current raft term.
+    pub term: u64,
+    /// Highest raft log index known committed.
+    pub commit_index: u64,
+    /// Highest raft log index applied to the engine.
+    pub applied_index: u64,
+    /// False when the node cannot be reached or its storage has failed.
+    pub healthy: bool,
+    /// The leader this node knows of; 0 when none.
+    pub leader_id: u64,
+    /// Why the node is unhealthy, when it is.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+impl From<&pb::NodeStatus> for NodeStatus {
+    fn from(n: &pb::NodeStatus) -> Self {
+        NodeStatus {
+            id: n.id,
+            address: n.address.clone(),
+            role: Role::from_proto(n.role),
+            term: n.term,
+            commit_index: n.commit_index,
+            applied_index: n.applied_index,
+            healthy: n.healthy,
+            leader_id: n.leader_id,
+            error: n.error.clone(),
+        }
+    }
+}
+
+/// Result of GET /v1/cluster/status; also the data of the `status` SSE
+/// event.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterStatus {
+    /// The leader as seen by the answering node; 0 when none is known.
+    pub leader_id: u64,
+    /// The answering node's current term.
+    pub term: u64,
+    /// Every member, as reported by itself; an unreachable peer appears with
+    /// `healthy: false`, `role: unknown` and an `error`.
+    pub nodes: Vec<NodeStatus>,
+}
+
+impl From<&pb::StatusResponse> for ClusterStatus {
+    fn from(s: &pb::StatusResponse) -> Self {
+        ClusterStatus {
+            leader_id: s.leader_id,
+            term: s.term,
+            nodes: s.nodes.iter().map(NodeStatus::from).collect(),
+        }
+    }
+}
+
+/// One member of the raft configuration.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    /// Node id.
+    pub id: u64,
+    /// host:port of the node's API.
+    pub address: String,
+    /// True for voters, false for learners.
+    pub voter: bool,
+}
+
+/// Result of GET /v1/cluster/members and of every membership change.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Members {
+    pub members: Vec<Member>,
+}
+
+impl From<&[pb::Member]> for Members {
+    fn from(members: &[pb::Member]) -> Self {
+        let members = members
+            .iter()
+            .map(|m| Member {
+                id: m.id,
+                address: m.address.clone(),
+                voter: m.voter,
+            })
+            .collect();
+        Members { members }
+    }
+}
+
+/// Body of POST /v1/cluster/members.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddMemberRequest {
+    #[schema(minimum = 1)]
+    pub id: u64,
+    /// host:port the node serves on (API and raft).
+    pub address: String,
+}
+
+/// Body of POST /v1/cluster/leader.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferLeaderRequest {
+    /// Id of the voter that should lead.
+    pub target_id: u64,
+}
+
+/// Result of POST /v1/cluster/leader: the target leads now.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferLeaderResult {
+    pub leader_id: u64,
+    pub term: u64,
+}
+
+/// What a `raft` event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    LeaderChanged,
+    RoleChanged,
+    ElectionStarted,
+    MembershipChanged,
+    SnapshotSent,
+    SnapshotInstalled,
+    StorageFailed,
+}
+
+impl From<RaftEventKind> for EventKind {
+    fn from(kind: RaftEventKind) -> Self {
+        match kind {
+            RaftEventKind::LeaderChanged => EventKind::LeaderChanged,
+            RaftEventKind::RoleChanged => EventKind::RoleChanged,
+            RaftEventKind::ElectionStarted => EventKind::ElectionStarted,
+            RaftEventKind::MembershipChanged => EventKind::MembershipChanged,
+            RaftEventKind::SnapshotSent => EventKind::SnapshotSent,
+            RaftEventKind::SnapshotInstalled => EventKind::SnapshotInstalled,
+            RaftEventKind::StorageFailed => EventKind::StorageFailed,
+        }
+    }
+}
+
+/// Data of the `raft` SSE event.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RaftEvent {
+    #[schema(inline)]
+    pub kind: EventKind,
+    /// The node reporting the event.
+    pub node_id: u64,
+    /// Term after the change.
+    pub term: u64,
+    /// Leader known to the reporting node after the change; 0 when none.
+    pub leader_id: u64,
+    pub role: Role,
+    /// When the reporting node observed the change, Unix time in
+    /// milliseconds.
+    pub at_ms: u64,
+    /// For `leader_changed` to a new leader: how long the reporting node saw
+    /// no leader; 0 otherwise.
+    pub duration_ms: u64,
+    /// What happened, in words (e.g. the configuration after a membership
+    /// change); may be empty.
+    pub detail: String,
+}
+
+impl From<&PeerEvent> for RaftEvent {
+    fn from(e: &PeerEvent) -> Self {
+        RaftEvent {
+            kind: e.kind.into(),
+            node_id: e.node_id,
+            term: e.term,
+            leader_id: e.leader_id,
+            role: e.role.into(),
+            at_ms: e.at_ms,
+            duration_ms: e.duration_ms,
+            detail: e.detail.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_kinds_and_roles_keep_the_peers_names() {
+        // Proves: the REST names of raft's event kinds and roles are the
+        // ones the raft crate gives them, so the wire did not change when
+        // the event JSON became a type.
+        let kinds = [
+            RaftEventKind::LeaderChanged,
+            RaftEventKind::RoleChanged,
+            RaftEventKind::ElectionStarted,
+            RaftEventKind::MembershipChanged,
+            RaftEventKind::SnapshotSent,
+            RaftEventKind::SnapshotInstalled,
+            RaftEventKind::StorageFailed,
+        ];
+        for kind in kinds {
+            let json = serde_json::to_value(EventKind::from(kind)).unwrap();
+            assert_eq!(json, kind.as_str());
+        }
+        let roles = [
+            strata_raft::Role::Leader,
+            strata_raft::Role::Follower,
+            strata_raft::Role::Candidate,
+            strata_raft::Role::Learner,
+        ];
+        for role in roles {
+            let json = serde_json::to_value(Role::from(role)).unwrap();
+            assert_eq!(json, role.as_str());
+            assert_eq!(Role::from(role).as_str(), role.as_str());
+        }
+    }
+}

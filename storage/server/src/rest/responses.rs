@@ -1,0 +1,176 @@
+//! The error answers the OpenAPI document names by reference, and the sets
+//! of them each kind of route can give. Every one carries an
+//! [`ErrorBody`]; their descriptions say which codes they stand for.
+
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{IntoResponses, PartialSchema, ToResponse, ToSchema};
+
+use crate::error::ErrorBody;
+
+/// INVALID_ARGUMENT: empty key, bad query, malformed JSON, bad base64 or
+/// conflicting parameters.
+#[derive(ToResponse)]
+pub struct BadRequest(pub ErrorBody);
+
+/// NOT_FOUND.
+#[derive(ToResponse)]
+pub struct NotFound(pub ErrorBody);
+
+/// PAYLOAD_TOO_LARGE: key over 4 KiB, value over 1 MiB, or body too large
+/// (limits configurable).
+#[derive(ToResponse)]
+pub struct PayloadTooLarge(pub ErrorBody);
+
+/// UNSUPPORTED_MEDIA_TYPE: this JSON endpoint was called with a non-JSON
+/// Content-Type.
+#[derive(ToResponse)]
+pub struct UnsupportedMediaType(pub ErrorBody);
+
+/// STORAGE_FAILED (the engine is poisoned after an I/O failure and refuses
+/// writes until restart) or INTERNAL.
+#[derive(ToResponse)]
+pub struct Internal(pub ErrorBody);
+
+/// UNAVAILABLE: no leader, or not attempted. Always means "not applied,
+/// safe to retry".
+#[derive(ToResponse)]
+#[response(headers(
+    ("retry-after-ms" = inline(Decimal), description = "Suggested delay before retrying, in milliseconds."),
+    ("x-strata-retryable" = inline(True), description = "`true`: the request was not applied and is safe to retry (Envoy retries on it).")
+))]
+pub struct Unavailable(pub ErrorBody);
+
+/// OUTCOME_UNKNOWN: proposed but not confirmed in time; the write may or may
+/// not have been applied. Do not blindly retry non-idempotent operations.
+#[derive(ToResponse)]
+pub struct OutcomeUnknown(pub ErrorBody);
+
+/// Disk full (STORAGE_FULL). On a write the node failed while applying a
+/// committed entry, so the write may be committed on the other replicas:
+/// treat it as outcome unknown.
+#[derive(ToResponse)]
+pub struct StorageFull(pub ErrorBody);
+
+/// Every error response, for the document's components.
+pub fn all() -> Vec<(String, RefOr<utoipa::openapi::Response>)> {
+    [
+        BadRequest::response(),
+        NotFound::response(),
+        PayloadTooLarge::response(),
+        UnsupportedMediaType::response(),
+        Internal::response(),
+        Unavailable::response(),
+        OutcomeUnknown::response(),
+        StorageFull::response(),
+    ]
+    .into_iter()
+    .map(|(name, response)| (name.to_string(), response))
+    .collect()
+}
+
+/// What a write to a key can fail with.
+#[derive(IntoResponses)]
+pub enum WriteErrors {
+    #[response(status = 400)]
+    BadRequest(#[ref_response] BadRequest),
+    #[response(status = 413)]
+    PayloadTooLarge(#[ref_response] PayloadTooLarge),
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+    #[response(status = 503)]
+    Unavailable(#[ref_response] Unavailable),
+    #[response(status = 504)]
+    OutcomeUnknown(#[ref_response] OutcomeUnknown),
+    #[response(status = 507)]
+    StorageFull(#[ref_response] StorageFull),
+}
+
+/// What a read can fail with.
+#[derive(IntoResponses)]
+pub enum ReadErrors {
+    #[response(status = 400)]
+    BadRequest(#[ref_response] BadRequest),
+    #[response(status = 413)]
+    PayloadTooLarge(#[ref_response] PayloadTooLarge),
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+    #[response(status = 503)]
+    Unavailable(#[ref_response] Unavailable),
+    #[response(status = 504)]
+    OutcomeUnknown(#[ref_response] OutcomeUnknown),
+}
+
+/// What a membership change can fail with.
+#[derive(IntoResponses)]
+pub enum ChangeErrors {
+    #[response(status = 400)]
+    BadRequest(#[ref_response] BadRequest),
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+    #[response(status = 503)]
+    Unavailable(#[ref_response] Unavailable),
+    #[response(status = 504)]
+    OutcomeUnknown(#[ref_response] OutcomeUnknown),
+}
+
+/// What a JSON-only endpoint adds: a body of the wrong type or size.
+#[derive(IntoResponses)]
+pub enum JsonBodyErrors {
+    #[response(status = 413)]
+    PayloadTooLarge(#[ref_response] PayloadTooLarge),
+    #[response(status = 415)]
+    UnsupportedMediaType(#[ref_response] UnsupportedMediaType),
+}
+
+/// What a route that only reports this node's or the cluster's state can
+/// fail with.
+#[derive(IntoResponses)]
+pub enum StatusErrors {
+    #[response(status = 500)]
+    Internal(#[ref_response] Internal),
+    #[response(status = 503)]
+    Unavailable(#[ref_response] Unavailable),
+}
+
+/// A header holding a decimal number (a node id, a delay).
+pub struct Decimal;
+
+impl PartialSchema for Decimal {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9]+$"))
+            .into()
+    }
+}
+
+impl ToSchema for Decimal {}
+
+/// A header that is present only with the value `true`.
+pub struct True;
+
+impl PartialSchema for True {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["true"]))
+            .into()
+    }
+}
+
+impl ToSchema for True {}
+
+/// A header that is present only with the value `stale`.
+pub struct Stale;
+
+impl PartialSchema for Stale {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["stale"]))
+            .into()
+    }
+}
+
+impl ToSchema for Stale {}

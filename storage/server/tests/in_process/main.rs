@@ -1,0 +1,8 @@
+//! One real node in this process, in a temporary directory (real engine,
+//! real raft, one voter): its whole API called as a router (`router`) and
+//! served on a port (`node`). What needs several nodes or the gateway stays
+//! in `storage/harness/tests`.
+
+mod node;
+mod router;
+mod support;
