@@ -62,10 +62,10 @@ pub(crate) fn internal_key(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Vec<
     buf
 }
 
-/// The smallest internal key for `user_key` that is visible at `snapshot`:
-/// seeking to it lands on the newest version with `seq <= snapshot`.
-pub(crate) fn lookup_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
-    internal_key(user_key, snapshot, ValueKind::Put)
+/// The smallest internal key for `user_key` that is visible at `read point`:
+/// seeking to it lands on the newest version with `seq <= read point`.
+pub(crate) fn lookup_key(user_key: &[u8], read_seq: SeqNo) -> Vec<u8> {
+    internal_key(user_key, read_seq, ValueKind::Put)
 }
 
 /// The trailer of an internal key; 0 for a key too short to have one.

@@ -4,7 +4,7 @@
 //! memtable (an arena skiplist); full memtables are frozen and flushed to
 //! SSTables in L0 by a background thread, which also runs leveled
 //! compaction (L0 by file count, L1 and deeper by size, ratio 10), rate
-//! limited, keeping what live [`Snapshot`]s need. Writers meet
+//! limited, keeping what live [`ReadPoint`]s need. Writers meet
 //! back-pressure (slow down, then stall) instead of unbounded growth. The
 //! manifest records the level layout. Reads merge memtables and tables,
 //! newest first, through a shared block cache. [`Engine::subscribe`]
@@ -42,7 +42,7 @@ mod version;
 use strata_fs as fs;
 
 pub use batch::WriteBatch;
-pub use engine::{Engine, KvPair, Snapshot};
+pub use engine::{Engine, KvPair, ReadPoint};
 pub use error::EngineError;
 pub use events::EngineEvent;
 pub use key::SeqNo;

@@ -32,10 +32,10 @@ impl Memtable {
         self.list.memory_usage_bytes()
     }
 
-    /// The newest version of `user_key` with `seq <= snapshot`.
-    pub(crate) fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<Lookup> {
+    /// The newest version of `user_key` with `seq <= read point`.
+    pub(crate) fn get(&self, user_key: &[u8], read_seq: SeqNo) -> Option<Lookup> {
         let mut it = self.list.iter();
-        it.seek(&lookup_key(user_key, snapshot));
+        it.seek(&lookup_key(user_key, read_seq));
         if !it.valid() {
             return None;
         }
@@ -128,9 +128,9 @@ impl MemtableWriter {
 mod tests {
     use super::*;
 
-    // Proves that lookups respect the snapshot and that tombstones shadow values.
+    // Proves that lookups respect the read point and that tombstones shadow values.
     #[test]
-    fn get_returns_newest_version_visible_at_snapshot() {
+    fn get_returns_newest_version_visible_at_read_point() {
         let mut w = MemtableWriter::new(1, 4096);
         w.add(1, ValueKind::Put, b"k", b"v1");
         w.add(2, ValueKind::Tombstone, b"k", b"");
@@ -147,7 +147,7 @@ mod tests {
 
     // Proves that a batch inserted in key order keeps each operation's own
     // sequence number: the later of two writes to one key wins, whatever
-    // the sort did, and every version stays reachable by snapshot.
+    // the sort did, and every version stays reachable by read point.
     #[test]
     fn batch_versions_keep_their_sequence_numbers() {
         let mut w = MemtableWriter::new(1, 4096);

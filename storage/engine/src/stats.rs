@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::key::SeqNo;
 
-/// A snapshot of the engine's shape and work since open.
+/// A picture of the engine's shape and work since open.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineStats {
     /// One entry per level, L0 first.

@@ -36,7 +36,7 @@ pub(crate) struct TableFile {
     pub(crate) table: Arc<Table>,
 }
 
-/// An immutable snapshot of the level layout. L0 is ordered newest first
+/// An immutable picture of the level layout. L0 is ordered newest first
 /// (highest file number first); deeper levels by smallest key.
 #[derive(Clone, Debug)]
 pub(crate) struct Version {

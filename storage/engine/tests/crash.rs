@@ -225,7 +225,7 @@ fn disabled_wal_keeps_flushed_data_only() {
 
 // Proves that a crash that keeps an arbitrary part of every file's unsynced
 // tail (manifest edits and compaction outputs included) while leveled
-// compactions run, with a snapshot held, loses no acknowledged write in
+// compactions run, with a read point held, loses no acknowledged write in
 // Sync mode and recovers the manifest to its last complete edit.
 #[test]
 fn crash_with_torn_manifest_and_compaction_outputs_keeps_synced_writes() {
@@ -234,20 +234,20 @@ fn crash_with_torn_manifest_and_compaction_outputs_keeps_synced_writes() {
         let engine = open(&fs, tiny_options(WalMode::Sync));
         let mut model = std::collections::BTreeMap::new();
         let writes = 900 + 250 * round as u32;
-        let mut snapshot = None;
+        let mut read_point = None;
         for i in 0..writes {
             let k = key(i.wrapping_mul(7919) % 600);
             engine.put(&k, &value(i, round as u32)).expect("put");
             model.insert(k, value(i, round as u32));
             if i == writes / 2 {
-                snapshot = Some(engine.snapshot());
+                read_point = Some(engine.read_point());
             }
         }
         let after = fs.crash_keeping(|path, unsynced| {
             let _ = path;
             (unsynced as f64 * keep_fraction) as usize
         });
-        drop(snapshot);
+        drop(read_point);
         drop(engine);
         let engine = open(&after, tiny_options(WalMode::Sync));
         assert_eq!(

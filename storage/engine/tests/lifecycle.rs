@@ -1,4 +1,4 @@
-//! Snapshots, leveled compaction, events and stats,
+//! Read points, leveled compaction, events and stats,
 //! through the public API on the in-memory file system.
 
 mod common;
@@ -8,11 +8,11 @@ use std::ops::Bound::Unbounded;
 use common::{dump, key, open, tiny_options, value};
 use strata_engine::{EngineEvent, FaultFs, WalMode};
 
-// Proves that a snapshot keeps seeing overwritten and deleted keys after
+// Proves that a read point keeps seeing overwritten and deleted keys after
 // the newer versions are flushed and compacted, and that dropping it lets
 // compaction reclaim them.
 #[test]
-fn snapshot_sees_old_versions_through_flush_and_compaction() {
+fn read_point_sees_old_versions_through_flush_and_compaction() {
     let fs = FaultFs::new();
     // Everything stays in L0 and L1, so a manual compaction rewrites it all.
     let opts = strata_engine::Options {
@@ -23,7 +23,7 @@ fn snapshot_sees_old_versions_through_flush_and_compaction() {
     for i in 0..200 {
         engine.put(&key(i), &value(i, 0)).expect("put");
     }
-    let snap = engine.snapshot();
+    let snap = engine.read_point();
     for i in 0..200 {
         if i % 2 == 0 {
             engine.delete(&key(i)).expect("delete");
@@ -48,7 +48,7 @@ fn snapshot_sees_old_versions_through_flush_and_compaction() {
         200
     );
     assert_eq!(dump(&engine).len(), 100);
-    let with_snapshot: u64 = engine.stats().levels.iter().map(|l| l.size_bytes).sum();
+    let with_read_point: u64 = engine.stats().levels.iter().map(|l| l.size_bytes).sum();
     drop(snap);
     // A new L0 table spanning the whole key range pulls every L1 table
     // into the next compaction.
@@ -57,8 +57,8 @@ fn snapshot_sees_old_versions_through_flush_and_compaction() {
     engine.compact().expect("compact");
     let without: u64 = engine.stats().levels.iter().map(|l| l.size_bytes).sum();
     assert!(
-        without < with_snapshot,
-        "old versions are reclaimed once no snapshot needs them: {without} >= {with_snapshot}"
+        without < with_read_point,
+        "old versions are reclaimed once no read point needs them: {without} >= {with_read_point}"
     );
 }
 

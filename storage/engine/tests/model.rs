@@ -8,7 +8,7 @@ use std::ops::Bound;
 
 use common::{open, tiny_options};
 use proptest::prelude::*;
-use strata_engine::{Engine, FaultFs, Snapshot, WalMode, WriteBatch};
+use strata_engine::{Engine, FaultFs, ReadPoint, WalMode, WriteBatch};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -21,12 +21,12 @@ enum Op {
     Compact,
     Reopen,
     Crash,
-    /// Takes a snapshot and remembers the model as of then.
-    TakeSnapshot,
-    /// Reads at the `i % n`-th live snapshot.
-    SnapshotGet(usize, Vec<u8>),
-    SnapshotScan(usize, Bound<Vec<u8>>, Bound<Vec<u8>>, usize),
-    DropSnapshot(usize),
+    /// Takes a read point and remembers the model as of then.
+    TakeReadPoint,
+    /// Reads at the `i % n`-th live read point.
+    ReadPointGet(usize, Vec<u8>),
+    ReadPointScan(usize, Bound<Vec<u8>>, Bound<Vec<u8>>, usize),
+    DropReadPoint(usize),
 }
 
 /// Few distinct keys, so that overwrites and deletes hit existing keys; the
@@ -65,11 +65,11 @@ fn op() -> impl Strategy<Value = Op> {
         2 => Just(Op::Compact),
         2 => Just(Op::Reopen),
         2 => Just(Op::Crash),
-        3 => Just(Op::TakeSnapshot),
-        6 => (any::<usize>(), key()).prop_map(|(i, k)| Op::SnapshotGet(i, k)),
+        3 => Just(Op::TakeReadPoint),
+        6 => (any::<usize>(), key()).prop_map(|(i, k)| Op::ReadPointGet(i, k)),
         4 => (any::<usize>(), bound(), bound(), 0usize..30)
-            .prop_map(|(i, s, e, l)| Op::SnapshotScan(i, s, e, l)),
-        2 => any::<usize>().prop_map(Op::DropSnapshot),
+            .prop_map(|(i, s, e, l)| Op::ReadPointScan(i, s, e, l)),
+        2 => any::<usize>().prop_map(Op::DropReadPoint),
     ]
 }
 
@@ -116,8 +116,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut engine: Option<Engine> = Some(open(&fs, opts.clone()));
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut last_seq = 0;
-    // Live snapshots with the model as of when each was taken.
-    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    // Live read points with the model as of when each was taken.
+    let mut read_points: Vec<(ReadPoint, Model)> = Vec::new();
     for op in ops {
         let e = engine.as_ref().expect("engine is open");
         match op {
@@ -154,35 +154,35 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Flush => e.flush().expect("flush"),
             Op::Compact => e.compact().expect("compact"),
-            Op::TakeSnapshot => {
-                let snap = e.snapshot();
+            Op::TakeReadPoint => {
+                let snap = e.read_point();
                 prop_assert_eq!(snap.seq(), last_seq);
-                snapshots.push((snap, model.clone()));
+                read_points.push((snap, model.clone()));
             }
-            Op::SnapshotGet(i, k) if !snapshots.is_empty() => {
-                let (snap, old) = &snapshots[i % snapshots.len()];
-                prop_assert_eq!(snap.get(&k).expect("snapshot get"), old.get(&k).cloned());
+            Op::ReadPointGet(i, k) if !read_points.is_empty() => {
+                let (snap, old) = &read_points[i % read_points.len()];
+                prop_assert_eq!(snap.get(&k).expect("read point get"), old.get(&k).cloned());
             }
-            Op::SnapshotScan(i, s, end, limit) if !snapshots.is_empty() => {
-                let (snap, old) = &snapshots[i % snapshots.len()];
+            Op::ReadPointScan(i, s, end, limit) if !read_points.is_empty() => {
+                let (snap, old) = &read_points[i % read_points.len()];
                 let got = snap
                     .scan(as_ref(&s), as_ref(&end), limit)
-                    .expect("snapshot scan");
+                    .expect("read point scan");
                 prop_assert_eq!(got, model_scan(old, &s, &end, limit));
             }
-            Op::DropSnapshot(i) if !snapshots.is_empty() => {
-                let n = snapshots.len();
-                snapshots.remove(i % n);
+            Op::DropReadPoint(i) if !read_points.is_empty() => {
+                let n = read_points.len();
+                read_points.remove(i % n);
             }
-            Op::SnapshotGet(..) | Op::SnapshotScan(..) | Op::DropSnapshot(_) => {}
+            Op::ReadPointGet(..) | Op::ReadPointScan(..) | Op::DropReadPoint(_) => {}
             Op::Reopen => {
-                // Snapshots do not outlive the engine's process.
-                snapshots.clear();
+                // Read points do not outlive the engine's process.
+                read_points.clear();
                 engine.take().expect("open").close().expect("close");
                 engine = Some(open(&fs, opts.clone()));
             }
             Op::Crash => {
-                snapshots.clear();
+                read_points.clear();
                 // Sync mode: every acknowledged write must survive.
                 fs = fs.crash();
                 drop(engine.take());
@@ -201,7 +201,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    // Proves that every read, at the latest state and at any live snapshot,
+    // Proves that every read, at the latest state and at any live read point,
     // matches the model after any sequence of writes, flushes, compactions,
     // clean reopens and crashes.
     #[test]

@@ -13,14 +13,14 @@ use crate::version::FileMeta;
 
 /// Writes the merged `input` into tables of about `target_file_size_bytes`.
 ///
-/// `snapshots` (ascending) are the live snapshot sequence numbers. They cut
+/// `read points` (ascending) are the live read point sequence numbers. They cut
 /// each key's versions into stripes: a stripe holds the versions that the
-/// same snapshots see (seq in `(s[i-1], s[i]]`, and the newest stripe above
-/// every snapshot). Only the newest version of each stripe is kept: no read,
-/// at a snapshot or at the latest sequence number, can see the others. A
+/// same read points see (seq in `(s[i-1], s[i]]`, and the newest stripe above
+/// every read point). Only the newest version of each stripe is kept: no read,
+/// at a read point or at the latest sequence number, can see the others. A
 /// tombstone that is the newest version of the oldest stripe is dropped too
 /// when the output is the bottommost data for its range: nothing older
-/// remains that it would need to hide. A read in flight without a snapshot
+/// remains that it would need to hide. A read in flight without a read point
 /// keeps the input tables it started with.
 ///
 /// `new_file` returns the number and handle of a fresh table file; `pace`
@@ -29,12 +29,12 @@ use crate::version::FileMeta;
 pub(crate) fn write_compaction_outputs(
     input: &mut dyn InternalIterator,
     bottommost: bool,
-    snapshots: &[SeqNo],
+    read_points: &[SeqNo],
     opts: &Options,
     mut new_file: impl FnMut() -> Result<(u64, Arc<dyn WritableFile>)>,
     mut pace: impl FnMut(u64),
 ) -> Result<Vec<FileMeta>> {
-    debug_assert!(snapshots.is_sorted());
+    debug_assert!(read_points.is_sorted());
     let mut last_stripe = 0usize;
     let mut written_before = 0u64;
     let mut outputs = Vec::new();
@@ -45,12 +45,12 @@ pub(crate) fn write_compaction_outputs(
     while input.valid() {
         let parsed = parse_internal_key(input.key())
             .ok_or_else(|| EngineError::corruption("malformed key in compaction input"))?;
-        let stripe = snapshots.partition_point(|&s| s < parsed.seq);
+        let stripe = read_points.partition_point(|&s| s < parsed.seq);
         let same_key = last_user_key.as_deref() == Some(parsed.user_key);
         let shadowed = same_key && stripe == last_stripe;
         if !same_key {
             // A table is cut only between user keys: the versions of one
-            // key that snapshots keep must share a table, or two tables of
+            // key that read points keep must share a table, or two tables of
             // one level would overlap.
             if let Some((number, builder)) =
                 current.take_if(|(_, b)| b.estimated_size_bytes() >= opts.target_file_size_bytes)

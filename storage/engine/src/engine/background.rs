@@ -220,9 +220,9 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
     if task.is_trivial_move() {
         return trivial_move(inner, task, bytes_in, started);
     }
-    // Read once at the start: see `snapshot.rs` for why a snapshot taken
+    // Read once at the start: see `read_point.rs` for why a read point taken
     // later cannot need a version this compaction drops.
-    let snapshots = inner.snapshots.sequence_numbers();
+    let read_points = inner.read_points.sequence_numbers();
     let mut limiter = RateLimiter::new(inner.opts.compaction_rate_limit_bytes_per_sec, started);
     let mut charged = 0u64;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -240,7 +240,7 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
     let outputs = write_compaction_outputs(
         &mut merged,
         task.bottommost,
-        &snapshots,
+        &read_points,
         &inner.opts,
         || {
             let number = inner.next_file_number.fetch_add(1, Ordering::AcqRel);
@@ -362,7 +362,7 @@ fn trivial_move(
     Ok(())
 }
 
-/// Size above which the manifest is rewritten as a single snapshot edit.
+/// Size above which the manifest is rewritten as a single read point edit.
 const MANIFEST_ROTATE_BYTES: u64 = 4 << 20;
 
 /// Starts a new manifest holding the state after `edit` (already appended

@@ -9,10 +9,10 @@ mod backpressure;
 mod checkpoint;
 mod open;
 mod read;
-mod snapshot;
+mod read_point;
 mod write;
 
-pub use snapshot::Snapshot;
+pub use read_point::ReadPoint;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -130,7 +130,7 @@ pub(crate) struct Inner {
     pub(crate) bg_done: Condvar,
     pub(crate) flush_count: AtomicU64,
     pub(crate) compaction_count: AtomicU64,
-    pub(crate) snapshots: snapshot::SnapshotList,
+    pub(crate) read_points: read_point::ReadPointList,
     pub(crate) events: EventBus,
     pub(crate) counters: Counters,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
@@ -293,13 +293,13 @@ impl Engine {
 
     /// Up to `limit` pairs whose keys start with `prefix`, ascending.
     pub fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<KvPair>, EngineError> {
-        self.snapshot().scan_prefix(prefix, limit)
+        self.read_point().scan_prefix(prefix, limit)
     }
 
     /// A consistent read view at the newest visible write; it stays fixed
     /// while later writes, flushes and compactions go on.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(&self.inner)
+    pub fn read_point(&self) -> ReadPoint {
+        ReadPoint::new(&self.inner)
     }
 
     /// Subscribes to flush, compaction and stall events. The channel holds

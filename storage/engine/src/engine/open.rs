@@ -173,7 +173,7 @@ pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path, opts: Options) -> Res
         }),
         next_file_number,
         poisoned: AtomicBool::new(false),
-        snapshots: Default::default(),
+        read_points: Default::default(),
         events: Default::default(),
         counters: Default::default(),
         block_cache,

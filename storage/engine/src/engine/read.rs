@@ -17,34 +17,34 @@ impl Inner {
     /// number: data only moves from memtables to tables, and the view keeps
     /// its memtables alive, so everything up to the sequence number that
     /// belongs to this view is reachable from it.
-    fn read_point(&self) -> (Arc<ReadView>, SeqNo) {
+    fn latest_view(&self) -> (Arc<ReadView>, SeqNo) {
         let view = self.read_view();
-        let snapshot = self.visible_seq.load(Ordering::Acquire);
-        (view, snapshot)
+        let read_seq = self.visible_seq.load(Ordering::Acquire);
+        (view, read_seq)
     }
 
     pub(crate) fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let (view, snapshot) = self.read_point();
-        self.get_in(&view, key, snapshot)
+        let (view, read_seq) = self.latest_view();
+        self.get_in(&view, key, read_seq)
     }
 
-    /// A read at a registered snapshot: any view newer than the snapshot
-    /// still holds every version the snapshot sees (compaction keeps them).
-    pub(crate) fn get_at(&self, key: &[u8], snapshot: SeqNo) -> Result<Option<Vec<u8>>> {
-        self.get_in(&self.read_view(), key, snapshot)
+    /// A read at a registered read point: any view newer than the read point
+    /// still holds every version the read point sees (compaction keeps them).
+    pub(crate) fn get_at(&self, key: &[u8], read_seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.get_in(&self.read_view(), key, read_seq)
     }
 
-    fn get_in(&self, view: &ReadView, key: &[u8], snapshot: SeqNo) -> Result<Option<Vec<u8>>> {
+    fn get_in(&self, view: &ReadView, key: &[u8], read_seq: SeqNo) -> Result<Option<Vec<u8>>> {
         self.counters.gets.fetch_add(1, Ordering::Relaxed);
         let memtables = std::iter::once(&view.mem).chain(view.imms.iter().rev().map(|f| &f.mem));
         for mem in memtables {
-            match mem.get(key, snapshot) {
+            match mem.get(key, read_seq) {
                 Some(Lookup::Value(v)) => return Ok(Some(v)),
                 Some(Lookup::Deleted) => return Ok(None),
                 None => {}
             }
         }
-        let lookup = lookup_key(key, snapshot);
+        let lookup = lookup_key(key, read_seq);
         let levels = &view.version.levels;
         for file in &levels[0] {
             if file.meta.overlaps(key, key)
@@ -71,8 +71,8 @@ impl Inner {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>> {
-        let (view, snapshot) = self.read_point();
-        scan_in(&view, start, end, limit, snapshot)
+        let (view, read_seq) = self.latest_view();
+        scan_in(&view, start, end, limit, read_seq)
     }
 
     pub(crate) fn scan_at(
@@ -80,9 +80,9 @@ impl Inner {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
-        snapshot: SeqNo,
+        read_seq: SeqNo,
     ) -> Result<Vec<KvPair>> {
-        scan_in(&self.read_view(), start, end, limit, snapshot)
+        scan_in(&self.read_view(), start, end, limit, read_seq)
     }
 
     /// Looks `key` up in one table: `Some(Some(v))` found a value,
@@ -123,13 +123,13 @@ fn scan_in(
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
     limit: usize,
-    snapshot: SeqNo,
+    read_seq: SeqNo,
 ) -> Result<Vec<KvPair>> {
     let mut out = Vec::new();
     if limit == 0 {
         return Ok(out);
     }
-    let mut it = VisibleIter::new(MergeIterator::new(sources(view)), snapshot);
+    let mut it = VisibleIter::new(MergeIterator::new(sources(view)), read_seq);
     match start {
         Bound::Included(k) => it.seek(k)?,
         Bound::Excluded(k) => {

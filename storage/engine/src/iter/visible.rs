@@ -1,24 +1,24 @@
-//! Turns a merged stream of versions into what a user sees at a snapshot.
+//! Turns a merged stream of versions into what a user sees at a read point.
 
 use super::{InternalIterator, MergeIterator};
 use crate::error::{EngineError, Result};
 use crate::key::{SeqNo, ValueKind, lookup_key, parse_internal_key};
 
-/// Yields, for each user key, the newest version with `seq <= snapshot`,
+/// Yields, for each user key, the newest version with `seq <= read point`,
 /// skipping keys whose newest visible version is a tombstone.
 pub(crate) struct VisibleIter {
     inner: MergeIterator,
-    snapshot: SeqNo,
+    read_seq: SeqNo,
     /// User key of the current entry.
     user_key: Vec<u8>,
     valid: bool,
 }
 
 impl VisibleIter {
-    pub(crate) fn new(inner: MergeIterator, snapshot: SeqNo) -> VisibleIter {
+    pub(crate) fn new(inner: MergeIterator, read_seq: SeqNo) -> VisibleIter {
         VisibleIter {
             inner,
-            snapshot,
+            read_seq,
             user_key: Vec::new(),
             valid: false,
         }
@@ -46,7 +46,7 @@ impl VisibleIter {
 
     /// Moves to the first visible user key `>= user_key`.
     pub(crate) fn seek(&mut self, user_key: &[u8]) -> Result<()> {
-        self.inner.seek(&lookup_key(user_key, self.snapshot))?;
+        self.inner.seek(&lookup_key(user_key, self.read_seq))?;
         self.settle(None)
     }
 
@@ -65,7 +65,7 @@ impl VisibleIter {
             let parsed = parse_internal_key(self.inner.key())
                 .ok_or_else(|| EngineError::corruption("malformed internal key"))?;
             let shadowed = hidden.as_deref() == Some(parsed.user_key);
-            if shadowed || parsed.seq > self.snapshot {
+            if shadowed || parsed.seq > self.read_seq {
                 self.inner.next()?;
                 continue;
             }

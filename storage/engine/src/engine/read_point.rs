@@ -1,10 +1,10 @@
-//! Snapshots: a read point that stays fixed while writes go on.
+//! Read points: a place in the write history that reads stay at while writes go on.
 //!
-//! A snapshot is a sequence number registered with the engine. Reads at it
+//! A read point is a sequence number registered with the engine. Reads at it
 //! see exactly the writes with a sequence number at or below it. Compaction
 //! reads the registered list when it starts and keeps, for each key, the
-//! newest version below every snapshot, so a snapshot's view survives
-//! flushes and compactions until the snapshot is dropped.
+//! newest version below every read point, so a read point's view survives
+//! flushes and compactions until the read point is dropped.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -18,14 +18,14 @@ use crate::error::Result;
 use crate::key::SeqNo;
 use crate::prefix::prefix_end;
 
-/// Live snapshots: sequence number → how many handles hold it.
+/// Live read points: sequence number → how many handles hold it.
 #[derive(Default)]
-pub(crate) struct SnapshotList {
+pub(crate) struct ReadPointList {
     held: Mutex<BTreeMap<SeqNo, usize>>,
 }
 
-impl SnapshotList {
-    /// Registers a snapshot at the sequence number `current()` returns. The
+impl ReadPointList {
+    /// Registers a read point at the sequence number `current()` returns. The
     /// number is read under the list's lock, so a compaction that read the
     /// list before cannot hold a table with a newer sequence number than it
     /// (tables only hold sequence numbers that were visible when installed).
@@ -40,14 +40,14 @@ impl SnapshotList {
         let mut held = self.held.lock();
         let count = held
             .get_mut(&seq)
-            .expect("a snapshot is released exactly once");
+            .expect("a read point is released exactly once");
         *count -= 1;
         if *count == 0 {
             held.remove(&seq);
         }
     }
 
-    /// The live snapshot sequence numbers, ascending.
+    /// The live read point sequence numbers, ascending.
     pub(crate) fn sequence_numbers(&self) -> Vec<SeqNo> {
         self.held.lock().keys().copied().collect()
     }
@@ -55,37 +55,37 @@ impl SnapshotList {
 
 /// A consistent, read-only view of the engine at one sequence number.
 ///
-/// Holding a snapshot keeps older versions of the keys it can see from
+/// Holding a read point keeps older versions of the keys it can see from
 /// being compacted away, so drop it when done. It does not keep the engine
 /// open: reads after the engine is closed still work on what was open.
-pub struct Snapshot {
+pub struct ReadPoint {
     inner: Arc<Inner>,
     seq: SeqNo,
 }
 
-impl Snapshot {
-    pub(crate) fn new(inner: &Arc<Inner>) -> Snapshot {
+impl ReadPoint {
+    pub(crate) fn new(inner: &Arc<Inner>) -> ReadPoint {
         let seq = inner
-            .snapshots
+            .read_points
             .acquire(|| inner.visible_seq.load(Ordering::Acquire));
-        Snapshot {
+        ReadPoint {
             inner: Arc::clone(inner),
             seq,
         }
     }
 
-    /// The sequence number of the newest write this snapshot sees.
+    /// The sequence number of the newest write this read point sees.
     pub fn seq(&self) -> SeqNo {
         self.seq
     }
 
-    /// The value of `key` as of this snapshot.
+    /// The value of `key` as of this read point.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.get_at(key, self.seq)
     }
 
     /// Up to `limit` pairs with keys in `(start, end)`, ascending, as of
-    /// this snapshot.
+    /// this read point.
     pub fn scan(
         &self,
         start: Bound<&[u8]>,
@@ -96,7 +96,7 @@ impl Snapshot {
     }
 
     /// Up to `limit` pairs whose keys start with `prefix`, as of this
-    /// snapshot.
+    /// read point.
     pub fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<KvPair>> {
         let end = prefix_end(prefix);
         let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
@@ -104,15 +104,15 @@ impl Snapshot {
     }
 }
 
-impl Drop for Snapshot {
+impl Drop for ReadPoint {
     fn drop(&mut self) {
-        self.inner.snapshots.release(self.seq);
+        self.inner.read_points.release(self.seq);
     }
 }
 
-impl std::fmt::Debug for Snapshot {
+impl std::fmt::Debug for ReadPoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
+        f.debug_struct("ReadPoint").field("seq", &self.seq).finish()
     }
 }
 
@@ -120,10 +120,10 @@ impl std::fmt::Debug for Snapshot {
 mod tests {
     use super::*;
 
-    // Proves that the list counts duplicate snapshots and forgets released ones.
+    // Proves that the list counts duplicate read points and forgets released ones.
     #[test]
-    fn snapshot_list_counts_holders() {
-        let list = SnapshotList::default();
+    fn read_point_list_counts_holders() {
+        let list = ReadPointList::default();
         assert_eq!(list.acquire(|| 5), 5);
         assert_eq!(list.acquire(|| 5), 5);
         assert_eq!(list.acquire(|| 2), 2);
