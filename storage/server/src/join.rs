@@ -21,8 +21,8 @@ pub async fn join(core: Arc<Core>, advertise: String) {
             tracing::info!(id, "member of the cluster");
             return;
         }
-        for (peer, _) in core.peers().members() {
-            let Some(channel) = core.peers().channel(peer) else {
+        for (peer, _) in core.channels().members() {
+            let Some(channel) = core.channels().channel(peer) else {
                 continue;
             };
             let req = AddMemberRequest {

@@ -4,15 +4,15 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
-pub mod cluster;
+pub mod channels;
 pub mod config;
 pub mod core;
 pub mod error;
 pub mod grpc;
 pub mod join;
+pub mod member_status;
 pub mod membership;
 pub mod node;
-pub mod peers;
 pub mod rest;
 pub mod snapshot_receive;
 pub mod snapshot_send;

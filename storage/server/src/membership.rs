@@ -126,7 +126,7 @@ impl Core {
     /// The members as configured, with their voting rights from raft.
     pub fn members(&self) -> Vec<Member> {
         let st = self.peer().status();
-        self.peers()
+        self.channels()
             .members()
             .iter()
             .map(|(&id, address)| Member {

@@ -12,11 +12,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cluster::spawn_watch;
+use crate::channels::MemberChannels;
 use crate::config::NodeConfig;
 use crate::core::Core;
 use crate::grpc::raft::RaftService;
-use crate::peers::PeerChannels;
+use crate::member_status::spawn_watch;
 use crate::rest::AppState;
 use crate::transport::GrpcTransport;
 
@@ -85,7 +85,7 @@ impl Node {
         // The configured members; once the group has stored its own directory
         // (after any membership change), the stored one takes over at start.
         let directory = Members::new(members.clone());
-        let channels = Arc::new(PeerChannels::new(config.id, directory.clone()));
+        let channels = Arc::new(MemberChannels::new(config.id, directory.clone()));
         let slot = Arc::new(OnceLock::new());
         let transport = GrpcTransport::new(channels.clone(), config.group_id, slot.clone());
         // A joining node bootstraps nothing: it learns the group from a snapshot.

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::peers::PeerChannels;
+use crate::channels::MemberChannels;
 use crate::snapshot_send;
 
 const QUEUE_CAPACITY: usize = 4096;
@@ -35,7 +35,7 @@ const BACKOFF_AFTER_FAILURE: Duration = Duration::from_millis(20);
 
 pub struct GrpcTransport {
     queues: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
-    channels: Arc<PeerChannels>,
+    channels: Arc<MemberChannels>,
     group_id: u64,
     peer: Arc<OnceLock<PeerHandle>>,
     runtime: tokio::runtime::Handle,
@@ -45,7 +45,7 @@ impl GrpcTransport {
     /// `peer` is filled in once the local peer exists, so failures can be
     /// reported to it. Must be created inside a tokio runtime.
     pub fn new(
-        channels: Arc<PeerChannels>,
+        channels: Arc<MemberChannels>,
         group_id: u64,
         peer: Arc<OnceLock<PeerHandle>>,
     ) -> Self {

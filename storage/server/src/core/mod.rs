@@ -20,9 +20,9 @@ use strata_proto::v1::ResponseHeader;
 use strata_raft::{ApplyResult, Command, PeerHandle, ProposeError};
 use tonic::transport::Channel;
 
+use crate::channels::MemberChannels;
 use crate::config::{Limits, Timing};
 use crate::error::ApiError;
-use crate::peers::PeerChannels;
 
 pub use forward::FORWARDED_HEADER;
 
@@ -38,7 +38,7 @@ pub enum Hop {
 pub struct Core {
     id: u64,
     peer: PeerHandle,
-    peers: Arc<PeerChannels>,
+    channels: Arc<MemberChannels>,
     limits: Limits,
     timing: Timing,
 }
@@ -50,11 +50,16 @@ pub(crate) enum Route {
 }
 
 impl Core {
-    pub fn new(peer: PeerHandle, peers: Arc<PeerChannels>, limits: Limits, timing: Timing) -> Self {
+    pub fn new(
+        peer: PeerHandle,
+        channels: Arc<MemberChannels>,
+        limits: Limits,
+        timing: Timing,
+    ) -> Self {
         Core {
-            id: peers.self_id(),
+            id: channels.self_id(),
             peer,
-            peers,
+            channels,
             limits,
             timing,
         }
@@ -68,8 +73,8 @@ impl Core {
         &self.peer
     }
 
-    pub fn peers(&self) -> &PeerChannels {
-        &self.peers
+    pub fn channels(&self) -> &MemberChannels {
+        &self.channels
     }
 
     pub fn request_timeout(&self) -> Duration {
@@ -101,12 +106,12 @@ impl Core {
         if st.leader_id == 0 {
             return Err(ApiError::unavailable("no leader is known; retry shortly"));
         }
-        let address = self.peers.address(st.leader_id);
+        let address = self.channels.address(st.leader_id);
         if hop == Hop::Forwarded {
             return Err(ApiError::unavailable("this node is no longer the leader")
                 .with_leader(st.leader_id, address));
         }
-        let channel = self.peers.channel(st.leader_id).ok_or_else(|| {
+        let channel = self.channels.channel(st.leader_id).ok_or_else(|| {
             ApiError::unavailable(format!("leader {} is not a known member", st.leader_id))
         })?;
         Ok(Route::Leader(channel))
@@ -124,7 +129,7 @@ impl Core {
         let err = ApiError::from_propose(e, write);
         match err.leader_id {
             Some(id) => {
-                let addr = self.peers.address(id);
+                let addr = self.channels.address(id);
                 err.with_leader(id, addr)
             }
             None => err,

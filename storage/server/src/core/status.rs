@@ -24,7 +24,11 @@ impl Core {
         };
         pb::NodeStatus {
             id: self.id,
-            address: self.peers.address(self.id).unwrap_or_default().to_string(),
+            address: self
+                .channels
+                .address(self.id)
+                .unwrap_or_default()
+                .to_string(),
             role: role as i32,
             term: st.term,
             commit_index: st.commit_index,

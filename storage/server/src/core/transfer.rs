@@ -20,7 +20,7 @@ impl Core {
         hop: Hop,
     ) -> Result<TransferLeaderResponse, ApiError> {
         let target = req.target_id;
-        if !self.peers.members().contains_key(&target) {
+        if !self.channels.members().contains_key(&target) {
             return Err(ApiError::invalid(format!("node {target} is not a member")));
         }
         match self.route(hop)? {
@@ -56,7 +56,7 @@ impl Core {
                     "leadership did not move to node {target} in time; the leader is {}",
                     st.leader_id
                 ))
-                .with_leader(st.leader_id, self.peers.address(st.leader_id)));
+                .with_leader(st.leader_id, self.channels.address(st.leader_id)));
             }
             tokio::time::sleep(POLL).await;
         }

@@ -7,8 +7,8 @@ use strata_proto::v1::*;
 use tonic::{Request, Response, Status};
 
 use super::hop;
-use crate::cluster::gather;
 use crate::core::Core;
+use crate::member_status::gather;
 use crate::membership::Change;
 
 pub struct ClusterService {

@@ -24,9 +24,9 @@ use super::model::cluster::{
     TransferLeaderResult,
 };
 use super::responses::{ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
-use crate::cluster::gather;
 use crate::core::Hop;
 use crate::error::ApiError;
+use crate::member_status::gather;
 use crate::membership::Change;
 
 /// Status events go out at least this often even when nothing changed.

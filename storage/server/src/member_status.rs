@@ -18,11 +18,11 @@ const PEER_STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 pub async fn gather(core: &Core) -> StatusResponse {
     let local = core.local_status();
     let mut asks = Vec::new();
-    for (id, address) in core.peers().members() {
+    for (id, address) in core.channels().members() {
         if id == core.id() {
             continue;
         }
-        let channel = core.peers().channel(id);
+        let channel = core.channels().channel(id);
         let address = address.clone();
         asks.push(async move {
             let unreachable = |error: String| NodeStatus {

@@ -1,7 +1,7 @@
-//! Pooled gRPC channels to the other members, shared by the raft transport,
-//! request forwarding and status gathering. Addresses come from the raft
-//! peer's member directory, which configuration changes keep current; a
-//! channel is made the first time a member is needed (and again if its
+//! Pooled gRPC channels to the other members (`MemberChannels`), shared by
+//! the raft transport, request forwarding and status gathering. Addresses
+//! come from the raft peer's member directory, which configuration changes
+//! keep current; a channel is made the first time a member is needed (and again if its
 //! address changes), connects lazily and reconnects by itself.
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,7 +12,7 @@ use strata_raft::Members;
 use tonic::transport::{Channel, Endpoint};
 
 /// The members of the cluster and a channel to each other one.
-pub struct PeerChannels {
+pub struct MemberChannels {
     self_id: u64,
     members: Members,
     channels: Mutex<HashMap<u64, (String, Channel)>>,
@@ -29,10 +29,10 @@ fn lazy_channel(address: &str) -> Option<Channel> {
     Some(endpoint.connect_lazy())
 }
 
-impl PeerChannels {
+impl MemberChannels {
     /// Must be used inside a tokio runtime (channels spawn their workers).
     pub fn new(self_id: u64, members: Members) -> Self {
-        PeerChannels {
+        MemberChannels {
             self_id,
             members,
             channels: Mutex::new(HashMap::new()),
