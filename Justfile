@@ -9,6 +9,8 @@ envoy := venv / "bin/envoy"
 k6 := tools / "bin/k6"
 k6_version := "v1.8.1"
 run := root / ".run"
+# Sourced by recipes that take key=value arguments.
+kv := root / "just/kv-args.sh"
 
 export PATH := tools / "bin" + ":" + venv / "bin" + ":" + env("PATH")
 export CARGO_TARGET_DIR := target
@@ -18,6 +20,7 @@ import 'just/engine.just'
 import 'just/raft.just'
 import 'just/bench.just'
 import 'just/reliability.just'
+import 'just/fuzz.just'
 
 # List the recipes.
 default:
@@ -86,7 +89,7 @@ test-all: test-rust test-engine-long fuzz-smoke test-sim test-console test-gatew
 # Rust unit and multi-node integration tests (real processes behind real Envoy).
 test-rust:
     cd storage && cargo build --bins
-    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace
+    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
 
 # Console unit tests.
 test-console: setup-console

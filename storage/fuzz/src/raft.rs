@@ -2,9 +2,7 @@
 //! must never panic (other than by the assertions below), and checks that
 //! whatever decodes re-encodes to what was decoded. The libFuzzer targets in
 //! `fuzz_targets/` (nightly, cargo-fuzz) and the stable seeded smoke in
-//! `tests/smoke.rs` call exactly these functions.
-
-#![forbid(unsafe_code)]
+//! `tests/fuzz_smoke.rs` call exactly these functions.
 
 use strata_raft::command::Proposal;
 use strata_raft::log::record::{self, Decoded, HEADER_BYTES};

@@ -1,163 +1,35 @@
-//! A short, bounded, seeded run of every fuzz target body on stable Rust:
-//! random bytes and mutations of the seed corpus in `corpus/<target>/`. It
-//! proves the request parsers and checks neither panic, nor answer bad input
-//! with a 5xx, nor break a round trip on these inputs; the real fuzzing runs
-//! with cargo-fuzz on nightly. Set STRATA_FUZZ_SEED, STRATA_FUZZ_ITERS and
-//! STRATA_FUZZ_SECS to replay or lengthen; a failure prints the seed,
-//! iteration and input.
-
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+//! The seeds mutations start from are valid inputs: the raft proposal seeds
+//! are canonical encodings, and the server's seed corpus
+//! (`corpus/<target>/seed-*`) is valid requests of every kind, generated
+//! here, so that mutations start from deep inside the parsers.
 
 use bytes::Bytes;
 use prost::Message as _;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use strata_fuzz::Target;
+use strata_fuzz::server::{Route, rest_input};
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
     KeyRange, PutOp, PutRequest, RaftBatch, ScanRequest, batch_op, scan_request,
 };
+use strata_raft::command::Proposal;
 use strata_raft::{Message, MessageType};
 use strata_server::config::Limits;
 use strata_server::rest::parse;
 use strata_server::validate;
-use strata_server_fuzz::{Route, rest_input};
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// Mutates a valid input: bit flips, truncation, insertion (bytes and
-/// characters that matter to the parsers), byte overwrite, a rewritten
-/// protobuf length or varint, a spliced-in tail.
-fn mutate(rng: &mut SmallRng, seed: &[u8]) -> Vec<u8> {
-    const INTERESTING: &[u8] = b"%?&=\n\"{}[],:\\/+ \0\xff\x80";
-    let mut v = seed.to_vec();
-    for _ in 0..rng.random_range(1..4) {
-        match rng.random_range(0..7) {
-            0 if !v.is_empty() => {
-                let i = rng.random_range(0..v.len());
-                v[i] ^= 1 << rng.random_range(0..8);
-            }
-            1 if !v.is_empty() => v.truncate(rng.random_range(0..v.len())),
-            2 => {
-                let i = rng.random_range(0..=v.len());
-                let b = if rng.random_bool(0.5) {
-                    INTERESTING[rng.random_range(0..INTERESTING.len())]
-                } else {
-                    rng.random()
-                };
-                v.insert(i, b);
-            }
-            3 if !v.is_empty() => {
-                let i = rng.random_range(0..v.len());
-                v[i] = rng.random();
-            }
-            4 if !v.is_empty() => {
-                let i = rng.random_range(0..v.len());
-                v[i] = [0, 1, 0x7f, 0x80, 0xff][rng.random_range(0..5)];
-            }
-            5 if !v.is_empty() => {
-                let from = rng.random_range(0..v.len());
-                let tail = v[from..].to_vec();
-                let at = rng.random_range(0..=v.len());
-                v.splice(at..at, tail);
-            }
-            _ => v.extend((0..rng.random_range(0..8)).map(|_| rng.random::<u8>())),
-        }
-    }
-    v
-}
-
-fn random_bytes(rng: &mut SmallRng) -> Vec<u8> {
-    let n = rng.random_range(0..200);
-    (0..n).map(|_| rng.random()).collect()
-}
-
-fn corpus_dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("corpus")
-        .join(target)
-}
-
-/// The committed inputs of a target: seeds and regression inputs (not what a
-/// local cargo-fuzz run added, so the smoke is the same on every machine).
-fn committed_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(corpus_dir(target))
-        .expect("corpus directory")
-        .map(|e| e.expect("corpus entry").path())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.to_string();
-            (name.starts_with("seed-") || name.starts_with("regress-"))
-                .then(|| (name, std::fs::read(&p).expect("corpus file")))
-        })
-        .collect();
-    files.sort();
-    files
-}
-
-/// Runs `body` on `input`; a panic fails the test naming what was run.
-fn check(target: &str, what: &str, input: &[u8], body: fn(&[u8])) {
-    if let Err(e) = catch_unwind(AssertUnwindSafe(|| body(input))) {
-        panic!(
-            "{target}: {what} input {:02x?} ({:?}): {:?}",
-            input,
-            String::from_utf8_lossy(input),
-            e.downcast_ref::<String>()
-                .map(String::as_str)
-                .or(e.downcast_ref::<&str>().copied())
-        );
-    }
-}
-
-fn run(target: &str, body: fn(&[u8])) {
-    let corpus = committed_corpus(target);
-    assert!(!corpus.is_empty(), "{target}: no seed corpus");
-    let seed = env_u64("STRATA_FUZZ_SEED", 0x5eed);
-    let iters = env_u64("STRATA_FUZZ_ITERS", 300_000);
-    let budget = Duration::from_secs(env_u64("STRATA_FUZZ_SECS", 3));
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let start = Instant::now();
-    for (name, input) in &corpus {
-        check(target, &format!("corpus file {name}"), input, body);
-    }
-    let mut done = 0;
-    for i in 0..iters {
-        if start.elapsed() > budget {
-            break;
-        }
-        let input = if i % 4 == 0 {
-            random_bytes(&mut rng)
-        } else {
-            let pick = rng.random_range(0..corpus.len());
-            mutate(&mut rng, &corpus[pick].1)
-        };
-        check(target, &format!("seed {seed} iteration {i}"), &input, body);
-        done += 1;
-    }
-    eprintln!(
-        "{target}: {done} inputs, seed {seed}, {:?}",
-        start.elapsed()
-    );
-}
 
 #[test]
-fn rest_request_smoke() {
-    run("rest_request", strata_server_fuzz::rest_request);
+fn proposal_seeds_decode_and_re_encode_exactly() {
+    // Proves the proposal seeds are canonical encodings, so mutations start
+    // from inputs the decoder accepts.
+    for s in strata_fuzz::raft_seeds::proposal_seeds() {
+        assert_eq!(Proposal::decode(&s).expect("seed decodes").encode(), s);
+    }
 }
 
-#[test]
-fn grpc_request_smoke() {
-    run("grpc_request", strata_server_fuzz::grpc_request);
-}
-
-#[test]
-fn raft_batch_smoke() {
-    run("raft_batch", strata_server_fuzz::raft_batch);
+fn corpus_dir(target: &str) -> std::path::PathBuf {
+    Target::named(target)
+        .expect("a registered target")
+        .corpus_dir()
 }
 
 /// A seed: its target, its file name, its bytes.
@@ -378,8 +250,8 @@ fn accepted(seed: &Seed) -> bool {
             let (head, body) = text.split_once('\n').expect("head and body");
             let (path, query) = head.split_once('?').unwrap_or((head, ""));
             let path = format!("{}{path}", parse::KV_PREFIX);
-            let content_type = strata_server_fuzz::CONTENT_TYPES[usize::from(b[1] & 7)];
-            match strata_server_fuzz::ROUTES[usize::from(b[0])] {
+            let content_type = strata_fuzz::server::CONTENT_TYPES[usize::from(b[1] & 7)];
+            match strata_fuzz::server::ROUTES[usize::from(b[0])] {
                 Route::Put => parse::put_request(&path, content_type, bytes(body))
                     .and_then(|r| limits.check_key(&r.key).and(limits.check_value(&r.value)))
                     .is_ok(),
@@ -435,7 +307,7 @@ fn seed_corpus_is_valid_requests_and_matches_its_generator() {
 }
 
 /// Regenerates `corpus/<target>/seed-*`:
-/// `cargo test --no-default-features --test smoke -- --ignored write_seed_corpus`.
+/// `cargo test -p strata-fuzz --test fuzz_seeds -- --ignored write_seed_corpus`.
 #[test]
 #[ignore = "writes the seed corpus"]
 fn write_seed_corpus() {

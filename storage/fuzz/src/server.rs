@@ -2,11 +2,8 @@
 //! parsing (REST and gRPC), the checks every KV request passes, and the
 //! raft transport's batch check. Each takes arbitrary bytes and must never
 //! panic (other than by the assertions below), and every refusal must be the
-//! client's error (4xx), never the server's. The libFuzzer targets in
-//! `fuzz_targets/` (nightly, cargo-fuzz) and the stable seeded smoke in
-//! `tests/smoke.rs` call exactly these functions.
-
-#![forbid(unsafe_code)]
+//! client's error (4xx), never the server's. Their seeds are files in
+//! `corpus/<target>/` (`tests/fuzz_seeds.rs` writes and checks them).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
