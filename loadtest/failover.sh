@@ -47,8 +47,10 @@ for _ in $(seq 1 20); do
   sleep 0.2
 done
 [ -n "$leader" ] || { echo "failover.sh: no leader found at $url" >&2; exit 1; }
-"$cluster" stop-node --run-dir "$run_dir" --id "$leader" --kill
+# The time is taken just before: stop-node sends SIGKILL within milliseconds of starting, then
+# waits for the process to be gone.
 kill_ms=$(date +%s%3N)
+"$cluster" stop-node --run-dir "$run_dir" --id "$leader" --kill
 echo "failover.sh: killed leader node $leader at $kill_ms"
 
 # k6 ends by itself after DURATION (+ gracefulStop); bound the wait anyway.
