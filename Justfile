@@ -9,6 +9,11 @@ envoy := venv / "bin/envoy"
 k6 := tools / "bin/k6"
 k6_version := "v1.8.1"
 run := root / ".run"
+# The cluster launcher (storage/harness); debug for the test recipes, release for `up`.
+cluster := target / "debug/strata-cluster"
+cluster_release := target / "release/strata-cluster"
+# Sourced by recipes that take key=value arguments.
+kv := root / "just/kv-args.sh"
 
 export PATH := tools / "bin" + ":" + venv / "bin" + ":" + env("PATH")
 export CARGO_TARGET_DIR := target
@@ -18,14 +23,19 @@ import 'just/engine.just'
 import 'just/raft.just'
 import 'just/bench.just'
 import 'just/reliability.just'
+import 'just/fuzz.just'
 
 # List the recipes.
 default:
     @just --list
 
-# Install everything the project needs into project-local folders.
+# The gate (what CI runs, through .ci/run): setup, lints, then every test.
+test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
+
+# Install everything the project needs into project-local folders (no root needed).
 setup: setup-k6 setup-console
 
+# k6 into the tools folder, unless the pinned version is there.
 setup-k6:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -35,6 +45,7 @@ setup-k6:
       GOBIN="{{tools}}/bin" GOFLAGS=-mod=mod go install "go.k6.io/k6@{{k6_version}}"
     fi
 
+# The console's npm packages, when its lock file changed.
 setup-console:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -43,7 +54,7 @@ setup-console:
       npm ci --no-audit --no-fund
     fi
 
-# Build the node and CLI (optimized).
+# Build the node, the CLI and the cluster launcher (optimized).
 build:
     cd storage && cargo build --release --bins
 
@@ -53,40 +64,55 @@ console-build: setup-console
 
 # Start 3 nodes + Envoy + console in the background; returns once healthy.
 up: build console-build
-    python3 deploy/local/cluster.py up --run-dir "{{run}}/demo" --bin-dir "{{target}}/release" \
-        --envoy "{{envoy}}" --console-dir console/dist
+    "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist
 
 # Stop everything `up` started.
 down:
-    python3 deploy/local/cluster.py down --run-dir "{{run}}/demo"
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -x "{{cluster_release}}" ]; then echo "down: nothing to stop ({{cluster_release}} was never built)"; exit 0; fi
+    "{{cluster_release}}" down --run-dir "{{run}}/demo"
 
 # Show the demo cluster as the CLI sees it.
 status:
     "{{target}}/release/strata" status
 
-# Format all code.
-fmt:
+# Format what has a formatter: Rust (rustfmt), the chaos harness (gofmt), the console (eslint --fix).
+fmt: setup-console
     cd storage && cargo fmt --all
-    cd console && npx prettier --write src 2>/dev/null || true
+    cd chaos && gofmt -w .
+    cd console && npm run lint -- --fix
 
-# Lints: rustfmt check, clippy, TypeScript and eslint.
+# Lints: rustfmt and gofmt checks, clippy, TypeScript and eslint.
 lint: setup-console
     cd storage && cargo fmt --all -- --check
     cd storage && cargo clippy --workspace --all-targets -- -D warnings
+    cd chaos && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting (./dev fmt)" >&2; exit 1; }
     cd console && npm run typecheck && npm run lint
 
-# The gate: lints, then every test.
-check: lint test-all
-
-# The whole test suite (what CI runs).
-test: setup lint test-all
-
-test-all: test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
+# (Debian packages, so root: chromium for test-e2e, docker-compose for test-deploy's compose check,
+# strace for disk-fault's fsync fault injection. Not root: prints the apt-get line to run, and fails.)
+# Install the system packages the suite needs that are missing.
+setup-system:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    missing=()
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+    command -v docker-compose >/dev/null || missing+=(docker-compose)
+    command -v strace >/dev/null || missing+=(strace)
+    if [ "${#missing[@]}" -eq 0 ]; then echo "setup-system: chromium, docker-compose and strace are installed"; exit 0; fi
+    if [ "$(id -u)" != 0 ]; then
+      echo "setup-system: missing ${missing[*]}; as root run: apt-get install -y --no-install-recommends ${missing[*]}" >&2
+      exit 1
+    fi
+    echo "setup-system: installing ${missing[*]}"
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
 # Rust unit and multi-node integration tests (real processes behind real Envoy).
 test-rust:
     cd storage && cargo build --bins
-    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace
+    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
 
 # Console unit tests.
 test-console: setup-console
@@ -96,17 +122,11 @@ test-console: setup-console
 test-gateway:
     ENVOY="{{envoy}}" python3 -m unittest discover -s gateway -p 'test_*.py' -v
 
-# Static validation of docker-compose.yml and the Kubernetes manifests.
+# Static validation of docker-compose.yml, the Kubernetes manifests and the Envoy configs.
 test-deploy:
     #!/usr/bin/env bash
     set -euo pipefail
-    if ! command -v docker-compose >/dev/null; then
-      if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose) >/dev/null
-      else
-        echo "docker-compose is missing; install it (apt-get install docker-compose)" >&2; exit 1
-      fi
-    fi
+    command -v docker-compose >/dev/null || { echo "test-deploy: docker-compose is missing; run ./dev setup-system (as root)" >&2; exit 1; }
     ENVOY="{{envoy}}" bash deploy/validate.sh
 
 # k6 smoke scenarios (REST and gRPC) against a fresh cluster behind Envoy.
@@ -115,27 +135,21 @@ test-smoke: setup-k6
     set -euo pipefail
     cd storage && cargo build --bins && cd ..
     dir="{{run}}/smoke"
-    trap 'python3 {{root}}/deploy/local/cluster.py down --run-dir "$dir"' EXIT
-    python3 deploy/local/cluster.py up --fresh --run-dir "$dir" --bin-dir "{{target}}/debug" --envoy "{{envoy}}" \
+    trap '"{{cluster}}" down --run-dir "$dir"' EXIT
+    "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17101 --gateway-port 18180 --admin-port 19911
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
 
-# The console in Debian's Chromium against a real cluster: live membership,
-# and the leader highlight moving after kill -9 of the leader.
+# (Live membership, and the leader highlight moving after kill -9 of the leader.)
+# The console in Debian's Chromium against a real cluster.
 test-e2e: console-build
     #!/usr/bin/env bash
     set -euo pipefail
-    if [ ! -x /usr/bin/chromium ]; then
-      if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium) >/dev/null
-      else
-        echo "Chromium is missing; install it (apt-get install chromium)" >&2; exit 1
-      fi
-    fi
+    [ -x /usr/bin/chromium ] || { echo "test-e2e: Chromium is missing; run ./dev setup-system (as root)" >&2; exit 1; }
     cd storage && cargo build --bins && cd ..
     dir="{{run}}/e2e"
-    trap 'python3 {{root}}/deploy/local/cluster.py down --run-dir "$dir"' EXIT
-    python3 deploy/local/cluster.py up --fresh --run-dir "$dir" --bin-dir "{{target}}/debug" --envoy "{{envoy}}" \
+    trap '"{{cluster}}" down --run-dir "$dir"' EXIT
+    "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-port 15273 --console-dir console/dist
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Strata against etcd on this machine, side by side, with the same bench tool (strata-bench).
 
-`run` starts a fresh 3-member etcd and a fresh 3-node Strata behind Envoy (deploy/local/cluster.py),
+`run` starts a fresh 3-member etcd and a fresh 3-node Strata behind Envoy (strata-cluster, the launcher),
 loads the same records into both, then runs every workload interleaved (etcd, Strata, etcd, Strata,
 ...) with the same clients, connections, key/value sizes and request budget. Around each run it
 reads the CPU time (utime + stime from /proc/<pid>/stat) of every process of the side under test
@@ -29,7 +29,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CLUSTER = ROOT / "deploy" / "local" / "cluster.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 ETCD_PORTS = [(21301, 21302), (21303, 21304), (21305, 21306)]  # (client, peer)
@@ -157,23 +156,23 @@ def etcd_down(run_dir: Path) -> None:
 
 def strata_up(bin_dir: Path, envoy: Path, run_dir: Path) -> list[int]:
     sdir = run_dir / "strata"
-    subprocess.run([sys.executable, str(CLUSTER), "up", "--fresh", "--run-dir", str(sdir),
-                    "--bin-dir", str(bin_dir), "--envoy", str(envoy),
+    subprocess.run([str(bin_dir / "strata-cluster"), "up", "--fresh", "--run-dir", str(sdir),
+                    "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                     "--base-port", str(STRATA_BASE), "--gateway-port", str(STRATA_GATEWAY),
                     "--admin-port", str(STRATA_ADMIN), "--console-port", str(STRATA_CONSOLE),
                     "--timeout", "60"], check=True, timeout=90)
     return read_pids(sdir / "pids")
 
 
-def strata_down(run_dir: Path) -> None:
+def strata_down(bin_dir: Path, run_dir: Path) -> None:
     if (run_dir / "strata" / "pids").is_dir():
-        subprocess.run([sys.executable, str(CLUSTER), "down", "--run-dir", str(run_dir / "strata")],
+        subprocess.run([str(bin_dir / "strata-cluster"), "down", "--run-dir", str(run_dir / "strata")],
                        timeout=30, check=False)
 
 
-def down(run_dir: Path) -> None:
+def down(bin_dir: Path, run_dir: Path) -> None:
     etcd_down(run_dir)
-    strata_down(run_dir)
+    strata_down(bin_dir, run_dir)
 
 
 # --- runs ------------------------------------------------------------------------------------
@@ -246,11 +245,12 @@ def aggregate(runs: list[dict]) -> dict:
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     bench, etcd = Path(args.bench), Path(args.etcd)
-    for path in (bench, etcd, Path(args.bin_dir) / "strata-node", Path(args.envoy)):
+    for path in (bench, etcd, Path(args.bin_dir) / "strata-node", Path(args.bin_dir) / "strata-cluster",
+                 Path(args.envoy)):
         if not path.exists():
             print(f"bench-compare: {path} is missing", file=sys.stderr)
             return 1
-    down(run_dir)
+    down(Path(args.bin_dir), run_dir)
     shutil.rmtree(run_dir, ignore_errors=True)
     (run_dir / "runs").mkdir(parents=True)
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}", flush=True)
@@ -352,17 +352,18 @@ def main() -> int:
     r.add_argument("--run-dir", required=True)
     r.add_argument("--bench", required=True, help="strata-bench built with --features etcd")
     r.add_argument("--etcd", required=True)
-    r.add_argument("--bin-dir", required=True, help="directory of the release strata-node")
+    r.add_argument("--bin-dir", required=True, help="directory of the release strata-node and strata-cluster")
     r.add_argument("--envoy", required=True)
     r.add_argument("--seconds", type=int, default=20, help="upper bound of each run")
     r.add_argument("--rounds", type=int, default=2, help="interleaved rounds per side and workload")
     r.add_argument("--only", help="comma-separated workload ids: " + ",".join(w[0] for w in WORKLOADS))
     d = sub.add_parser("down")
     d.add_argument("--run-dir", required=True)
+    d.add_argument("--bin-dir", required=True, help="directory of strata-cluster")
     args = p.parse_args()
     run_dir = Path(args.run_dir).resolve()
     if args.cmd == "down":
-        down(run_dir)
+        down(Path(args.bin_dir), run_dir)
         return 0
 
     def on_signal(signum, _frame):
@@ -373,7 +374,7 @@ def main() -> int:
     try:
         return run(args)
     finally:
-        down(run_dir)
+        down(Path(args.bin_dir), run_dir)
 
 
 if __name__ == "__main__":

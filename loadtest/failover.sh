@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Kills the leader of a running cluster (started by deploy/local/cluster.py) in the middle of a
-# failover.js run and reports the error window.
+# Kills the leader of a running cluster (started by strata-cluster, the launcher) in the middle of
+# a failover.js run and reports the error window.
 #
 #   loadtest/failover.sh --url http://127.0.0.1:8080 --run-dir .run/demo [--protocol rest|grpc]
-#       [--rate 200] [--duration 20s] [--kill-after 8] [--k6 PATH] [--out DIR]
+#       [--rate 200] [--duration 20s] [--kill-after 8] [--k6 PATH] [--cluster PATH] [--out DIR]
 #
 # The killed node stays down (restart the cluster afterwards). Exits non-zero when k6's threshold
 # (error rate) fails. Every process this script starts is stopped by pid.
@@ -11,7 +11,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 url=http://127.0.0.1:8080 run_dir="" protocol=rest rate=200 duration=20s kill_after=8
-k6="${K6:-k6}" out=""
+k6="${K6:-k6}" cluster="${STRATA_CLUSTER:-strata-cluster}" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --url) url="$2"; shift 2 ;;
@@ -21,11 +21,12 @@ while [ $# -gt 0 ]; do
     --duration) duration="$2"; shift 2 ;;
     --kill-after) kill_after="$2"; shift 2 ;;
     --k6) k6="$2"; shift 2 ;;
+    --cluster) cluster="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "failover.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$run_dir" ] || { echo "failover.sh: --run-dir is required (the cluster's pid files)" >&2; exit 2; }
+[ -n "$run_dir" ] || { echo "failover.sh: --run-dir is required (the cluster's run directory)" >&2; exit 2; }
 out="${out:-$run_dir/failover}"
 mkdir -p "$out"
 
@@ -46,10 +47,11 @@ for _ in $(seq 1 20); do
   sleep 0.2
 done
 [ -n "$leader" ] || { echo "failover.sh: no leader found at $url" >&2; exit 1; }
-pid=$(cat "$run_dir/pids/node$leader.pid")
-kill -9 "$pid"
+# The time is taken just before: stop-node sends SIGKILL within milliseconds of starting, then
+# waits for the process to be gone.
 kill_ms=$(date +%s%3N)
-echo "failover.sh: killed leader node $leader (pid $pid) at $kill_ms"
+"$cluster" stop-node --run-dir "$run_dir" --id "$leader" --kill
+echo "failover.sh: killed leader node $leader at $kill_ms"
 
 # k6 ends by itself after DURATION (+ gracefulStop); bound the wait anyway.
 rc=0

@@ -28,7 +28,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CLUSTER = ROOT / "deploy" / "local" / "cluster.py"
 WINDOW_S = 10
 BASE_PORT, GATEWAY_PORT, ADMIN_PORT = 17101, 18180, 19991
 
@@ -59,7 +58,7 @@ def seconds(duration: str) -> int:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--k6")
-    p.add_argument("--bin-dir", help="directory with a release strata-node")
+    p.add_argument("--bin-dir", help="directory with a release strata-node and strata-cluster (the launcher)")
     p.add_argument("--envoy")
     p.add_argument("--rate", type=int, required=True, help="arrivals/s (YCSB A over REST)")
     p.add_argument("--duration", default="10m")
@@ -78,16 +77,19 @@ def main() -> int:
     gateway = f"http://127.0.0.1:{GATEWAY_PORT}"
     k6 = None
 
+    launcher = str(Path(args.bin_dir) / "strata-cluster")
+
     def stop(*_):
         if k6 and k6.poll() is None:
             k6.kill()
-        subprocess.run([sys.executable, str(CLUSTER), "down", "--run-dir", str(run_dir)], check=False)
+        subprocess.run([launcher, "down", "--run-dir", str(run_dir)], check=False)
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(143)))
     try:
-        subprocess.run([sys.executable, str(CLUSTER), "up", "--fresh", "--run-dir", str(run_dir),
-                        "--bin-dir", args.bin_dir, "--envoy", args.envoy, "--base-port", str(BASE_PORT),
-                        "--gateway-port", str(GATEWAY_PORT), "--admin-port", str(ADMIN_PORT)], check=True)
+        subprocess.run([launcher, "up", "--fresh", "--run-dir", str(run_dir),
+                        "--node-bin", str(Path(args.bin_dir) / "strata-node"), "--envoy", args.envoy,
+                        "--base-port", str(BASE_PORT), "--gateway-port", str(GATEWAY_PORT),
+                        "--admin-port", str(ADMIN_PORT)], check=True)
         pids = {f.stem: int(f.read_text()) for f in sorted((run_dir / "pids").glob("node*.pid"))}
         env = dict(os.environ, STRATA_URL=gateway, RATE=str(args.rate), DURATION=args.duration)
         k6 = subprocess.Popen([args.k6, "run", "--quiet", "--summary-export", str(out / "k6-summary.json"),

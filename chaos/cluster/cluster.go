@@ -1,8 +1,10 @@
 // Package cluster runs a Strata cluster as native processes on 127.0.0.1
 // behind a real Envoy, with a fault-injecting proxy on every directed link
 // between nodes, and offers the faults the nemesis needs: kill -9, SIGSTOP /
-// SIGCONT, link cuts and delays, restarts. Every process it starts is
-// stopped by Close, by pid.
+// SIGCONT, link cuts and delays, restarts. The command line of every node
+// and of Envoy (and Envoy's config) comes from the cluster launcher,
+// `strata-cluster command`; this package decides ports and peers and runs
+// the processes itself. Every process it starts is stopped by Close, by pid.
 package cluster
 
 import (
@@ -25,9 +27,9 @@ import (
 
 // Config says what to run and where.
 type Config struct {
+	Launcher string // strata-cluster, which builds every command line
 	NodeBin  string // strata-node
 	Envoy    string // envoy binary
-	GenEnvoy string // gateway/gen_envoy.py
 	RunDir   string // logs and data live here
 	BasePort int    // every port is BasePort+0..99
 	Nodes    int    // ids 1..Nodes form the initial configuration
@@ -212,16 +214,59 @@ func (c *Cluster) logFile(name string) (*os.File, error) {
 		os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 }
 
-// NodeCommand is the command line that starts node id (for reports).
-func (c *Cluster) NodeCommand(id int) []string {
-	n := c.nodes[id-1]
-	argv := []string{c.cfg.NodeBin, "--id", fmt.Sprint(id), "--listen",
-		fmt.Sprintf("127.0.0.1:%d", n.Port), "--advertise", fmt.Sprintf("127.0.0.1:%d", n.Port),
-		"--peers", c.peersFor(id), "--data-dir", n.DataDir}
-	if !c.Proxied(id) {
-		argv = append(argv, "--join")
+// launched is a command line as the launcher prints it.
+type launched struct {
+	Program string            `json:"program"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+}
+
+// command asks the launcher for a command line (`strata-cluster command …`).
+func (c *Cluster) command(args ...string) (launched, error) {
+	var l launched
+	out, err := exec.Command(c.cfg.Launcher, append([]string{"command"}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("%v: %s", err, ee.Stderr)
+		}
+		return l, fmt.Errorf("%s command %s: %w", c.cfg.Launcher, args[0], err)
 	}
-	return append(argv, c.cfg.NodeArgs...)
+	if err := json.Unmarshal(out, &l); err != nil {
+		return l, fmt.Errorf("%s command %s: %w", c.cfg.Launcher, args[0], err)
+	}
+	return l, nil
+}
+
+// String is the command line as a shell would show it (for the logs).
+func (l launched) String() string {
+	return strings.Join(append([]string{l.Program}, l.Args...), " ")
+}
+
+// start runs a launched command line with its output appended to log and
+// the extra environment on top of ours, in its own process group.
+func (l launched) start(log *os.File, extraEnv []string) (*exec.Cmd, error) {
+	cmd := exec.Command(l.Program, l.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range l.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extraEnv...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, cmd.Start()
+}
+
+// nodeCommand is the command line that starts node id: it listens on and
+// advertises its own port, and reaches its peers as peersFor says.
+func (c *Cluster) nodeCommand(id int) (launched, error) {
+	n := c.nodes[id-1]
+	addr := fmt.Sprintf("127.0.0.1:%d", n.Port)
+	args := []string{"node", "--node-bin", c.cfg.NodeBin, "--id", fmt.Sprint(id), "--listen", addr,
+		"--advertise", addr, "--peers", c.peersFor(id), "--data-dir", n.DataDir}
+	if !c.Proxied(id) {
+		args = append(args, "--join")
+	}
+	return c.command(append(append(args, "--"), c.cfg.NodeArgs...)...)
 }
 
 // StartJoining starts the never-used node id with --join: it asks the
@@ -252,7 +297,10 @@ func (c *Cluster) Retire(id int) {
 
 // StartNode starts (or restarts) node id with its data directory.
 func (c *Cluster) StartNode(id int) error {
-	argv := c.NodeCommand(id)
+	line, err := c.nodeCommand(id)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -270,12 +318,9 @@ func (c *Cluster) StartNode(id int) error {
 		return err
 	}
 	defer log.Close()
-	fmt.Fprintf(log, "=== %s start\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), "STRATA_LOG=info,raft=warn"), c.cfg.NodeEnv...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	fmt.Fprintf(log, "=== %s start: %s\n", time.Now().Format(time.RFC3339Nano), line)
+	cmd, err := line.start(log, c.cfg.NodeEnv)
+	if err != nil {
 		return fmt.Errorf("starting node %d: %w", id, err)
 	}
 	n.cmd, n.paused = cmd, false
@@ -406,29 +451,26 @@ func (c *Cluster) HealAll() error {
 }
 
 func (c *Cluster) startEnvoy() error {
-	cfgPath := filepath.Join(c.cfg.RunDir, "envoy.yaml")
 	// Every slot, so that nodes joining later are routed to as well.
 	var nodes []string
 	for id := 1; id <= c.cfg.Slots; id++ {
 		nodes = append(nodes, fmt.Sprintf("127.0.0.1:%d", c.NodePort(id)))
 	}
-	gen := exec.Command("python3", c.cfg.GenEnvoy, "--nodes", strings.Join(nodes, ","),
-		"--listen", c.GatewayAddr(), "--admin", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+41),
+	line, err := c.command("envoy", "--envoy", c.cfg.Envoy, "--config", filepath.Join(c.cfg.RunDir, "envoy.yaml"),
+		"--nodes", strings.Join(nodes, ","), "--listen", c.GatewayAddr(),
+		"--admin", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+41),
 		"--console", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+42),
-		"--k6", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+43), "--out", cfgPath)
-	if out, err := gen.CombinedOutput(); err != nil {
-		return fmt.Errorf("gen_envoy.py: %v: %s", err, out)
+		"--k6", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+43))
+	if err != nil {
+		return err
 	}
 	log, err := c.logFile("envoy")
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(c.cfg.Envoy, "-c", cfgPath, "--disable-hot-restart", "--log-level", "warn",
-		"--base-id", fmt.Sprint(c.cfg.BasePort))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd, err := line.start(log, nil)
+	if err != nil {
 		return fmt.Errorf("starting envoy: %w", err)
 	}
 	c.mu.Lock()

@@ -28,6 +28,7 @@ import (
 
 type common struct {
 	root     string
+	launcher string
 	nodeBin  string
 	envoy    string
 	runDir   string
@@ -37,6 +38,7 @@ type common struct {
 
 func (c *common) flags(fs *flag.FlagSet, port int) {
 	fs.StringVar(&c.root, "root", "..", "repository root")
+	fs.StringVar(&c.launcher, "launcher", "", "strata-cluster, the cluster launcher (default: <root>/storage/target/debug/strata-cluster)")
 	fs.StringVar(&c.nodeBin, "node-bin", "", "strata-node binary (default: <root>/storage/target/debug/strata-node)")
 	fs.StringVar(&c.envoy, "envoy", "", "envoy binary (default: <root>/.tools/venv/bin/envoy)")
 	fs.StringVar(&c.runDir, "run-dir", "", "run directory (default: <root>/.run/chaos-<cmd>-<time>)")
@@ -46,6 +48,9 @@ func (c *common) flags(fs *flag.FlagSet, port int) {
 
 func (c *common) resolve(cmd string) {
 	c.root, _ = filepath.Abs(c.root)
+	if c.launcher == "" {
+		c.launcher = filepath.Join(c.root, "storage/target/debug/strata-cluster")
+	}
 	if c.nodeBin == "" {
 		c.nodeBin = filepath.Join(c.root, "storage/target/debug/strata-node")
 	}
@@ -62,7 +67,7 @@ func (c *common) resolve(cmd string) {
 }
 
 func (c *common) config(sub string, nodes int) cluster.Config {
-	return cluster.Config{NodeBin: c.nodeBin, Envoy: c.envoy, GenEnvoy: filepath.Join(c.root, "gateway/gen_envoy.py"),
+	return cluster.Config{Launcher: c.launcher, NodeBin: c.nodeBin, Envoy: c.envoy,
 		RunDir: filepath.Join(c.runDir, sub), BasePort: c.basePort, Nodes: nodes}
 }
 

@@ -1,10 +1,10 @@
 //! Entry points for fuzzing every decoder that reads bytes from disk.
 //!
 //! Each function feeds arbitrary bytes to one decoder and exercises what it
-//! returns; none may panic, whatever the input. The cargo-fuzz targets in
-//! `engine/fuzz` call them under libFuzzer (nightly), and the
-//! `fuzz_smoke` test calls them on stable with seeded random and mutated
-//! inputs, starting from [`seed_corpus`]. Not a stable API.
+//! returns; none may panic, whatever the input. The fuzz targets in
+//! `storage/fuzz` run them under libFuzzer (nightly) and, seeded and
+//! bounded, on stable (`just fuzz-smoke`), starting from [`seed_corpus`].
+//! Not a stable API.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The checks every KV request passes before it is routed: pure functions of
 //! the request and the node's [`Limits`]. `Core` runs them for REST and gRPC
-//! alike, and the fuzz targets in `server/fuzz` call them directly, so what
+//! alike, and the fuzz targets in `storage/fuzz` call them directly, so what
 //! is fuzzed is what the node enforces.
 //!
 //! Every error here is the client's (a 4xx): nothing in this module can fail

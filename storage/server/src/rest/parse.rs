@@ -1,7 +1,7 @@
 //! REST request parsing as pure functions: the raw parts of a request (path,
 //! query string, content type, body) in, the `strata.v1` request the service
 //! core takes, or an [`ApiError`], out. The handlers in `kv.rs` read requests
-//! only through these, so the fuzz targets in `server/fuzz` exercise exactly
+//! only through these, so the fuzz targets in `storage/fuzz` exercise exactly
 //! what the node runs. Limits are not checked here: `validate` does that
 //! for REST and gRPC alike.
 

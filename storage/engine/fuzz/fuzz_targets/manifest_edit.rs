@@ -1,6 +1,0 @@
-//! Fuzzes `strata_engine::fuzzing::manifest_edit`: it must not panic on any input.
-#![no_main]
-
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| strata_engine::fuzzing::manifest_edit(data));

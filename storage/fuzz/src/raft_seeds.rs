@@ -1,0 +1,91 @@
+//! Valid encodings the raft targets' mutations start from, built with
+//! strata-raft's own encoders.
+
+use raft_proto::eraftpb::{Entry, MessageType};
+use strata_raft::Message;
+use strata_raft::command::{Command, Op, Proposal};
+use strata_raft::log::record::{self, RecordKind};
+
+/// Single records of every kind, and each followed by a second record.
+pub fn record_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for (kind, payload) in [
+        (RecordKind::Entries, &b"entries"[..]),
+        (RecordKind::HardState, b""),
+        (RecordKind::ConfState, &[0u8; 40][..]),
+    ] {
+        let mut one = Vec::new();
+        record::encode(kind, payload, &mut one);
+        seeds.push(one.clone());
+        record::encode(RecordKind::Entries, b"second", &mut one);
+        seeds.push(one);
+    }
+    seeds
+}
+
+/// One proposal of every command kind.
+pub fn proposal_seeds() -> Vec<Vec<u8>> {
+    let commands = [
+        Command::Put {
+            key: b"k".to_vec(),
+            value: b"value".to_vec(),
+        },
+        Command::Delete {
+            key: b"key".to_vec(),
+        },
+        Command::Batch(vec![
+            Op::Put {
+                key: b"a".to_vec(),
+                value: b"1".to_vec(),
+            },
+            Op::Delete { key: b"b".to_vec() },
+        ]),
+        Command::Cas {
+            key: b"k".to_vec(),
+            expected: Some(b"old".to_vec()),
+            value: None,
+        },
+        Command::Cas {
+            key: b"k".to_vec(),
+            expected: None,
+            value: Some(b"new".to_vec()),
+        },
+    ];
+    commands
+        .into_iter()
+        .enumerate()
+        .map(|(i, command)| {
+            Proposal {
+                request_id: i as u64 * 977,
+                command,
+            }
+            .encode()
+        })
+        .collect()
+}
+
+/// An append carrying one entry, and a heartbeat.
+pub fn message_seeds() -> Vec<Vec<u8>> {
+    let mut m = Message::default();
+    m.set_msg_type(MessageType::MsgAppend);
+    m.to = 2;
+    m.from = 1;
+    m.term = 7;
+    m.index = 41;
+    m.log_term = 6;
+    m.commit = 40;
+    let mut e = Entry::default();
+    e.set_term(7);
+    e.set_index(42);
+    e.set_data(b"payload".to_vec().into());
+    m.mut_entries().push(e);
+    let mut hb = Message::default();
+    hb.set_msg_type(MessageType::MsgHeartbeat);
+    hb.to = 3;
+    hb.from = 1;
+    hb.term = 7;
+    vec![
+        strata_raft::encode_message(&m),
+        strata_raft::encode_message(&hb),
+    ]
+}

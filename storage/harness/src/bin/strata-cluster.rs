@@ -1,0 +1,371 @@
+//! `strata-cluster`: starts and stops a local Strata cluster (nodes, Envoy,
+//! the console's file server) as detached processes recorded by pid in a run
+//! directory, and prints the command line of any of its processes for tools
+//! that run them themselves.
+//!
+//!   strata-cluster up --run-dir .run/demo --console-dir console/dist
+//!   strata-cluster status --run-dir .run/demo
+//!   strata-cluster stop-node --run-dir .run/demo --id 2 --kill
+//!   strata-cluster start-node --run-dir .run/demo --id 4 --join
+//!   strata-cluster down --run-dir .run/demo
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use rustix::process::Signal;
+use strata_harness::command::{self, NodeSpec, parse_peers};
+use strata_harness::gateway::GatewaySpec;
+use strata_harness::local::{self, Layout, UpOptions, node_name};
+use strata_harness::run_dir::RunDir;
+use strata_harness::{envoy_binary, workspace_binary};
+use tokio::signal::unix::{SignalKind, signal};
+
+#[derive(Parser)]
+#[command(about = "Starts and stops a local Strata cluster")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start nodes, Envoy and (with --console-dir) the console; returns once
+    /// the gateway reaches a leader. Stops a cluster already running there first.
+    Up(Up),
+    /// Stop every process recorded in the run directory.
+    Down(RunDirArg),
+    /// Show each process of the cluster and what the gateway says.
+    Status(RunDirArg),
+    /// Start one node of the cluster again, or add a new one with --join.
+    StartNode(NodeArgs),
+    /// Stop one node (SIGTERM, or SIGKILL with --kill); prints its pid.
+    StopNode(NodeArgs),
+    /// Print a command line as JSON (program, args, env) without running it.
+    #[command(subcommand)]
+    Command(Line),
+}
+
+#[derive(Args)]
+struct RunDirArg {
+    #[arg(long)]
+    run_dir: PathBuf,
+}
+
+#[derive(Args)]
+struct Up {
+    #[arg(long)]
+    run_dir: PathBuf,
+    #[arg(long, default_value_t = 3)]
+    nodes: u64,
+    /// Node i listens on this port + i - 1.
+    #[arg(long, default_value_t = 7001)]
+    base_port: u16,
+    #[arg(long, default_value_t = 8080)]
+    gateway_port: u16,
+    #[arg(long, default_value_t = 9901)]
+    admin_port: u16,
+    #[arg(long, default_value_t = 5173)]
+    console_port: u16,
+    /// k6's REST API, which the gateway proxies under /k6/.
+    #[arg(long, default_value_t = 6565)]
+    k6_port: u16,
+    /// The built console to serve (none: no console).
+    #[arg(long)]
+    console_dir: Option<PathBuf>,
+    /// strata-node (default: STRATA_NODE_BIN, else beside this binary).
+    #[arg(long)]
+    node_bin: Option<PathBuf>,
+    /// Envoy (default: STRATA_ENVOY, else envoy on the PATH).
+    #[arg(long)]
+    envoy: Option<PathBuf>,
+    /// Network threads per node, and Envoy's workers (default: CPUs / (nodes + 1), at least 1).
+    #[arg(long)]
+    io_threads: Option<usize>,
+    /// Delete the run directory (data and logs) first.
+    #[arg(long)]
+    fresh: bool,
+    /// Seconds to wait for a healthy cluster.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// Further flags for every node.
+    #[arg(last = true)]
+    node_args: Vec<String>,
+}
+
+#[derive(Args)]
+struct NodeArgs {
+    #[arg(long)]
+    run_dir: PathBuf,
+    #[arg(long)]
+    id: u64,
+    /// start-node: a new node that joins the running cluster.
+    #[arg(long)]
+    join: bool,
+    /// stop-node: SIGKILL instead of SIGTERM.
+    #[arg(long)]
+    kill: bool,
+}
+
+#[derive(Subcommand)]
+enum Line {
+    /// A storage node.
+    Node {
+        #[arg(long)]
+        node_bin: PathBuf,
+        #[arg(long)]
+        id: u64,
+        #[arg(long)]
+        listen: String,
+        #[arg(long)]
+        advertise: Option<String>,
+        /// Every member as this node reaches it: ID=HOST:PORT,…
+        #[arg(long)]
+        peers: String,
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        join: bool,
+        #[arg(long)]
+        io_threads: Option<usize>,
+        /// Further flags for the node.
+        #[arg(last = true)]
+        extra: Vec<String>,
+    },
+    /// Envoy; writes the config it serves to --config first.
+    Envoy {
+        #[arg(long)]
+        envoy: PathBuf,
+        #[arg(long)]
+        config: PathBuf,
+        /// Every node's HOST:PORT, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        nodes: Vec<String>,
+        #[arg(long)]
+        listen: String,
+        #[arg(long)]
+        admin: String,
+        #[arg(long)]
+        console: String,
+        #[arg(long)]
+        k6: Option<String>,
+        #[arg(long)]
+        concurrency: Option<usize>,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Up(up) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(cmd_up(up))
+        }
+        Cmd::Down(a) => {
+            let stopped = RunDir::new(&a.run_dir).stop_all(Duration::from_secs(5))?;
+            if !stopped.is_empty() {
+                println!("stopped {}", stopped.join(", "));
+            }
+            Ok(())
+        }
+        Cmd::Status(a) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(cmd_status(a))
+        }
+        Cmd::StartNode(a) => {
+            let run = RunDir::new(&a.run_dir);
+            let mut layout = Layout::load(&run)?;
+            let pid = if a.join {
+                layout.add_joining_node(&run, a.id)?
+            } else {
+                layout.start_node(&run, a.id)?
+            };
+            println!("started node {} (pid {pid})", a.id);
+            Ok(())
+        }
+        Cmd::StopNode(a) => {
+            let run = RunDir::new(&a.run_dir);
+            let sig = if a.kill { Signal::KILL } else { Signal::TERM };
+            match run.signal(&node_name(a.id), sig, Some(Duration::from_secs(10)))? {
+                Some(pid) => println!("stopped node {} (pid {pid})", a.id),
+                None => bail!("node {} is not running", a.id),
+            }
+            Ok(())
+        }
+        Cmd::Command(line) => {
+            println!("{}", serde_json::to_string(&command_line(line)?)?);
+            Ok(())
+        }
+    }
+}
+
+fn command_line(line: Line) -> Result<command::CommandLine> {
+    Ok(match line {
+        Line::Node {
+            node_bin,
+            id,
+            listen,
+            advertise,
+            peers,
+            data_dir,
+            join,
+            io_threads,
+            extra,
+        } => {
+            let mut spec = NodeSpec::new(
+                id,
+                listen,
+                parse_peers(&peers).map_err(anyhow::Error::msg)?,
+                data_dir,
+            );
+            spec.advertise = advertise;
+            spec.join = join;
+            spec.io_threads = io_threads;
+            spec.extra_args = extra;
+            spec.command_line(&node_bin)
+        }
+        Line::Envoy {
+            envoy,
+            config,
+            nodes,
+            listen,
+            admin,
+            console,
+            k6,
+            concurrency,
+        } => {
+            GatewaySpec {
+                nodes,
+                listen,
+                admin,
+                console,
+                k6,
+            }
+            .write_config(&config)?;
+            command::envoy(&envoy, &config, concurrency)
+        }
+    })
+}
+
+async fn cmd_up(up: Up) -> Result<()> {
+    let run_dir = std::path::absolute(&up.run_dir)?;
+    let run = RunDir::new(&run_dir);
+    run.stop_all(Duration::from_secs(5))?;
+    if up.fresh && run_dir.exists() {
+        std::fs::remove_dir_all(&run_dir)
+            .with_context(|| format!("removing {}", run_dir.display()))?;
+    }
+    let node_bin = match up.node_bin {
+        Some(p) => p,
+        None => workspace_binary("strata-node")?,
+    };
+    if !node_bin.exists() {
+        bail!("{} does not exist; build it first", node_bin.display());
+    }
+    let envoy_bin = up.envoy.unwrap_or_else(envoy_binary);
+    if local::is_path(&envoy_bin) && !envoy_bin.exists() {
+        bail!(
+            "envoy not found at {}; run ./dev setup",
+            envoy_bin.display()
+        );
+    }
+    let opts = UpOptions {
+        nodes: up.nodes,
+        base_port: up.base_port,
+        gateway_port: up.gateway_port,
+        admin_port: up.admin_port,
+        console_port: up.console_port,
+        k6_port: up.k6_port,
+        console_dir: up.console_dir.map(std::path::absolute).transpose()?,
+        threads: Some(up.io_threads.unwrap_or_else(|| local::cpu_share(up.nodes))),
+        node_bin: std::path::absolute(node_bin)?,
+        envoy_bin,
+        node_args: up.node_args,
+    };
+    let layout = Layout::plan(&opts, &run)?;
+    layout.save(&run)?;
+    // From here on, anything that goes wrong (or a Ctrl-C) stops whatever
+    // was started before the error is reported.
+    let started = async {
+        layout.start_all(&run)?;
+        layout
+            .wait_healthy(&run, Duration::from_secs(up.timeout))
+            .await
+    };
+    let mut term = signal(SignalKind::terminate())?;
+    let outcome = tokio::select! {
+        r = started => r,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        _ = term.recv() => Err(anyhow::anyhow!("terminated")),
+    };
+    if let Err(e) = outcome {
+        eprintln!("strata-cluster: {e:#}");
+        for name in layout.process_names() {
+            eprintln!("--- {name}.log\n{}", run.log_tail(&name, 20));
+        }
+        run.stop_all(Duration::from_secs(5))?;
+        std::process::exit(1);
+    }
+    let status = cluster_status(&layout).await;
+    println!(
+        "Strata is up: {} nodes, {}",
+        layout.nodes.len(),
+        status.as_deref().unwrap_or("leader unknown")
+    );
+    let gw = layout.gateway_url();
+    println!("  gateway (REST + gRPC)  {gw}");
+    if layout.console_dir.is_some() {
+        println!("  console                {gw}/");
+    }
+    println!("  Envoy admin            http://{}", layout.gateway.admin);
+    for n in &layout.nodes {
+        println!("  node {:<18}http://{}", n.id, n.listen);
+    }
+    println!("  logs                   {}", run.logs().display());
+    Ok(())
+}
+
+async fn cmd_status(a: RunDirArg) -> Result<()> {
+    let run = RunDir::new(&a.run_dir);
+    let layout = Layout::load(&run)?;
+    let mut all_running = true;
+    for name in layout.process_names() {
+        match run.running_pid(&name) {
+            Some(pid) => println!("  {name:<8} running  pid {pid}"),
+            None => {
+                all_running = false;
+                println!("  {name:<8} stopped");
+            }
+        }
+    }
+    match cluster_status(&layout).await {
+        Some(s) => println!("gateway {}: {s}", layout.gateway_url()),
+        None => println!("gateway {}: no answer", layout.gateway_url()),
+    }
+    if !all_running {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// "leader N (term T)" as the gateway reports it.
+async fn cluster_status(layout: &Layout) -> Option<String> {
+    let status: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/v1/cluster/status", layout.gateway_url()))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    Some(format!(
+        "leader {} (term {})",
+        status.get("leader_id")?,
+        status.get("term")?
+    ))
+}

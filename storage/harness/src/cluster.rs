@@ -1,0 +1,367 @@
+//! A cluster for tests: `strata-node` processes on 127.0.0.1 behind a real
+//! Envoy, each in a temporary directory, owned by the test process. Every
+//! process is killed when the [`Cluster`] is dropped, also when a test fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::command::{self, NodeSpec};
+use crate::gateway::GatewaySpec;
+use crate::{envoy_binary, free_port, workspace_binary};
+
+/// Raft-rs logs at info too: some tests look for its snapshot messages.
+const NODE_LOG: &str = "info,raft=info";
+
+struct NodeProc {
+    id: u64,
+    port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A running cluster. Nodes have ids `1..=n`.
+pub struct Cluster {
+    dir: tempfile::TempDir,
+    nodes: Vec<NodeProc>,
+    envoy: Option<Child>,
+    gateway_port: u16,
+    admin_port: u16,
+    http: reqwest::Client,
+    /// Extra flags for every node start.
+    node_args: Vec<String>,
+}
+
+impl Cluster {
+    /// Starts `n` nodes and Envoy and waits until the gateway reaches a leader.
+    pub async fn start(n: usize) -> Result<Cluster> {
+        Self::start_with_args(n, &[]).await
+    }
+
+    /// Like [`start`](Self::start), passing `node_args` to every node.
+    pub async fn start_with_args(n: usize, node_args: &[&str]) -> Result<Cluster> {
+        let dir = tempfile::Builder::new()
+            .prefix("strata-cluster-")
+            .tempdir()?;
+        let nodes = (1..=n as u64)
+            .map(|id| NodeProc {
+                id,
+                port: free_port(),
+                data_dir: dir.path().join(format!("node{id}")),
+                child: None,
+            })
+            .collect();
+        let mut cluster = Cluster {
+            dir,
+            nodes,
+            envoy: None,
+            gateway_port: free_port(),
+            admin_port: free_port(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(15))
+                .pool_max_idle_per_host(0)
+                .build()?,
+            node_args: node_args.iter().map(|a| a.to_string()).collect(),
+        };
+        for id in 1..=n as u64 {
+            cluster.start_node(id)?;
+        }
+        cluster.start_envoy()?;
+        cluster.wait_gateway_leader(Duration::from_secs(30)).await?;
+        Ok(cluster)
+    }
+
+    fn peers(&self) -> Vec<(u64, String)> {
+        self.nodes
+            .iter()
+            .map(|n| (n.id, format!("127.0.0.1:{}", n.port)))
+            .collect()
+    }
+
+    fn log_file(&self, name: &str) -> Result<std::fs::File> {
+        Ok(std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{name}.log")))?)
+    }
+
+    /// Starts (or restarts) node `id` on its port with its data directory.
+    pub fn start_node(&mut self, id: u64) -> Result<()> {
+        self.spawn_node(id, false)
+    }
+
+    fn spawn_node(&mut self, id: u64, join: bool) -> Result<()> {
+        let peers = self.peers();
+        let extra = self.node_args.clone();
+        let log = self.log_file(&format!("node{id}"))?;
+        let bin = workspace_binary("strata-node")?;
+        let node = self.node_mut(id)?;
+        if node.child.is_some() {
+            bail!("node {id} is already running");
+        }
+        let mut spec = NodeSpec::new(
+            id,
+            format!("127.0.0.1:{}", node.port),
+            peers,
+            node.data_dir.clone(),
+        );
+        spec.join = join;
+        spec.log = NODE_LOG.into();
+        spec.extra_args = extra;
+        let child = spec
+            .command_line(&bin)
+            .command()
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning strata-node")?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    fn start_envoy(&mut self) -> Result<()> {
+        let cfg = self.dir.path().join("envoy.yaml");
+        GatewaySpec {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| format!("127.0.0.1:{}", n.port))
+                .collect(),
+            listen: format!("127.0.0.1:{}", self.gateway_port),
+            admin: format!("127.0.0.1:{}", self.admin_port),
+            console: format!("127.0.0.1:{}", free_port()),
+            k6: None,
+        }
+        .write_config(&cfg)?;
+        let log = self.log_file("envoy")?;
+        let child = command::envoy(&envoy_binary(), &cfg, None)
+            .command()
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("spawning envoy (set STRATA_ENVOY, or run ./dev test)")?;
+        self.envoy = Some(child);
+        Ok(())
+    }
+
+    fn node_mut(&mut self, id: u64) -> Result<&mut NodeProc> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .with_context(|| format!("no node {id}"))
+    }
+
+    /// Starts a brand-new node `id` that joins the running cluster
+    /// (`--join`): it asks to be added as a learner and catches up.
+    pub fn add_joining_node(&mut self, id: u64) -> Result<()> {
+        if self.nodes.iter().any(|n| n.id == id) {
+            bail!("node {id} exists");
+        }
+        self.nodes.push(NodeProc {
+            id,
+            port: free_port(),
+            data_dir: self.dir.path().join(format!("node{id}")),
+            child: None,
+        });
+        self.spawn_node(id, true)
+    }
+
+    /// `kill -9` of node `id`.
+    pub fn kill(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id)?;
+        if let Some(mut c) = node.child.take() {
+            c.kill()?;
+            c.wait()?;
+        }
+        Ok(())
+    }
+
+    pub fn node_ids(&self) -> Vec<u64> {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    pub fn gateway_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.gateway_port)
+    }
+
+    pub fn node_url(&self, id: u64) -> String {
+        let port = self.nodes.iter().find(|n| n.id == id).map_or(0, |n| n.port);
+        format!("http://127.0.0.1:{port}")
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The id of the node that answers 200 on `/health/leader`, if exactly one does.
+    pub async fn leader(&self) -> Option<u64> {
+        let mut leaders = Vec::new();
+        for n in self.nodes.iter().filter(|n| n.child.is_some()) {
+            if self
+                .answers_ok(&format!("{}/health/leader", self.node_url(n.id)))
+                .await
+            {
+                leaders.push(n.id);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    }
+
+    async fn answers_ok(&self, url: &str) -> bool {
+        self.http
+            .get(url)
+            .timeout(Duration::from_millis(500))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
+    /// Polls `probe` every 50 ms until it yields a value or `timeout` passes.
+    async fn poll<T, F>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut probe: impl FnMut() -> F,
+    ) -> Result<T>
+    where
+        F: std::future::Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(v) = probe().await {
+                return Ok(v);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{what} within {timeout:?}; logs in {}",
+                    self.dir.path().display()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until one running node leads and returns its id.
+    pub async fn wait_leader(&self, timeout: Duration) -> Result<u64> {
+        self.poll("no leader", timeout, || self.leader()).await
+    }
+
+    /// Waits until the gateway routes `/health/leader` to a leader.
+    pub async fn wait_gateway_leader(&self, timeout: Duration) -> Result<()> {
+        let url = format!("{}/health/leader", self.gateway_url());
+        self.poll("gateway found no leader", timeout, || async {
+            self.answers_ok(&url).await.then_some(())
+        })
+        .await
+    }
+
+    /// A node that is running and is not the leader.
+    pub async fn follower(&self) -> Result<u64> {
+        let leader = self.wait_leader(Duration::from_secs(10)).await?;
+        self.nodes
+            .iter()
+            .find(|n| n.id != leader && n.child.is_some())
+            .map(|n| n.id)
+            .context("no running follower")
+    }
+
+    /// Puts through the gateway until one succeeds, retrying the answers a
+    /// client may retry (503) or must re-check (504), for at most `timeout`.
+    pub async fn put_until_ok(&self, key: &str, value: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let r = self
+                .http
+                .put(format!("{}/v1/kv/{key}", self.gateway_url()))
+                .body(value.to_string())
+                .timeout(Duration::from_secs(3))
+                .send()
+                .await;
+            match r {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => {
+                    let status = r.status().as_u16();
+                    if status != 503 && status != 504 {
+                        bail!(
+                            "unexpected {status}: {}",
+                            r.text().await.unwrap_or_default()
+                        );
+                    }
+                }
+                Err(e) if e.is_timeout() || e.is_connect() || e.is_request() => {}
+                Err(e) => return Err(e.into()),
+            }
+            if Instant::now() > deadline {
+                bail!("no successful put of {key} within {timeout:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A background writer through the gateway: puts `<prefix><n>` = same,
+    /// until `stop` is set (or 60 s / 20,000 writes pass), and returns the
+    /// acknowledged keys. Any answer but 200 or a retryable 503 fails it.
+    pub fn spawn_writer(
+        &self,
+        prefix: &str,
+        stop: Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<Vec<String>> {
+        let (http, gw, prefix) = (self.http.clone(), self.gateway_url(), prefix.to_string());
+        tokio::spawn(async move {
+            let (mut acked, started) = (Vec::new(), Instant::now());
+            for i in 0..20_000u32 {
+                if stop.load(Ordering::Relaxed) || started.elapsed() > Duration::from_secs(60) {
+                    break;
+                }
+                let key = format!("{prefix}{i}");
+                let r = http
+                    .put(format!("{gw}/v1/kv/{key}"))
+                    .body(key.clone())
+                    .send()
+                    .await;
+                let r = r.expect("the gateway answers");
+                match r.status().as_u16() {
+                    200 => acked.push(key),
+                    503 => {}
+                    other => panic!("unexpected {other}: {}", r.text().await.unwrap_or_default()),
+                }
+            }
+            acked
+        })
+    }
+
+    /// Everything node `id` has logged so far.
+    pub fn node_log(&self, id: u64) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("node{id}.log"))).unwrap_or_default()
+    }
+
+    /// Keeps the logs of a failed test: call before panicking to print where.
+    pub fn log_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            if let Some(mut c) = n.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if let Some(mut e) = self.envoy.take() {
+            let _ = e.kill();
+            let _ = e.wait();
+        }
+        if std::thread::panicking() {
+            // Keep the logs of a failing test for inspection.
+            let path =
+                std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
+            eprintln!("cluster logs kept in {}", path.display());
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The gateway's Envoy config for a local cluster, written at start time by
+//! `gateway/gen_envoy.py` (the one generator of every Envoy config).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Where Envoy listens and what it routes to; every address is `host:port`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewaySpec {
+    /// Every storage node, including any that may join later.
+    pub nodes: Vec<String>,
+    /// REST and gRPC for clients.
+    pub listen: String,
+    /// Envoy's admin interface.
+    pub admin: String,
+    /// The console's static file server, routed under `/`.
+    pub console: String,
+    /// k6's REST API, routed under `/k6/` (the generator's default when `None`).
+    pub k6: Option<String>,
+}
+
+impl GatewaySpec {
+    /// Writes the config to `out` (YAML).
+    pub fn write_config(&self, out: &Path) -> Result<()> {
+        let generator = generator();
+        let mut cmd = Command::new("python3");
+        cmd.arg(&generator)
+            .args(["--nodes", &self.nodes.join(",")])
+            .args(["--listen", &self.listen])
+            .args(["--admin", &self.admin])
+            .args(["--console", &self.console]);
+        if let Some(k6) = &self.k6 {
+            cmd.args(["--k6", k6]);
+        }
+        let output = cmd
+            .arg("--out")
+            .arg(out)
+            .output()
+            .with_context(|| format!("running {}", generator.display()))?;
+        if !output.status.success() {
+            bail!(
+                "{} failed: {}",
+                generator.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `gateway/gen_envoy.py` of this checkout, unless `STRATA_GEN_ENVOY` names
+/// another.
+fn generator() -> PathBuf {
+    std::env::var_os("STRATA_GEN_ENVOY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::repo_root().join("gateway/gen_envoy.py"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_config_routes_to_every_node_and_listens_where_asked() {
+        // Proves the generator is found and given the spec: the file names
+        // every node, the listener, the admin and console addresses.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        GatewaySpec {
+            nodes: vec!["127.0.0.1:17001".into(), "127.0.0.1:17002".into()],
+            listen: "127.0.0.1:18080".into(),
+            admin: "127.0.0.1:19901".into(),
+            console: "127.0.0.1:15173".into(),
+            k6: Some("127.0.0.1:16565".into()),
+        }
+        .write_config(&out)
+        .unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        for port in ["17001", "17002", "18080", "19901", "15173", "16565"] {
+            assert!(
+                text.contains(&format!("port_value: {port}")),
+                "{port} missing"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_spec_is_the_generators_error() {
+        // Proves a refusal by the generator fails the start with its message.
+        let dir = tempfile::tempdir().unwrap();
+        let err = GatewaySpec {
+            nodes: vec!["no-port".into()],
+            listen: "127.0.0.1:18080".into(),
+            admin: "127.0.0.1:19901".into(),
+            console: "127.0.0.1:15173".into(),
+            k6: None,
+        }
+        .write_config(&dir.path().join("envoy.yaml"))
+        .unwrap_err();
+        assert!(err.to_string().contains("host:port"), "{err}");
+    }
+}

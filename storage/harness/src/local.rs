@@ -1,0 +1,325 @@
+//! A local cluster in a run directory, as `strata-cluster` runs it: nodes on
+//! consecutive ports from a base, Envoy with a config generated at start,
+//! and optionally the console's file server. Its layout is saved in
+//! `cluster.json`, so that later invocations can stop, restart or add
+//! single nodes.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::command::{self, NodeSpec};
+use crate::gateway::GatewaySpec;
+use crate::run_dir::RunDir;
+
+/// The process names in the run directory.
+pub const ENVOY: &str = "envoy";
+pub const CONSOLE: &str = "console";
+
+/// A node's process name.
+pub fn node_name(id: u64) -> String {
+    format!("node{id}")
+}
+
+/// What `strata-cluster up` was asked for.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub nodes: u64,
+    /// Node `i` listens on `base_port + i - 1`.
+    pub base_port: u16,
+    pub gateway_port: u16,
+    pub admin_port: u16,
+    pub console_port: u16,
+    pub k6_port: u16,
+    /// The built console to serve; none, no console.
+    pub console_dir: Option<PathBuf>,
+    /// Network threads per node and Envoy workers.
+    pub threads: Option<usize>,
+    pub node_bin: PathBuf,
+    pub envoy_bin: PathBuf,
+    /// Further flags for every node.
+    pub node_args: Vec<String>,
+}
+
+/// Everything needed to start, restart or extend the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    pub node_bin: PathBuf,
+    pub envoy_bin: PathBuf,
+    pub base_port: u16,
+    /// Every node started so far, in id order.
+    pub nodes: Vec<NodeSpec>,
+    pub gateway: GatewaySpec,
+    pub envoy_threads: Option<usize>,
+    pub console_dir: Option<PathBuf>,
+}
+
+const ADDR: &str = "127.0.0.1";
+
+impl Layout {
+    /// The layout `opts` describes, with its data under `run`.
+    pub fn plan(opts: &UpOptions, run: &RunDir) -> Result<Layout> {
+        if opts.nodes == 0 {
+            bail!("a cluster needs at least one node");
+        }
+        let port = |id: u64| -> Result<u16> {
+            u16::try_from(u64::from(opts.base_port) + id - 1).context("node port beyond 65535")
+        };
+        let peers = (1..=opts.nodes)
+            .map(|id| Ok((id, format!("{ADDR}:{}", port(id)?))))
+            .collect::<Result<Vec<_>>>()?;
+        let nodes = peers
+            .iter()
+            .map(|(id, listen)| {
+                let mut spec = NodeSpec::new(
+                    *id,
+                    listen.clone(),
+                    peers.clone(),
+                    run.data().join(node_name(*id)),
+                );
+                spec.io_threads = opts.threads;
+                spec.extra_args = opts.node_args.clone();
+                spec
+            })
+            .collect();
+        Ok(Layout {
+            node_bin: opts.node_bin.clone(),
+            envoy_bin: opts.envoy_bin.clone(),
+            base_port: opts.base_port,
+            nodes,
+            gateway: GatewaySpec {
+                nodes: peers.into_iter().map(|(_, addr)| addr).collect(),
+                listen: format!("{ADDR}:{}", opts.gateway_port),
+                admin: format!("{ADDR}:{}", opts.admin_port),
+                console: format!("{ADDR}:{}", opts.console_port),
+                k6: Some(format!("{ADDR}:{}", opts.k6_port)),
+            },
+            envoy_threads: opts.threads,
+            console_dir: opts.console_dir.clone(),
+        })
+    }
+
+    fn file(run: &RunDir) -> PathBuf {
+        run.root().join("cluster.json")
+    }
+
+    pub fn save(&self, run: &RunDir) -> Result<()> {
+        std::fs::create_dir_all(run.root())?;
+        std::fs::write(Self::file(run), serde_json::to_string_pretty(self)?)?;
+        Ok(())
+    }
+
+    /// The layout `up` saved in `run`.
+    pub fn load(run: &RunDir) -> Result<Layout> {
+        let path = Self::file(run);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("no cluster in {} (run `up` first)", run.root().display()))?;
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))
+    }
+
+    pub fn gateway_url(&self) -> String {
+        format!("http://{}", self.gateway.listen)
+    }
+
+    /// Every process name of this layout.
+    pub fn process_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.nodes.iter().map(|n| node_name(n.id)).collect();
+        names.push(ENVOY.into());
+        if self.console_dir.is_some() {
+            names.push(CONSOLE.into());
+        }
+        names
+    }
+
+    /// Starts every node, Envoy and the console server.
+    pub fn start_all(&self, run: &RunDir) -> Result<()> {
+        for node in &self.nodes {
+            std::fs::create_dir_all(&node.data_dir)?;
+            run.spawn(&node_name(node.id), &node.command_line(&self.node_bin))?;
+        }
+        let config = run.root().join("envoy.yaml");
+        self.gateway.write_config(&config)?;
+        run.spawn(
+            ENVOY,
+            &command::envoy(&self.envoy_bin, &config, self.envoy_threads),
+        )?;
+        if let Some(dir) = &self.console_dir {
+            run.spawn(
+                CONSOLE,
+                &command::console_server(dir, &self.gateway.console),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Starts node `id` again (after `stop-node`, or a crash).
+    pub fn start_node(&self, run: &RunDir, id: u64) -> Result<u32> {
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.id == id)
+            .with_context(|| format!("no node {id} in this cluster (add one with --join)"))?;
+        if let Some(pid) = run.running_pid(&node_name(id)) {
+            bail!("node {id} already runs (pid {pid})");
+        }
+        run.spawn(&node_name(id), &node.command_line(&self.node_bin))
+    }
+
+    /// Adds node `id` on the next port of the range, empty, asking the
+    /// others to add it (`--join`), and records it in the layout. The
+    /// gateway's node list stays as it is: followers forward to the leader.
+    pub fn add_joining_node(&mut self, run: &RunDir, id: u64) -> Result<u32> {
+        if self.nodes.iter().any(|n| n.id == id) {
+            bail!("node {id} exists; start it without --join");
+        }
+        let port =
+            u16::try_from(u64::from(self.base_port) + id - 1).context("node port beyond 65535")?;
+        let listen = format!("{ADDR}:{port}");
+        let mut peers: Vec<(u64, String)> = self
+            .nodes
+            .iter()
+            .map(|n| (n.id, n.listen.clone()))
+            .collect();
+        peers.push((id, listen.clone()));
+        let template = &self.nodes[0];
+        let mut spec = NodeSpec::new(id, listen, peers, run.data().join(node_name(id)));
+        spec.join = true;
+        spec.io_threads = template.io_threads;
+        spec.log = template.log.clone();
+        spec.extra_args = template.extra_args.clone();
+        std::fs::create_dir_all(&spec.data_dir)?;
+        let pid = run.spawn(&node_name(id), &spec.command_line(&self.node_bin))?;
+        self.nodes.push(spec);
+        self.save(run)?;
+        Ok(pid)
+    }
+
+    /// Waits until the gateway routes to a leader (and serves the console,
+    /// when there is one); fails at once when a process has exited.
+    pub async fn wait_healthy(&self, run: &RunDir, timeout: Duration) -> Result<()> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(1))
+            .build()?;
+        let mut pending = vec![(
+            "leader via gateway",
+            format!("{}/health/leader", self.gateway_url()),
+        )];
+        if self.console_dir.is_some() {
+            pending.push(("console via gateway", format!("{}/", self.gateway_url())));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut still = Vec::new();
+            for (what, url) in pending {
+                let ok = http
+                    .get(&url)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+                if !ok {
+                    still.push((what, url));
+                }
+            }
+            pending = still;
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let dead: Vec<String> = self
+                .process_names()
+                .into_iter()
+                .filter(|name| run.running_pid(name).is_none())
+                .collect();
+            if !dead.is_empty() {
+                bail!("{} exited", dead.join(", "));
+            }
+            if Instant::now() > deadline {
+                let waiting: Vec<&str> = pending.iter().map(|(what, _)| *what).collect();
+                bail!(
+                    "not healthy after {timeout:?} (waiting for {})",
+                    waiting.join(", ")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// Network threads per node and Envoy workers when nothing else is asked:
+/// the nodes and Envoy share this host, so they split its CPUs rather than
+/// each taking a thread per CPU (fewer cross-thread wake-ups, fuller batches
+/// on every connection).
+pub fn cpu_share(nodes: u64) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cpus / (nodes as usize + 1)).max(1)
+}
+
+/// Whether a path names a file (rather than a program to find on the PATH).
+pub fn is_path(p: &Path) -> bool {
+    p.components().count() > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> UpOptions {
+        UpOptions {
+            nodes: 3,
+            base_port: 17001,
+            gateway_port: 18080,
+            admin_port: 19901,
+            console_port: 15173,
+            k6_port: 16565,
+            console_dir: None,
+            threads: Some(1),
+            node_bin: "/b/strata-node".into(),
+            envoy_bin: "envoy".into(),
+            node_args: vec!["--read-mode".into(), "lease".into()],
+        }
+    }
+
+    #[test]
+    fn plan_puts_nodes_on_consecutive_ports_and_every_node_knows_every_peer() {
+        // Proves the layout `up` starts: ids 1..=n on base..base+n-1, each
+        // listing all members, data under the run directory, the same
+        // threads and flags for every node, and Envoy routing to all of them.
+        let run = RunDir::new("/r");
+        let layout = Layout::plan(&options(), &run).unwrap();
+        let listens: Vec<&str> = layout.nodes.iter().map(|n| n.listen.as_str()).collect();
+        assert_eq!(
+            listens,
+            ["127.0.0.1:17001", "127.0.0.1:17002", "127.0.0.1:17003"]
+        );
+        for n in &layout.nodes {
+            assert_eq!(n.peers.len(), 3);
+            assert_eq!(n.data_dir, Path::new("/r/data").join(node_name(n.id)));
+            assert_eq!(n.io_threads, Some(1));
+            assert_eq!(n.extra_args, ["--read-mode", "lease"]);
+            assert!(!n.join);
+        }
+        assert_eq!(layout.gateway.nodes, listens);
+        assert_eq!(layout.gateway.listen, "127.0.0.1:18080");
+        assert_eq!(layout.process_names(), ["node1", "node2", "node3", "envoy"]);
+    }
+
+    #[test]
+    fn layout_survives_a_round_trip_through_its_file() {
+        // Proves later invocations see exactly the layout `up` saved.
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let layout = Layout::plan(&options(), &run).unwrap();
+        layout.save(&run).unwrap();
+        assert_eq!(Layout::load(&run).unwrap(), layout);
+        assert!(Layout::load(&RunDir::new(dir.path().join("none"))).is_err());
+    }
+
+    #[test]
+    fn ports_beyond_the_range_are_refused() {
+        // Proves a base port too close to 65535 is an error, not a wrap.
+        let mut opts = options();
+        opts.base_port = 65535;
+        assert!(Layout::plan(&opts, &RunDir::new("/r")).is_err());
+    }
+}

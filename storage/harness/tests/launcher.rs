@@ -1,0 +1,132 @@
+//! The `strata-cluster` launcher as the recipes and scripts use it: up,
+//! status, stopping and restarting a node, down, and a start that fails.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use strata_harness::{envoy_binary, free_port, workspace_binary};
+
+fn launcher(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata-cluster"))
+        .args(args)
+        .env("STRATA_NODE_BIN", workspace_binary("strata-node").unwrap())
+        .output()
+        .expect("strata-cluster runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Pids of live processes whose command line mentions `dir`.
+fn processes_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.display().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(&needle)
+        })
+        .collect()
+}
+
+fn up_args<'a>(run: &'a str, ports: &'a [String; 4], envoy: &'a str) -> Vec<&'a str> {
+    vec![
+        "up",
+        "--run-dir",
+        run,
+        "--nodes",
+        "1",
+        "--base-port",
+        &ports[0],
+        "--gateway-port",
+        &ports[1],
+        "--admin-port",
+        &ports[2],
+        "--console-port",
+        &ports[3],
+        "--envoy",
+        envoy,
+        "--timeout",
+        "30",
+    ]
+}
+
+#[test]
+fn up_status_stop_start_and_down_leave_nothing_running() {
+    // Proves the launcher's life cycle: `up` returns with the gateway
+    // routing to a leader, `status` sees every process, a killed node shows
+    // as stopped and comes back with `start-node`, and `down` stops every
+    // process it started.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let run_s = run.display().to_string();
+    let ports = [(); 4].map(|_| free_port().to_string());
+    let envoy = envoy_binary().display().to_string();
+    let up = launcher(&up_args(&run_s, &ports, &envoy));
+    assert!(up.status.success(), "{}", text(&up));
+    assert!(
+        text(&up).contains("Strata is up: 1 nodes, leader 1"),
+        "{}",
+        text(&up)
+    );
+    assert!(
+        run.join("envoy.yaml").exists(),
+        "the gateway config is generated"
+    );
+
+    let status = launcher(&["status", "--run-dir", &run_s]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(
+        text(&status).contains("node1    running"),
+        "{}",
+        text(&status)
+    );
+
+    let stop = launcher(&["stop-node", "--run-dir", &run_s, "--id", "1", "--kill"]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    let status = launcher(&["status", "--run-dir", &run_s]);
+    assert!(!status.status.success(), "a stopped node fails the status");
+    assert!(
+        text(&status).contains("node1    stopped"),
+        "{}",
+        text(&status)
+    );
+
+    let start = launcher(&["start-node", "--run-dir", &run_s, "--id", "1"]);
+    assert!(start.status.success(), "{}", text(&start));
+    let again = launcher(&["start-node", "--run-dir", &run_s, "--id", "1"]);
+    assert!(
+        !again.status.success(),
+        "a running node is not started twice"
+    );
+
+    assert_eq!(processes_under(&run).len(), 2, "node and Envoy run");
+    let down = launcher(&["down", "--run-dir", &run_s]);
+    assert!(down.status.success(), "{}", text(&down));
+    assert!(
+        text(&down).contains("stopped envoy, node1"),
+        "{}",
+        text(&down)
+    );
+    assert_eq!(processes_under(&run), Vec::<u32>::new());
+}
+
+#[test]
+fn a_failed_start_stops_what_it_started() {
+    // Proves `up` stops the node it already started when Envoy dies at
+    // once (here: a binary that exits), and says why.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let run_s = run.display().to_string();
+    let ports = [(); 4].map(|_| free_port().to_string());
+    let up = launcher(&up_args(&run_s, &ports, "/bin/false"));
+    assert!(!up.status.success());
+    assert!(text(&up).contains("envoy exited"), "{}", text(&up));
+    assert_eq!(processes_under(&run), Vec::<u32>::new());
+}
