@@ -38,6 +38,7 @@ mod leadership;
 mod membership;
 mod proposals;
 mod publish;
+mod read_ids;
 mod reads;
 mod recovery;
 mod snapshots;
@@ -118,7 +119,7 @@ impl Driver {
             queued: Vec::new(),
             proposals: BTreeMap::new(),
             conf_waiters: BTreeMap::new(),
-            reads: reads::Reads::new(config.read_timeout),
+            reads: reads::Reads::new(config.id, config.read_timeout),
             failure: None,
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
@@ -147,7 +148,9 @@ impl Driver {
     /// taken, issue reads, handle Ready, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
         self.propose_queued();
-        self.reads.issue(&mut self.node);
+        if let Some(ctx) = self.reads.issue() {
+            self.node.read_index(ctx);
+        }
         // A failed peer is inert: it neither persists nor sends anything
         // (a follower's acknowledgement or a leader's own vote would promise
         // durability it no longer has), and the others carry on without it.

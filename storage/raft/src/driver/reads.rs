@@ -3,27 +3,29 @@
 //! with a read index and this node has applied up to that index, its
 //! readers are answered. A request that goes unanswered for the read
 //! timeout, or is in flight when the leader changes, is answered "dropped"
-//! so that its readers retry.
+//! so that its readers retry. Requests are named by contexts unique in the
+//! group (`read_ids`), so an answer meant for another member, or for an
+//! earlier life of this one, answers nothing here.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use raft::{RawNode, ReadState};
+use raft::ReadState;
 
 use super::Driver;
+use super::read_ids::ReadIds;
 use crate::error::ProposeError;
-use crate::log::RaftLogStore;
 use crate::mailbox::ReadTx;
 
 /// Readers from arrival to answer.
 pub(super) struct Reads {
     /// Readers not yet covered by a ReadIndex request.
     unissued: Vec<ReadTx>,
-    /// ReadIndex requests in flight, by context id.
+    /// ReadIndex requests in flight, by number (see `ReadIds`).
     issued: HashMap<u64, (Instant, Vec<ReadTx>)>,
     /// Readers whose read index is known, waiting for apply to reach it.
     ready: Vec<(u64, Vec<ReadTx>)>,
-    next_ctx: u64,
+    ids: ReadIds,
     /// How long a ReadIndex request may wait for its answer.
     timeout: Duration,
 }
@@ -43,26 +45,27 @@ impl Driver {
 }
 
 impl Reads {
-    pub(super) fn new(timeout: Duration) -> Self {
+    /// The readers of member `member`.
+    pub(super) fn new(member: u64, timeout: Duration) -> Self {
         Reads {
             unissued: Vec::new(),
             issued: HashMap::new(),
             ready: Vec::new(),
-            next_ctx: 1,
+            ids: ReadIds::new(member),
             timeout,
         }
     }
 
-    /// Covers every waiting reader with one ReadIndex request.
-    pub(super) fn issue(&mut self, node: &mut RawNode<RaftLogStore>) {
+    /// Covers every waiting reader with one ReadIndex request; returns the
+    /// context to hand to raft, if there were readers.
+    pub(super) fn issue(&mut self) -> Option<Vec<u8>> {
         if self.unissued.is_empty() {
-            return;
+            return None;
         }
-        let ctx = self.next_ctx;
-        self.next_ctx += 1;
+        let (number, ctx) = self.ids.next();
         let readers = std::mem::take(&mut self.unissued);
-        self.issued.insert(ctx, (Instant::now(), readers));
-        node.read_index(ctx.to_le_bytes().to_vec());
+        self.issued.insert(number, (Instant::now(), readers));
+        Some(ctx)
     }
 
     /// Gives up on requests older than the timeout (a lost message, a
@@ -83,16 +86,14 @@ impl Reads {
     }
 
     /// Takes raft's answers: each request's readers now wait for apply to
-    /// reach its read index.
+    /// reach its read index. An answer to a request this life did not make
+    /// or already gave up on (a late one) is ignored.
     pub(super) fn take_read_states(&mut self, states: Vec<ReadState>) {
         for rs in states {
-            let ctx = rs
-                .request_ctx
-                .as_slice()
-                .try_into()
-                .map(u64::from_le_bytes)
-                .unwrap_or(0);
-            if let Some((_, readers)) = self.issued.remove(&ctx) {
+            let Some(number) = self.ids.ours(&rs.request_ctx) else {
+                continue;
+            };
+            if let Some((_, readers)) = self.issued.remove(&number) {
                 self.ready.push((rs.index, readers));
             }
         }
@@ -136,5 +137,70 @@ impl Reads {
                 let _ = tx.send(Err(err.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    type ReadRx = oneshot::Receiver<Result<u64, ProposeError>>;
+
+    fn reader(reads: &mut Reads) -> ReadRx {
+        let (tx, rx) = oneshot::channel();
+        reads.unissued.push(tx);
+        rx
+    }
+
+    fn answer_for(ctx: &[u8], index: u64) -> ReadState {
+        ReadState {
+            index,
+            request_ctx: ctx.to_vec(),
+        }
+    }
+
+    // Proves that a late answer to a request given up on answers nothing,
+    // not even the request issued after it, while that request's own
+    // answer does.
+    #[test]
+    fn late_answer_to_an_expired_request_answers_no_later_one() {
+        let timeout = Duration::from_secs(2);
+        let mut reads = Reads::new(1, timeout);
+        let mut expired = reader(&mut reads);
+        let old = reads.issue().expect("a request");
+        reads.expire(Instant::now() + timeout);
+        assert!(matches!(
+            expired.try_recv(),
+            Ok(Err(ProposeError::Dropped(_)))
+        ));
+        let mut waiting = reader(&mut reads);
+        let new = reads.issue().expect("a request");
+        reads.take_read_states(vec![answer_for(&old, 5)]);
+        reads.answer(10);
+        assert!(waiting.try_recv().is_err(), "answered by the late answer");
+        reads.take_read_states(vec![answer_for(&new, 7)]);
+        reads.answer(10);
+        assert!(matches!(waiting.try_recv(), Ok(Ok(10))));
+    }
+
+    // Proves that an answer to a request of an earlier life of this member
+    // (same member id, counting from 1 again) answers nothing.
+    #[test]
+    fn answer_to_an_earlier_life_answers_nothing() {
+        let timeout = Duration::from_secs(2);
+        let mut before = Reads::new(1, timeout);
+        let _gone = reader(&mut before);
+        let old = before.issue().expect("a request");
+        let mut after = Reads::new(1, timeout);
+        let mut waiting = reader(&mut after);
+        after.issue().expect("a request");
+        after.take_read_states(vec![answer_for(&old, 5)]);
+        after.answer(10);
+        assert!(
+            waiting.try_recv().is_err(),
+            "answered by the earlier life's answer"
+        );
     }
 }

@@ -21,6 +21,7 @@ mod check;
 mod membership;
 mod net;
 mod node;
+mod reads;
 mod transport;
 mod worker;
 
