@@ -32,7 +32,8 @@ pub struct PeerConfig {
     /// Bounded inbox; a full inbox turns proposals away as retryable.
     pub inbox_capacity: usize,
     /// How long a ReadIndex request may wait for its answer before the peer
-    /// gives up on it (a lost message, a partition).
+    /// gives up on it (a lost message, a partition); counted in ticks of
+    /// the driver's clock, rounded up.
     pub read_timeout: Duration,
     pub max_inflight_msgs: usize,
     pub max_size_per_msg_bytes: u64,

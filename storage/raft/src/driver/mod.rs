@@ -119,7 +119,13 @@ impl Driver {
             queued: Vec::new(),
             proposals: BTreeMap::new(),
             conf_waiters: BTreeMap::new(),
-            reads: reads::Reads::new(config.id, config.read_timeout),
+            reads: reads::Reads::new(
+                config.id,
+                config
+                    .read_timeout
+                    .as_nanos()
+                    .div_ceil(config.tick.as_nanos().max(1)) as u64,
+            ),
             failure: None,
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
@@ -136,12 +142,14 @@ impl Driver {
         Ok(driver)
     }
 
-    /// One logical clock tick. A peer whose storage failed does not tick, so
-    /// it never campaigns; it still answers votes and appends.
+    /// One logical clock tick. A peer whose storage failed does not tick
+    /// raft, so it never campaigns; it still answers votes and appends.
+    /// Reads time out on the same clock.
     pub(crate) fn tick(&mut self) {
         if self.failure.is_none() {
             self.node.tick();
         }
+        self.reads.tick();
     }
 
     /// Everything the loop does after taking inputs: step the proposals
@@ -200,7 +208,6 @@ impl Driver {
             if now >= next_tick {
                 self.tick();
                 next_tick = now + self.tick;
-                self.reads.expire(now);
             }
             self.round(&shared);
         }

@@ -77,6 +77,9 @@ pub struct SimNode {
     /// index for the initial voters); `None` while its addition is not
     /// known to be committed.
     pub admitted_at: Option<u64>,
+    /// Keeps running after its removal is applied, as a member an operator
+    /// has not stopped yet; the simulation otherwise stops it at once.
+    pub kept_after_removal: bool,
 }
 
 impl SimNode {
@@ -92,6 +95,7 @@ impl SimNode {
             policy,
             generation: 0,
             admitted_at,
+            kept_after_removal: false,
         }
     }
 

@@ -2,7 +2,7 @@
 //! several members, and late answers that arrive after their reader is
 //! gone.
 
-use raft::eraftpb::MessageType;
+use raft::eraftpb::{ConfChangeSingle, ConfChangeType, ConfChangeV2, MessageType};
 use tokio::sync::oneshot;
 
 use super::net::Weather;
@@ -168,4 +168,115 @@ fn late_answer_from_before_a_restart_does_not_answer_a_new_read() {
         ),
         other => panic!("the read after the restart: {other:?}"),
     }
+}
+
+/// Ticks a read may wait: the peer's default read timeout on the
+/// simulation's clock.
+const READ_TIMEOUT_MS: u64 = 2_000;
+
+/// Steps for the read timeout and one tick more, and says which of
+/// `reads` got no answer by then, and which were answered `Ok`.
+fn unanswered_after_the_read_timeout(sim: &mut Sim, reads: &mut [(&str, ReadRx)]) -> Vec<String> {
+    let mut outcomes: Vec<Option<Result<u64, ProposeError>>> = vec![None; reads.len()];
+    for _ in 0..READ_TIMEOUT_MS + super::TICK_MS {
+        sim.step(false, false).expect("the invariants hold");
+        for (outcome, (_, rx)) in outcomes.iter_mut().zip(reads.iter_mut()) {
+            if outcome.is_none() {
+                *outcome = rx.try_recv().ok();
+            }
+        }
+    }
+    reads
+        .iter()
+        .zip(outcomes)
+        .filter_map(|((what, _), outcome)| match outcome {
+            None => Some(format!("{what}: no answer")),
+            Some(Ok(applied)) => Some(format!("{what}: answered Ok({applied}) though cut off")),
+            Some(Err(_)) => None,
+        })
+        .collect()
+}
+
+// Proves that every read waiting on a member cut off from the group is
+// answered within the read timeout, told to retry, at every stage: the
+// one whose request never reached the leader, and the one that learned
+// its read index but was cut off before applying up to it.
+#[test]
+fn reads_on_a_cut_off_member_are_answered_within_the_read_timeout() {
+    let mut sim = Sim::settled(11);
+    let l = sim.leaders()[0];
+    let f = (0..sim.nodes.len()).find(|&i| i != l).expect("a follower");
+    let (lid, fid) = (sim.nodes[l].id, sim.nodes[f].id);
+    // The follower hears its leader but gets no new entries: it learns a
+    // read index it has not applied.
+    sim.net.hold(Some(Box::new(move |m| {
+        m.from == lid && m.to == fid && m.get_msg_type() == MessageType::MsgAppend
+    })));
+    let mut ack = sim.write(l, "committed-without-the-follower");
+    sim.step_until(100, "the write is acknowledged", |_| {
+        !matches!(ack.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    });
+    let mut waiting_for_apply = sim.read(f);
+    for _ in 0..100 {
+        sim.step(false, false).expect("the invariants hold");
+    }
+    assert!(
+        matches!(
+            waiting_for_apply.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        ),
+        "the follower cannot have applied its read index"
+    );
+    for i in 0..sim.nodes.len() {
+        if i != f {
+            let other = sim.nodes[i].id;
+            sim.net.partition(fid, other);
+        }
+    }
+    let never_reaching_the_leader = sim.read(f);
+    let unanswered = unanswered_after_the_read_timeout(
+        &mut sim,
+        &mut [
+            (
+                "the read waiting to apply its read index",
+                waiting_for_apply,
+            ),
+            ("the read whose request was lost", never_reaching_the_leader),
+        ],
+    );
+    assert!(unanswered.is_empty(), "{unanswered:?}");
+}
+
+// Proves that a read on a member removed from the group, which still
+// believes in its old leader, is answered within the read timeout. The
+// leader still answers its ReadIndex request, with a read index the
+// member never reaches: the leader sends it no more entries.
+#[test]
+fn read_on_a_removed_member_is_answered_within_the_read_timeout() {
+    let mut sim = Sim::settled(13);
+    let l = sim.leaders()[0];
+    let f = (0..sim.nodes.len()).find(|&i| i != l).expect("a follower");
+    let fid = sim.nodes[f].id;
+    sim.nodes[f].kept_after_removal = true;
+    let (tx, mut removed) = oneshot::channel();
+    let mut change = ConfChangeV2::default();
+    let mut single = ConfChangeSingle::default();
+    single.set_change_type(ConfChangeType::RemoveNode);
+    single.node_id = fid;
+    change.set_changes(vec![single].into());
+    let live = sim.nodes[l].live.as_mut().expect("the leader runs");
+    live.driver.handle(Input::ChangeMembers { change, tx });
+    sim.step_until(200, "the removal is applied on the leader", |_| {
+        !matches!(removed.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    });
+    let mut ack = sim.write(l, "committed-after-the-removal");
+    sim.step_until(100, "the write is acknowledged", |_| {
+        !matches!(ack.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    });
+    let removed_member = sim.read(f);
+    let unanswered = unanswered_after_the_read_timeout(
+        &mut sim,
+        &mut [("the read on the removed member", removed_member)],
+    );
+    assert!(unanswered.is_empty(), "{unanswered:?}");
 }
