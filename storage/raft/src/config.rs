@@ -29,8 +29,13 @@ pub struct PeerConfig {
     /// `[election_ticks, 2 * election_ticks)`.
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
-    /// Bounded inbox; a full inbox turns proposals away as retryable.
+    /// Client requests waiting for the driver at most; a full inbox turns
+    /// proposals away as retryable.
     pub inbox_capacity: usize,
+    /// Raft messages (and news from the transport and the snapshot thread)
+    /// waiting for the driver at most, apart from client requests; a full
+    /// one drops messages, which raft sends again.
+    pub raft_inbox_capacity: usize,
     /// How long a ReadIndex request may wait for its answer before the peer
     /// gives up on it (a lost message, a partition); counted in ticks of
     /// the driver's clock, rounded up.
@@ -78,6 +83,7 @@ impl PeerConfig {
             election_ticks: 10,
             heartbeat_ticks: 2,
             inbox_capacity: 16 * 1024,
+            raft_inbox_capacity: 16 * 1024,
             read_timeout: Duration::from_secs(2),
             max_inflight_msgs: 256,
             max_size_per_msg_bytes: 1 << 20,

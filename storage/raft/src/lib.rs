@@ -18,9 +18,10 @@
 //!
 //! - `peer`: [`Peer`] (starts the threads) and [`PeerHandle`] (the front the
 //!   server calls); `config`: [`PeerConfig`].
-//! - `mailbox`: `Input`, everything the driver thread takes, and `Shared`,
-//!   the inbox's sending end beside the status and events the driver
-//!   publishes.
+//! - `mailbox`: `Input`, everything the driver thread takes (client
+//!   requests on one channel, raft's own inputs on another, taken first),
+//!   and `Shared`, the sending ends beside the status and events the
+//!   driver publishes.
 //! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
 //!   round (inputs, proposals, reads, Ready); `recovery` is what happens at
 //!   start; `proposals`, `reads`, `membership` and `leadership` take the

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
 use crate::config::PeerConfig;
@@ -25,7 +25,7 @@ use crate::error::{ProposeError, StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
-use crate::mailbox::{ConfTx, Input, Shared};
+use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
 use crate::snapshot::{Job, SnapshotDirs};
 use crate::state_machine::StateMachine;
@@ -43,7 +43,8 @@ mod reads;
 mod recovery;
 mod snapshots;
 
-/// The most inputs handled before the next Ready, bounding one round's work.
+/// The most inputs taken from each channel before the next Ready, bounding
+/// one round's work.
 const MAX_INPUTS_PER_ROUND: usize = 8192;
 
 pub(crate) struct Driver {
@@ -51,7 +52,7 @@ pub(crate) struct Driver {
     group_id: u64,
     node: RawNode<RaftLogStore>,
     state_machine: Arc<StateMachine>,
-    inbox: Receiver<Input>,
+    inbox: Inbox,
     transport: Box<dyn Transport>,
     tick: Duration,
     /// Proposals taken from the inbox since the last round; `round` steps
@@ -81,7 +82,7 @@ impl Driver {
     pub(crate) fn new(
         config: &PeerConfig,
         state_machine: Arc<StateMachine>,
-        inbox: Receiver<Input>,
+        inbox: Inbox,
         transport: Box<dyn Transport>,
         dirs: SnapshotDirs,
         jobs: crossbeam_channel::Sender<Job>,
@@ -182,27 +183,22 @@ impl Driver {
         let mut next_tick = Instant::now() + self.tick;
         loop {
             let wait = next_tick.saturating_duration_since(Instant::now());
-            match self.inbox.recv_timeout(wait) {
-                Ok(Input::Shutdown) => break,
-                Ok(input) => {
-                    self.handle(input);
-                    let mut stop = false;
-                    for _ in 0..MAX_INPUTS_PER_ROUND {
-                        match self.inbox.try_recv() {
-                            Ok(Input::Shutdown) => {
-                                stop = true;
-                                break;
-                            }
-                            Ok(input) => self.handle(input),
-                            Err(_) => break,
-                        }
-                    }
-                    if stop {
-                        break;
-                    }
+            // Raft's own inputs first, then client requests: a backlog of
+            // requests must not delay the messages that keep the group's
+            // leader in office. A closed channel stops the driver like a
+            // shutdown (it holds senders itself, so neither closes while
+            // it runs).
+            let first = crossbeam_channel::select_biased! {
+                recv(self.inbox.raft) -> input => Some(input.unwrap_or(Input::Shutdown)),
+                recv(self.inbox.requests) -> input => Some(input.unwrap_or(Input::Shutdown)),
+                default(wait) => None,
+            };
+            if let Some(input) = first {
+                let raft = self.inbox.raft.clone();
+                let requests = self.inbox.requests.clone();
+                if !self.take(input) || !self.drain(&raft) || !self.drain(&requests) {
+                    break;
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
             }
             let now = Instant::now();
             if now >= next_tick {
@@ -212,6 +208,32 @@ impl Driver {
             self.round(&shared);
         }
         self.fail_all_waiters(ProposeError::Stopped);
+    }
+
+    /// Handles one input; false once it asks the driver to stop.
+    fn take(&mut self, input: Input) -> bool {
+        if matches!(input, Input::Shutdown) {
+            return false;
+        }
+        self.handle(input);
+        true
+    }
+
+    /// Handles what waits in `channel`, up to a round's worth; false once
+    /// an input asks the driver to stop.
+    fn drain(&mut self, channel: &Receiver<Input>) -> bool {
+        for _ in 0..MAX_INPUTS_PER_ROUND {
+            match channel.try_recv() {
+                Ok(input) => {
+                    if !self.take(input) {
+                        return false;
+                    }
+                }
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            }
+        }
+        true
     }
 
     pub(crate) fn handle(&mut self, input: Input) {
