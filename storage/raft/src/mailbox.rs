@@ -10,15 +10,18 @@
 //!
 //! How an input is posted says what a full channel means for it:
 //! [`Shared::submit`] refuses a request as retryable (nothing was
-//! proposed), [`Shared::offer`] drops what raft will send again, and
-//! [`Shared::deliver`] waits for room for what must not be lost (only
-//! from plain threads, never from async code).
+//! proposed), and [`Shared::offer`] drops what raft will send again. What
+//! must not be lost but comes from async code, which must never wait for
+//! room (a snapshot send's outcome, a stop request), is left in `Shared`
+//! for the driver's next round, and the driver is woken. Only the
+//! snapshot thread, a plain thread, waits for room.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfChangeV2, Message};
 use tokio::sync::{broadcast, oneshot};
 
@@ -54,11 +57,8 @@ pub(crate) enum Input {
         to: u64,
         tx: oneshot::Sender<Result<(), ProposeError>>,
     },
-    /// The transport finished (or failed) sending a snapshot to `to`.
-    ReportSnapshot {
-        to: u64,
-        ok: bool,
-    },
+    /// Something was left in `Shared` for the driver's next round.
+    Wake,
     /// The snapshot thread finished a job.
     Job(JobDone),
     /// Propose a configuration change (leader only); answered once applied.
@@ -66,7 +66,6 @@ pub(crate) enum Input {
         change: ConfChangeV2,
         tx: ConfTx,
     },
-    Shutdown,
 }
 
 /// The sending ends of a peer's two channels.
@@ -113,6 +112,11 @@ pub(crate) struct Shared {
     /// How many times the raft log was fsynced.
     pub(crate) log_syncs: AtomicU64,
     next_request_id: AtomicU64,
+    /// How the latest snapshot send to each member ended, until the
+    /// driver takes it: raft waits for it before sending that member more.
+    snapshot_reports: Mutex<BTreeMap<u64, bool>>,
+    /// Set once the peer is dropped: the driver stops.
+    stopping: AtomicBool,
 }
 
 impl Shared {
@@ -134,6 +138,8 @@ impl Shared {
             // start from a random point so a restarted node does not reuse
             // old ids.
             next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
+            snapshot_reports: Mutex::new(BTreeMap::new()),
+            stopping: AtomicBool::new(false),
         }
     }
 
@@ -152,9 +158,36 @@ impl Shared {
         let _ = self.senders.raft.try_send(input);
     }
 
-    /// Posts a raft input that must not be lost, waiting for room.
-    pub(crate) fn deliver(&self, input: Input) {
-        let _ = self.senders.raft.send(input);
+    /// Wakes the driver to look at what was left here. A full raft
+    /// channel drops the wake-up, but then the driver has inputs to take
+    /// and a round follows them.
+    fn wake(&self) {
+        self.offer(Input::Wake);
+    }
+
+    /// Leaves how sending a snapshot to `to` ended for the driver's next
+    /// round, without waiting. Only the latest outcome per member is kept:
+    /// one send to a member is in flight at a time.
+    pub(crate) fn report_snapshot(&self, to: u64, ok: bool) {
+        self.snapshot_reports.lock().insert(to, ok);
+        self.wake();
+    }
+
+    /// The snapshot outcomes left since the last call.
+    pub(crate) fn take_snapshot_reports(&self) -> Vec<(u64, bool)> {
+        std::mem::take(&mut *self.snapshot_reports.lock())
+            .into_iter()
+            .collect()
+    }
+
+    /// Asks the driver to stop, without waiting.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     /// A request id not used before by this peer.

@@ -91,7 +91,7 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        self.handle.inner.deliver(Input::Shutdown);
+        self.handle.inner.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -170,10 +170,13 @@ impl PeerHandle {
         self.inner.offer(Input::Step(message));
     }
 
-    /// Tells raft how sending a snapshot to `to` ended.
+    /// Tells raft how sending a snapshot to `to` ended. Never waits, so
+    /// async code may call it.
     pub fn report_snapshot(&self, to: u64, ok: bool) {
-        // Must not be lost: raft waits for it before sending more to `to`.
-        self.inner.deliver(Input::ReportSnapshot { to, ok });
+        // Must not be lost (raft waits for it before sending more to
+        // `to`), so it is not a message on the raft channel, which drops
+        // what does not fit.
+        self.inner.report_snapshot(to, ok);
     }
 
     /// Where this peer's snapshots live (for the transport).
@@ -206,6 +209,8 @@ impl PeerHandle {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use strata_engine::{Engine, Options};
 
     use super::*;
@@ -302,5 +307,32 @@ mod tests {
             .filter(|i| matches!(i, Input::Step(m) if m.from == 2))
             .count();
         assert_eq!(steps, 1, "the append from node 2 was dropped");
+    }
+
+    // Proves that reporting a snapshot's outcome never blocks its caller
+    // (a tokio task in the server) on a full inbox, and that the report
+    // still reaches the driver.
+    #[test]
+    fn snapshot_report_does_not_block_on_a_full_inbox() {
+        let peer = IdlePeer::new(8);
+        peer.fill_with_proposals();
+        for _ in 0..64 {
+            peer.handle.step(append_from(2));
+        }
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let handle = peer.handle.clone();
+        std::thread::spawn(move || {
+            handle.report_snapshot(3, true);
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done.recv_timeout(Duration::from_secs(2)).is_ok(),
+            "report_snapshot blocked on a full inbox"
+        );
+        assert_eq!(
+            peer.handle.inner.take_snapshot_reports(),
+            vec![(3, true)],
+            "the report was lost"
+        );
     }
 }

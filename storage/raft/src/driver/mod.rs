@@ -153,9 +153,13 @@ impl Driver {
         self.reads.tick();
     }
 
-    /// Everything the loop does after taking inputs: step the proposals
-    /// taken, issue reads, handle Ready, publish the status.
+    /// Everything the loop does after taking inputs: take the snapshot
+    /// outcomes left in `shared`, step the proposals taken, issue reads,
+    /// handle Ready, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
+        for (to, ok) in shared.take_snapshot_reports() {
+            self.on_snapshot_report(to, ok);
+        }
         self.propose_queued();
         if let Some(ctx) = self.reads.issue() {
             self.node.read_index(ctx);
@@ -185,20 +189,27 @@ impl Driver {
             let wait = next_tick.saturating_duration_since(Instant::now());
             // Raft's own inputs first, then client requests: a backlog of
             // requests must not delay the messages that keep the group's
-            // leader in office. A closed channel stops the driver like a
-            // shutdown (it holds senders itself, so neither closes while
-            // it runs).
+            // leader in office. A closed channel stops the driver (it holds
+            // a sender of each itself, so neither closes while it runs).
             let first = crossbeam_channel::select_biased! {
-                recv(self.inbox.raft) -> input => Some(input.unwrap_or(Input::Shutdown)),
-                recv(self.inbox.requests) -> input => Some(input.unwrap_or(Input::Shutdown)),
-                default(wait) => None,
+                recv(self.inbox.raft) -> input => input.map(Some),
+                recv(self.inbox.requests) -> input => input.map(Some),
+                default(wait) => Ok(None),
             };
-            if let Some(input) = first {
-                let raft = self.inbox.raft.clone();
-                let requests = self.inbox.requests.clone();
-                if !self.take(input) || !self.drain(&raft) || !self.drain(&requests) {
-                    break;
+            match first {
+                Ok(Some(input)) => {
+                    self.handle(input);
+                    let raft = self.inbox.raft.clone();
+                    let requests = self.inbox.requests.clone();
+                    if !self.drain(&raft) || !self.drain(&requests) {
+                        break;
+                    }
                 }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+            if shared.stop_requested() {
+                break;
             }
             let now = Instant::now();
             if now >= next_tick {
@@ -210,25 +221,12 @@ impl Driver {
         self.fail_all_waiters(ProposeError::Stopped);
     }
 
-    /// Handles one input; false once it asks the driver to stop.
-    fn take(&mut self, input: Input) -> bool {
-        if matches!(input, Input::Shutdown) {
-            return false;
-        }
-        self.handle(input);
-        true
-    }
-
-    /// Handles what waits in `channel`, up to a round's worth; false once
-    /// an input asks the driver to stop.
+    /// Handles what waits in `channel`, up to a round's worth; false if
+    /// the channel is closed.
     fn drain(&mut self, channel: &Receiver<Input>) -> bool {
         for _ in 0..MAX_INPUTS_PER_ROUND {
             match channel.try_recv() {
-                Ok(input) => {
-                    if !self.take(input) {
-                        return false;
-                    }
-                }
+                Ok(input) => self.handle(input),
                 Err(TryRecvError::Empty) => return true,
                 Err(TryRecvError::Disconnected) => return false,
             }
@@ -258,10 +256,10 @@ impl Driver {
             Input::TransferLeader { to, tx } => {
                 let _ = tx.send(self.transfer_leader(to));
             }
-            Input::ReportSnapshot { to, ok } => self.on_snapshot_report(to, ok),
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
-            Input::Shutdown => {}
+            // What it woke the driver for is taken by the round.
+            Input::Wake => {}
         }
     }
 
