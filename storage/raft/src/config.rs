@@ -41,7 +41,20 @@ pub struct PeerConfig {
     /// the driver's clock, rounded up.
     pub read_timeout: Duration,
     pub max_inflight_msgs: usize,
+    /// Entries one append carries at most, in bytes (at least one entry).
     pub max_size_per_msg_bytes: u64,
+    /// The bytes of entries a leader holds uncommitted at most: past it,
+    /// proposals are refused as retryable (`Dropped`) until entries commit,
+    /// so followers that stop acknowledging cannot make the leader buffer
+    /// without end. At least `max_size_per_msg_bytes`.
+    pub max_uncommitted_bytes: u64,
+    /// The bytes of committed entries one round applies at most (at least
+    /// one entry); the rest wait for the next round.
+    pub max_committed_bytes_per_ready: u64,
+    /// The largest entry a proposal may make, in bytes; a larger one is
+    /// refused as invalid. It keeps an entry within a raft log record and
+    /// an append within the transport's message limit.
+    pub max_entry_bytes: usize,
     /// Where snapshots are built and staged.
     pub snapshot_root: PathBuf,
     /// Compact the raft log once this many applied entries are in it.
@@ -87,6 +100,9 @@ impl PeerConfig {
             read_timeout: Duration::from_secs(2),
             max_inflight_msgs: 256,
             max_size_per_msg_bytes: 1 << 20,
+            max_uncommitted_bytes: 64 << 20,
+            max_committed_bytes_per_ready: 64 << 20,
+            max_entry_bytes: 32 << 20,
         }
     }
 }

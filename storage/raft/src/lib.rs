@@ -86,7 +86,8 @@ pub use members::Members;
 pub use peer::{Peer, PeerHandle};
 pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
-    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Entry, Message,
+    MessageType,
 };
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};

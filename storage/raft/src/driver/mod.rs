@@ -60,6 +60,9 @@ pub(crate) struct Driver {
     queued: Vec<proposals::Queued>,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, proposals::Pending>,
+    /// Bounds on proposals: see `PeerConfig`.
+    max_uncommitted_bytes: u64,
+    max_entry_bytes: usize,
     /// Configuration changes waiting for the entry at their index.
     conf_waiters: BTreeMap<u64, ConfTx>,
     /// Readers, from arrival to answer.
@@ -98,6 +101,8 @@ impl Driver {
             read_only_option: config.read_only_option,
             max_inflight_msgs: config.max_inflight_msgs,
             max_size_per_msg: config.max_size_per_msg_bytes,
+            max_uncommitted_size: config.max_uncommitted_bytes,
+            max_committed_size_per_ready: config.max_committed_bytes_per_ready,
             // A new commit index reaches the followers with the next append
             // or heartbeat (every `heartbeat_ticks`) rather than in an empty
             // append of its own: under load one is always on its way, and it
@@ -119,6 +124,8 @@ impl Driver {
             tick: config.tick,
             queued: Vec::new(),
             proposals: BTreeMap::new(),
+            max_uncommitted_bytes: config.max_uncommitted_bytes,
+            max_entry_bytes: config.max_entry_bytes,
             conf_waiters: BTreeMap::new(),
             reads: reads::Reads::new(
                 config.id,
