@@ -464,26 +464,44 @@ fn open_with_flip(
 // Proves that damage anywhere but in the newest segment's last record is
 // reported as corruption, never skipped: a flipped bit at every byte of
 // every segment. In the last record it is indistinguishable from a torn
-// write, and recovery keeps the records before it.
+// write, and recovery keeps the records before it. The newest segment
+// holds entries records between its header and its last record, whose
+// loss would leave a consistent log: only the framing (an intact record
+// after the damage) tells that damage from a torn tail.
 #[test]
 fn damage_before_the_last_record_is_corruption_at_every_offset() {
     let max_segment_bytes = 200;
     let run = run_history(max_segment_bytes, DEFAULT_ENTRIES_RECORD_BYTES, history());
     let fs = run.final_fs.expect("ran").crash();
-    // End with entries: dropping them is a legitimate torn tail, whereas
-    // the history's last record, a compaction whose discarded segments are
-    // already deleted, cannot be lost without corrupting the log.
+    // End with entries, one record each: dropping the last is a legitimate
+    // torn tail, whereas the history's last record, a compaction whose
+    // discarded segments are already deleted, cannot be lost without
+    // corrupting the log.
     let mut store = open(&fs, max_segment_bytes).expect("open");
-    store.append(&entries(27, 28, 4));
+    for index in 27..=29 {
+        store.append(&entries(index, index, 4));
+    }
     store.persist().expect("persist");
     drop(store);
     let files = segments(&fs);
     assert!(files.len() >= 2, "sealed segments to damage: {files:?}");
     let (newest, newest_bytes) = files.iter().next_back().expect("a segment");
-    let last_start = record::reader(newest_bytes, false)
-        .map(|r| r.expect("intact").offset as usize)
-        .last()
-        .expect("a record");
+    let records: Vec<(usize, record::RecordKind)> = record::reader(newest_bytes, false)
+        .map(|r| {
+            let r = r.expect("intact");
+            let (kind, _) = record::decode_payload(r.payload).expect("a known kind");
+            (r.offset as usize, kind)
+        })
+        .collect();
+    let (last_start, _) = *records.last().expect("a record");
+    let entries_before_last = records[..records.len() - 1]
+        .iter()
+        .filter(|(_, kind)| *kind == record::RecordKind::Entries)
+        .count();
+    assert!(
+        entries_before_last >= 2,
+        "the newest segment holds {entries_before_last} entries records before its last"
+    );
     let without_last = {
         let copy = fs.durable_copy();
         copy.overwrite(
