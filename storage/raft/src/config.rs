@@ -29,13 +29,32 @@ pub struct PeerConfig {
     /// `[election_ticks, 2 * election_ticks)`.
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
-    /// Bounded inbox; a full inbox turns proposals away as retryable.
+    /// Client requests waiting for the driver at most; a full inbox turns
+    /// proposals away as retryable.
     pub inbox_capacity: usize,
+    /// Raft messages (and news from the transport and the snapshot thread)
+    /// waiting for the driver at most, apart from client requests; a full
+    /// one drops messages, which raft sends again.
+    pub raft_inbox_capacity: usize,
     /// How long a ReadIndex request may wait for its answer before the peer
-    /// gives up on it (a lost message, a partition).
+    /// gives up on it (a lost message, a partition); counted in ticks of
+    /// the driver's clock, rounded up.
     pub read_timeout: Duration,
     pub max_inflight_msgs: usize,
+    /// Entries one append carries at most, in bytes (at least one entry).
     pub max_size_per_msg_bytes: u64,
+    /// The bytes of entries a leader holds uncommitted at most: past it,
+    /// proposals are refused as retryable (`Dropped`) until entries commit,
+    /// so followers that stop acknowledging cannot make the leader buffer
+    /// without end. At least `max_size_per_msg_bytes`.
+    pub max_uncommitted_bytes: u64,
+    /// The bytes of committed entries one round applies at most (at least
+    /// one entry); the rest wait for the next round.
+    pub max_committed_bytes_per_ready: u64,
+    /// The largest entry a proposal may make, in bytes; a larger one is
+    /// refused as invalid. It keeps an entry within a raft log record and
+    /// an append within the transport's message limit.
+    pub max_entry_bytes: usize,
     /// Where snapshots are built and staged.
     pub snapshot_root: PathBuf,
     /// Compact the raft log once this many applied entries are in it.
@@ -77,9 +96,13 @@ impl PeerConfig {
             election_ticks: 10,
             heartbeat_ticks: 2,
             inbox_capacity: 16 * 1024,
+            raft_inbox_capacity: 16 * 1024,
             read_timeout: Duration::from_secs(2),
             max_inflight_msgs: 256,
             max_size_per_msg_bytes: 1 << 20,
+            max_uncommitted_bytes: 64 << 20,
+            max_committed_bytes_per_ready: 64 << 20,
+            max_entry_bytes: 32 << 20,
         }
     }
 }

@@ -18,13 +18,14 @@
 //!
 //! - `peer`: [`Peer`] (starts the threads) and [`PeerHandle`] (the front the
 //!   server calls); `config`: [`PeerConfig`].
-//! - `mailbox`: `Input`, everything the driver thread takes, and `Shared`,
-//!   the inbox's sending end beside the status and events the driver
-//!   publishes.
+//! - `mailbox`: `Input`, everything the driver thread takes (client
+//!   requests on one channel, raft's own inputs on another, taken first),
+//!   and `Shared`, the sending ends beside the status and events the
+//!   driver publishes.
 //! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
 //!   round (inputs, proposals, reads, Ready); `recovery` is what happens at
 //!   start; `proposals`, `reads`, `membership` and `leadership` take the
-//!   requests; `apply` applies committed entries and answers their
+//!   requests (`read_ids` names the ReadIndex requests); `apply` applies committed entries and answers their
 //!   waiters; `snapshots` builds, installs and compacts; `failure` is the
 //!   storage failure policy; `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
@@ -85,7 +86,8 @@ pub use members::Members;
 pub use peer::{Peer, PeerHandle};
 pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
-    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Message, MessageType,
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Entry, Message,
+    MessageType,
 };
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};

@@ -1,18 +1,27 @@
-//! The peer's mailbox. Everything that reaches the driver thread (requests
-//! from the handles, messages from the network, results from the snapshot
-//! thread) is an [`Input`] on one bounded channel; [`Shared`] holds that
-//! channel's sending end beside what the driver publishes for the handles.
+//! The peer's mailbox. Everything that reaches the driver thread is an
+//! [`Input`], on one of two bounded channels: client requests from the
+//! handles on one, and on the other what keeps raft itself going (messages
+//! from the other members, news from the transport and the snapshot
+//! thread). The driver takes the second first, and a burst of client
+//! requests can fill only the first: client load never crowds out the
+//! appends, votes and heartbeats that keep the group's leader in office.
+//! [`Shared`] holds the sending ends beside what the driver publishes for
+//! the handles.
 //!
-//! The channel is bounded, so how an input is posted says what a full inbox
-//! means for it: [`Shared::submit`] refuses a request as retryable,
-//! [`Shared::offer`] drops what raft will send again, and
-//! [`Shared::deliver`] waits for room for what must not be lost.
+//! How an input is posted says what a full channel means for it:
+//! [`Shared::submit`] refuses a request as retryable (nothing was
+//! proposed), and [`Shared::offer`] drops what raft will send again. What
+//! must not be lost but comes from async code, which must never wait for
+//! room (a snapshot send's outcome, a stop request), is left in `Shared`
+//! for the driver's next round, and the driver is woken. Only the
+//! snapshot thread, a plain thread, waits for room.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crossbeam_channel::{Sender, TrySendError};
-use parking_lot::RwLock;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfChangeV2, Message};
 use tokio::sync::{broadcast, oneshot};
 
@@ -30,7 +39,9 @@ pub(crate) type ReadTx = oneshot::Sender<Result<u64, ProposeError>>;
 /// Where a configuration change's outcome goes: its log index.
 pub(crate) type ConfTx = oneshot::Sender<Result<u64, ProposeError>>;
 
-/// Inputs to the driver.
+/// Inputs to the driver. Client requests (`Propose`, `Read`,
+/// `TransferLeader`, `ChangeMembers`) come on the request channel,
+/// everything else on the raft channel.
 pub(crate) enum Input {
     Propose {
         request_id: u64,
@@ -46,11 +57,8 @@ pub(crate) enum Input {
         to: u64,
         tx: oneshot::Sender<Result<(), ProposeError>>,
     },
-    /// The transport finished (or failed) sending a snapshot to `to`.
-    ReportSnapshot {
-        to: u64,
-        ok: bool,
-    },
+    /// Something was left in `Shared` for the driver's next round.
+    Wake,
     /// The snapshot thread finished a job.
     Job(JobDone),
     /// Propose a configuration change (leader only); answered once applied.
@@ -58,12 +66,45 @@ pub(crate) enum Input {
         change: ConfChangeV2,
         tx: ConfTx,
     },
-    Shutdown,
+}
+
+/// The sending ends of a peer's two channels.
+pub(crate) struct Senders {
+    requests: Sender<Input>,
+    raft: Sender<Input>,
+}
+
+/// The driver's ends of a peer's two channels.
+pub(crate) struct Inbox {
+    /// Client requests.
+    pub(crate) requests: Receiver<Input>,
+    /// Raft messages and what else keeps raft going; taken first.
+    pub(crate) raft: Receiver<Input>,
+}
+
+/// Makes a peer's channels: client requests wait in one of
+/// `request_capacity`, raft messages in one of `raft_capacity`.
+pub(crate) fn mailbox(request_capacity: usize, raft_capacity: usize) -> (Senders, Inbox) {
+    let (requests_tx, requests) = crossbeam_channel::bounded(request_capacity);
+    let (raft_tx, raft) = crossbeam_channel::bounded(raft_capacity);
+    let senders = Senders {
+        requests: requests_tx,
+        raft: raft_tx,
+    };
+    (senders, Inbox { requests, raft })
+}
+
+impl Senders {
+    /// Where the snapshot thread hands in finished jobs (it may wait for
+    /// room: it is a plain thread).
+    pub(crate) fn raft(&self) -> Sender<Input> {
+        self.raft.clone()
+    }
 }
 
 /// What the driver and the handles of one peer share.
 pub(crate) struct Shared {
-    pub(crate) inbox: Sender<Input>,
+    senders: Senders,
     pub(crate) status: RwLock<PeerStatus>,
     pub(crate) events: broadcast::Sender<RaftEvent>,
     pub(crate) state_machine: Arc<StateMachine>,
@@ -71,18 +112,23 @@ pub(crate) struct Shared {
     /// How many times the raft log was fsynced.
     pub(crate) log_syncs: AtomicU64,
     next_request_id: AtomicU64,
+    /// How the latest snapshot send to each member ended, until the
+    /// driver takes it: raft waits for it before sending that member more.
+    snapshot_reports: Mutex<BTreeMap<u64, bool>>,
+    /// Set once the peer is dropped: the driver stops.
+    stopping: AtomicBool,
 }
 
 impl Shared {
     pub(crate) fn new(
-        inbox: Sender<Input>,
+        senders: Senders,
         status: PeerStatus,
         state_machine: Arc<StateMachine>,
         snapshot_dirs: SnapshotDirs,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
         Shared {
-            inbox,
+            senders,
             status: RwLock::new(status),
             events,
             state_machine,
@@ -92,27 +138,56 @@ impl Shared {
             // start from a random point so a restarted node does not reuse
             // old ids.
             next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
+            snapshot_reports: Mutex::new(BTreeMap::new()),
+            stopping: AtomicBool::new(false),
         }
     }
 
-    /// Posts a request someone waits on: a full inbox turns it away as
-    /// retryable, since nothing was proposed.
+    /// Posts a client request someone waits on: a full request channel
+    /// turns it away as retryable, since nothing was proposed.
     pub(crate) fn submit(&self, input: Input) -> Result<(), ProposeError> {
-        match self.inbox.try_send(input) {
+        match self.senders.requests.try_send(input) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => Err(ProposeError::Dropped("raft inbox is full".into())),
             Err(TrySendError::Disconnected(_)) => Err(ProposeError::Stopped),
         }
     }
 
-    /// Posts an input that may be lost: a full inbox drops it.
+    /// Posts a raft input that may be lost: a full raft channel drops it.
     pub(crate) fn offer(&self, input: Input) {
-        let _ = self.inbox.try_send(input);
+        let _ = self.senders.raft.try_send(input);
     }
 
-    /// Posts an input that must not be lost, waiting for room.
-    pub(crate) fn deliver(&self, input: Input) {
-        let _ = self.inbox.send(input);
+    /// Wakes the driver to look at what was left here. A full raft
+    /// channel drops the wake-up, but then the driver has inputs to take
+    /// and a round follows them.
+    fn wake(&self) {
+        self.offer(Input::Wake);
+    }
+
+    /// Leaves how sending a snapshot to `to` ended for the driver's next
+    /// round, without waiting. Only the latest outcome per member is kept:
+    /// one send to a member is in flight at a time.
+    pub(crate) fn report_snapshot(&self, to: u64, ok: bool) {
+        self.snapshot_reports.lock().insert(to, ok);
+        self.wake();
+    }
+
+    /// The snapshot outcomes left since the last call.
+    pub(crate) fn take_snapshot_reports(&self) -> Vec<(u64, bool)> {
+        std::mem::take(&mut *self.snapshot_reports.lock())
+            .into_iter()
+            .collect()
+    }
+
+    /// Asks the driver to stop, without waiting.
+    pub(crate) fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.wake();
+    }
+
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     /// A request id not used before by this peer.

@@ -19,7 +19,7 @@ use crate::status::{PeerStatus, RaftEvent};
 use crate::transport::Transport;
 
 use crate::config::PeerConfig;
-use crate::mailbox::Shared;
+use crate::mailbox::{Shared, mailbox};
 
 /// A running raft peer. Dropping it stops the driver thread.
 pub struct Peer {
@@ -42,7 +42,7 @@ impl Peer {
         state_machine: Arc<StateMachine>,
         transport: impl Transport,
     ) -> Result<Peer, StartError> {
-        let (tx, rx) = crossbeam_channel::bounded(config.inbox_capacity);
+        let (senders, inbox) = mailbox(config.inbox_capacity, config.raft_inbox_capacity);
         let dirs = SnapshotDirs::new(config.snapshot_root.clone()).map_err(|e| {
             StartError::Config(format!(
                 "snapshot directory {}: {e}",
@@ -54,7 +54,7 @@ impl Peer {
         let driver = Driver::new(
             &config,
             state_machine.clone(),
-            rx,
+            inbox,
             Box::new(transport),
             dirs.clone(),
             jobs_tx,
@@ -64,13 +64,13 @@ impl Peer {
             state_machine.clone(),
             dirs.clone(),
             {
-                let inbox = tx.clone();
-                move |done| inbox.send(Input::Job(done)).is_ok()
+                let raft = senders.raft();
+                move |done| raft.send(Input::Job(done)).is_ok()
             },
             jobs_rx,
         )
         .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;
-        let shared = Arc::new(Shared::new(tx, driver.status(), state_machine, dirs));
+        let shared = Arc::new(Shared::new(senders, driver.status(), state_machine, dirs));
         let handle = PeerHandle { inner: shared };
         let thread_handle = handle.clone();
         let thread = std::thread::Builder::new()
@@ -91,7 +91,7 @@ impl Peer {
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        self.handle.inner.deliver(Input::Shutdown);
+        self.handle.inner.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -165,14 +165,18 @@ impl PeerHandle {
 
     /// Hands a message from the network to the peer.
     pub fn step(&self, message: Message) {
-        // A full inbox drops the message; raft retransmits.
+        // A full raft channel drops the message; raft retransmits. Client
+        // requests wait elsewhere and cannot fill it.
         self.inner.offer(Input::Step(message));
     }
 
-    /// Tells raft how sending a snapshot to `to` ended.
+    /// Tells raft how sending a snapshot to `to` ended. Never waits, so
+    /// async code may call it.
     pub fn report_snapshot(&self, to: u64, ok: bool) {
-        // Must not be lost: raft waits for it before sending more to `to`.
-        self.inner.deliver(Input::ReportSnapshot { to, ok });
+        // Must not be lost (raft waits for it before sending more to
+        // `to`), so it is not a message on the raft channel, which drops
+        // what does not fit.
+        self.inner.report_snapshot(to, ok);
     }
 
     /// Where this peer's snapshots live (for the transport).
@@ -200,5 +204,135 @@ impl PeerHandle {
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {
         &self.inner.state_machine
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use strata_engine::{Engine, Options};
+
+    use super::*;
+    use crate::mailbox::Inbox;
+    use crate::status::Role;
+
+    /// A peer's handle whose driver takes nothing: its inbox fills up.
+    struct IdlePeer {
+        handle: PeerHandle,
+        inbox: Inbox,
+        _dir: tempfile::TempDir,
+    }
+
+    impl IdlePeer {
+        /// A leader (as its status says) whose channels hold `capacity`
+        /// inputs each.
+        fn new(capacity: usize) -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let engine =
+                Engine::open(dir.path().join("engine"), Options::default()).expect("engine");
+            let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+            let dirs = SnapshotDirs::new(dir.path().join("snapshots")).expect("snapshot dirs");
+            let (senders, inbox) = mailbox(capacity, capacity);
+            let status = PeerStatus {
+                id: 1,
+                group_id: 1,
+                role: Role::Leader,
+                term: 2,
+                leader_id: 1,
+                commit_index: 0,
+                applied_index: 0,
+                last_index: 0,
+                voters: vec![1, 2, 3],
+                learners: Vec::new(),
+                failure: None,
+            };
+            let handle = PeerHandle {
+                inner: Arc::new(Shared::new(senders, status, sm, dirs)),
+            };
+            IdlePeer {
+                handle,
+                inbox,
+                _dir: dir,
+            }
+        }
+
+        /// Everything the driver would take now.
+        fn taken(&self) -> Vec<Input> {
+            let raft = self.inbox.raft.try_iter();
+            raft.chain(self.inbox.requests.try_iter()).collect()
+        }
+
+        /// Posts proposals until the inbox refuses one; returns how many
+        /// it took.
+        fn fill_with_proposals(&self) -> usize {
+            for taken in 0.. {
+                let (tx, _rx) = oneshot::channel();
+                let posted = self.handle.inner.submit(Input::Propose {
+                    request_id: taken as u64,
+                    command: Command::Delete { key: b"k".to_vec() },
+                    tx,
+                });
+                match posted {
+                    Ok(()) => {}
+                    Err(ProposeError::Dropped(_)) => return taken,
+                    Err(e) => panic!("proposal {taken}: {e}"),
+                }
+            }
+            unreachable!()
+        }
+    }
+
+    fn append_from(from: u64) -> Message {
+        let mut m = Message::default();
+        m.set_msg_type(raft::eraftpb::MessageType::MsgAppend);
+        m.from = from;
+        m.to = 1;
+        m.term = 2;
+        m
+    }
+
+    // Proves that a burst of client proposals that fills the inbox cannot
+    // crowd out the other members' raft messages: the proposals beyond
+    // the inbox's capacity are refused as retryable (503), and a message
+    // stepped afterwards still reaches the driver.
+    #[test]
+    fn raft_message_reaches_the_driver_past_an_inbox_full_of_proposals() {
+        let peer = IdlePeer::new(8);
+        assert_eq!(peer.fill_with_proposals(), 8);
+        peer.handle.step(append_from(2));
+        let steps = peer
+            .taken()
+            .into_iter()
+            .filter(|i| matches!(i, Input::Step(m) if m.from == 2))
+            .count();
+        assert_eq!(steps, 1, "the append from node 2 was dropped");
+    }
+
+    // Proves that reporting a snapshot's outcome never blocks its caller
+    // (a tokio task in the server) on a full inbox, and that the report
+    // still reaches the driver.
+    #[test]
+    fn snapshot_report_does_not_block_on_a_full_inbox() {
+        let peer = IdlePeer::new(8);
+        peer.fill_with_proposals();
+        for _ in 0..64 {
+            peer.handle.step(append_from(2));
+        }
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let handle = peer.handle.clone();
+        std::thread::spawn(move || {
+            handle.report_snapshot(3, true);
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done.recv_timeout(Duration::from_secs(2)).is_ok(),
+            "report_snapshot blocked on a full inbox"
+        );
+        assert_eq!(
+            peer.handle.inner.take_snapshot_reports(),
+            vec![(3, true)],
+            "the report was lost"
+        );
     }
 }

@@ -7,11 +7,13 @@ mod common;
 use std::path::Path;
 
 use common::{DIR, View, entries, hard_state, open, segments, view};
-use raft::eraftpb::{ConfState, SnapshotMetadata};
+use protobuf::Message as _;
+use raft::eraftpb::{ConfState, Entry, SnapshotMetadata};
 use strata_fs::FaultFs;
 use strata_raft::LogError;
 use strata_raft::log::RaftLogStore;
 use strata_raft::log::record;
+use strata_raft::log::store::DEFAULT_ENTRIES_RECORD_BYTES;
 
 /// One change to the log, as the driver makes them.
 #[derive(Clone, Debug)]
@@ -40,12 +42,30 @@ enum Op {
 }
 
 impl Op {
-    /// How many records the op frames.
-    fn records(&self) -> usize {
+    /// Applies the op to `store` and returns the log as recovery must see
+    /// it after each record the op frames (its entries bounded to
+    /// `max_entries_record_bytes` per record).
+    fn apply_and_view(
+        &self,
+        store: &mut RaftLogStore,
+        max_entries_record_bytes: usize,
+    ) -> Vec<View> {
+        let before = view(store);
+        self.apply(store);
+        let after = view(store);
         match self {
             // The snapshot record, then the hard state it raised.
-            Op::Snapshot { .. } => 2,
-            _ => 1,
+            Op::Snapshot { .. } => vec![after.clone(), after],
+            Op::Append { from, to, term } => {
+                let all = entries(*from, *to, *term);
+                let mut views: Vec<View> = record_prefixes(&all, max_entries_record_bytes)
+                    .into_iter()
+                    .map(|n| appended(&before, &all[..n]))
+                    .collect();
+                views.push(after);
+                views
+            }
+            _ => vec![after],
         }
     }
 
@@ -72,6 +92,41 @@ impl Op {
             }
         }
     }
+}
+
+/// How many of `entries` the records of an append hold together, after
+/// each record but the last: a record takes entries (each its encoding
+/// and a 4-byte length) while they fit in `max_body_bytes`, and at least
+/// one.
+fn record_prefixes(entries: &[Entry], max_body_bytes: usize) -> Vec<usize> {
+    let mut prefixes = Vec::new();
+    let mut body = 0;
+    for (i, e) in entries.iter().enumerate() {
+        let one = 4 + e.compute_size() as usize;
+        if body > 0 && body + one > max_body_bytes {
+            prefixes.push(i);
+            body = 0;
+        }
+        body += one;
+    }
+    prefixes
+}
+
+/// `before` with `prefix` appended (replacing any entries from its first
+/// index on).
+fn appended(before: &View, prefix: &[Entry]) -> View {
+    let first = prefix[0].index;
+    let mut v = before.clone();
+    v.entries.retain(|(index, _, _)| *index < first);
+    v.entries.extend(prefix.iter().map(|e| {
+        (
+            e.index,
+            e.term,
+            String::from_utf8_lossy(&e.data).into_owned(),
+        )
+    }));
+    v.last_index = prefix[prefix.len() - 1].index;
+    v
 }
 
 /// A history touching every record kind: appends, a conflicting append,
@@ -160,6 +215,48 @@ struct Run {
     final_view: Option<View>,
 }
 
+/// A history whose appends each take several records when a record holds
+/// at most [`SMALL_RECORD_BYTES`] of entries: a long run, a conflicting
+/// one replacing entries across record boundaries together with the hard
+/// state committing it, and a compaction.
+fn split_history() -> Vec<Vec<Op>> {
+    use Op::*;
+    vec![
+        vec![HardState {
+            term: 1,
+            vote: 1,
+            commit: 0,
+        }],
+        vec![Append {
+            from: 1,
+            to: 8,
+            term: 1,
+        }],
+        vec![
+            Append {
+                from: 3,
+                to: 10,
+                term: 2,
+            },
+            HardState {
+                term: 2,
+                vote: 2,
+                commit: 10,
+            },
+        ],
+        vec![Compact(4)],
+        vec![Append {
+            from: 11,
+            to: 16,
+            term: 2,
+        }],
+    ]
+}
+
+/// An entries record bound that splits every append of
+/// [`split_history`]: about two of its entries per record.
+const SMALL_RECORD_BYTES: usize = 80;
+
 /// Runs the history on a log with segments of `max_segment_bytes`. Before
 /// each persist completes, a crash may keep any prefix of the bytes it
 /// wrote (all earlier bytes were synced); for every such prefix, recovery
@@ -167,11 +264,16 @@ struct Run {
 /// before the persist, or after the op that framed that record, never
 /// anything else. The log must also stay durable: after the repair
 /// (which cuts the torn tail and fsyncs), a second crash changes nothing.
-fn run_history(max_segment_bytes: u64) -> Run {
+fn run_history(
+    max_segment_bytes: u64,
+    max_entries_record_bytes: usize,
+    history: Vec<Vec<Op>>,
+) -> Run {
     let fs = FaultFs::new();
     let mut store = open(&fs, max_segment_bytes).expect("open");
+    store.set_max_entries_record_bytes(max_entries_record_bytes);
     let mut run = Run::default();
-    for (step, ops) in history().into_iter().enumerate() {
+    for (step, ops) in history.into_iter().enumerate() {
         let before_fs = fs.durable_copy();
         let before_files = segments(&before_fs);
         let before_view = view(&store);
@@ -187,9 +289,7 @@ fn run_history(max_segment_bytes: u64) -> Run {
                 !matches!(op, Op::Compact(_)) || i + 1 == ops.len(),
                 "a compaction persists: it ends its step"
             );
-            op.apply(&mut store);
-            let v = view(&store);
-            after_record.extend(std::iter::repeat_n(v, op.records()));
+            after_record.extend(op.apply_and_view(&mut store, max_entries_record_bytes));
         }
         store.persist().expect("persist");
         let after_view = view(&store);
@@ -292,7 +392,7 @@ fn run_history(max_segment_bytes: u64) -> Run {
 // synced; with segments large enough never to roll.
 #[test]
 fn crash_at_every_offset_recovers_synced_prefix_in_one_segment() {
-    let run = run_history(1 << 20);
+    let run = run_history(1 << 20, DEFAULT_ENTRIES_RECORD_BYTES, history());
     eprintln!("one segment: {} crash states recovered", run.cuts);
     assert_eq!(run.rolled_steps, 0);
     assert!(run.cuts > 800, "{} cuts", run.cuts);
@@ -304,7 +404,7 @@ fn crash_at_every_offset_recovers_synced_prefix_in_one_segment() {
 #[test]
 fn crash_at_every_offset_recovers_synced_prefix_across_rolls() {
     for max_segment_bytes in [120, 200, 300] {
-        let run = run_history(max_segment_bytes);
+        let run = run_history(max_segment_bytes, DEFAULT_ENTRIES_RECORD_BYTES, history());
         eprintln!(
             "segments of {max_segment_bytes} bytes: {} crash states recovered, {} steps rolled",
             run.cuts, run.rolled_steps
@@ -314,6 +414,32 @@ fn crash_at_every_offset_recovers_synced_prefix_across_rolls() {
             "{max_segment_bytes}: {} rolls",
             run.rolled_steps
         );
+        let fs = run.final_fs.expect("ran");
+        let reopened = open(&fs.crash(), max_segment_bytes).expect("reopen");
+        assert_eq!(Some(view(&reopened)), run.final_view);
+    }
+}
+
+// Proves that a Ready whose entries take several records (each bounded in
+// bytes) recovers, after a crash at every byte offset, to the log as of
+// its last complete record: a prefix of the Ready's entries, with any
+// entries they replaced gone only as far as that prefix reaches; in one
+// segment and when segments roll.
+#[test]
+fn crash_inside_a_ready_split_over_records_keeps_a_prefix_of_it() {
+    assert_eq!(
+        record_prefixes(&entries(1, 8, 1), SMALL_RECORD_BYTES),
+        vec![2, 4, 6],
+        "eight entries take four records"
+    );
+    for max_segment_bytes in [1 << 20, 200] {
+        let run = run_history(max_segment_bytes, SMALL_RECORD_BYTES, split_history());
+        eprintln!(
+            "records of {SMALL_RECORD_BYTES} bytes, segments of {max_segment_bytes}: \
+             {} crash states recovered, {} steps rolled",
+            run.cuts, run.rolled_steps
+        );
+        assert!(run.cuts > 400, "{} cuts", run.cuts);
         let fs = run.final_fs.expect("ran");
         let reopened = open(&fs.crash(), max_segment_bytes).expect("reopen");
         assert_eq!(Some(view(&reopened)), run.final_view);
@@ -338,26 +464,44 @@ fn open_with_flip(
 // Proves that damage anywhere but in the newest segment's last record is
 // reported as corruption, never skipped: a flipped bit at every byte of
 // every segment. In the last record it is indistinguishable from a torn
-// write, and recovery keeps the records before it.
+// write, and recovery keeps the records before it. The newest segment
+// holds entries records between its header and its last record, whose
+// loss would leave a consistent log: only the framing (an intact record
+// after the damage) tells that damage from a torn tail.
 #[test]
 fn damage_before_the_last_record_is_corruption_at_every_offset() {
     let max_segment_bytes = 200;
-    let run = run_history(max_segment_bytes);
+    let run = run_history(max_segment_bytes, DEFAULT_ENTRIES_RECORD_BYTES, history());
     let fs = run.final_fs.expect("ran").crash();
-    // End with entries: dropping them is a legitimate torn tail, whereas
-    // the history's last record, a compaction whose discarded segments are
-    // already deleted, cannot be lost without corrupting the log.
+    // End with entries, one record each: dropping the last is a legitimate
+    // torn tail, whereas the history's last record, a compaction whose
+    // discarded segments are already deleted, cannot be lost without
+    // corrupting the log.
     let mut store = open(&fs, max_segment_bytes).expect("open");
-    store.append(&entries(27, 28, 4));
+    for index in 27..=29 {
+        store.append(&entries(index, index, 4));
+    }
     store.persist().expect("persist");
     drop(store);
     let files = segments(&fs);
     assert!(files.len() >= 2, "sealed segments to damage: {files:?}");
     let (newest, newest_bytes) = files.iter().next_back().expect("a segment");
-    let last_start = record::reader(newest_bytes, false)
-        .map(|r| r.expect("intact").offset as usize)
-        .last()
-        .expect("a record");
+    let records: Vec<(usize, record::RecordKind)> = record::reader(newest_bytes, false)
+        .map(|r| {
+            let r = r.expect("intact");
+            let (kind, _) = record::decode_payload(r.payload).expect("a known kind");
+            (r.offset as usize, kind)
+        })
+        .collect();
+    let (last_start, _) = *records.last().expect("a record");
+    let entries_before_last = records[..records.len() - 1]
+        .iter()
+        .filter(|(_, kind)| *kind == record::RecordKind::Entries)
+        .count();
+    assert!(
+        entries_before_last >= 2,
+        "the newest segment holds {entries_before_last} entries records before its last"
+    );
     let without_last = {
         let copy = fs.durable_copy();
         copy.overwrite(

@@ -257,3 +257,28 @@ async fn a_full_disk_is_reported_as_full_on_every_later_answer() {
     let transfer = h.transfer_leader(1).await;
     assert!(full(&transfer), "a later leader transfer: {transfer:?}");
 }
+
+#[tokio::test]
+async fn a_write_larger_than_an_entry_may_be_is_refused_as_invalid() {
+    // Proves that a proposal whose entry would pass `max_entry_bytes` is
+    // refused before it reaches raft (a larger entry could not fit a raft
+    // log record, or an append the transport carries), and that the peer
+    // goes on taking writes.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path().join("engine"), Options::default()).unwrap();
+    let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+    let mut config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
+    config.tick = Duration::from_millis(5);
+    config.max_entry_bytes = 4096;
+    let peer = Peer::start(config, sm, NoNetwork).unwrap();
+    let h = peer.handle();
+    wait_leader(&h).await;
+    let big = "v".repeat(8192);
+    let refused = h.propose(put("big", &big)).await;
+    assert!(
+        matches!(&refused, Err(ProposeError::Invalid(why)) if why.contains("limit is 4096")),
+        "{refused:?}"
+    );
+    h.propose(put("small", "v")).await.unwrap();
+    assert_eq!(h.state_machine().get(b"big").unwrap(), None);
+}

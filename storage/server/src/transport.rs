@@ -2,7 +2,9 @@
 //!
 //! One task per peer drains a bounded queue and writes whatever has piled up
 //! as one batch onto a long-lived `Raft/Stream` call to that peer, so a
-//! message costs one HTTP/2 data frame rather than a whole RPC. A full queue
+//! message costs one HTTP/2 data frame rather than a whole RPC. A batch is
+//! bounded in messages and in bytes, so it stays well under the largest
+//! message a stream carries. A full queue
 //! drops messages, which raft tolerates; a stream that fails or stalls tells
 //! raft the peer is unreachable. Snapshots go on a stream of their own.
 //! Queues are made when a peer is first sent to, so members added later need
@@ -26,6 +28,13 @@ use crate::snapshot_send;
 
 const QUEUE_CAPACITY: usize = 4096;
 const MAX_BATCH_MESSAGES: usize = 512;
+/// The largest message a raft stream carries, which the receiving node
+/// also accepts.
+const MAX_FRAME_BYTES: usize = 64 << 20;
+/// The encoded messages one batch holds at most, unless a single message
+/// is larger (it then travels alone; the driver keeps entries, and so
+/// appends, well under `MAX_FRAME_BYTES`).
+const MAX_BATCH_BYTES: usize = 16 << 20;
 /// Batches handed to a stream and not yet written to its connection.
 const STREAM_BUFFER: usize = 16;
 /// How long a batch may wait for room on a stream before the peer is
@@ -69,8 +78,8 @@ impl GrpcTransport {
         let channel = self.channels.channel(to)?;
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let client = RaftClient::new(channel)
-            .max_decoding_message_size(64 << 20)
-            .max_encoding_message_size(64 << 20);
+            .max_decoding_message_size(MAX_FRAME_BYTES)
+            .max_encoding_message_size(MAX_FRAME_BYTES);
         let header = BatchHeader {
             group_id: self.group_id,
             from: self.channels.self_id(),
@@ -170,19 +179,21 @@ async fn feed(
         Err(status) => Ended::Failed(status.to_string()),
     };
     tokio::pin!(call);
-    let mut next = Some(first);
+    // A message taken from the queue but left for the next batch.
+    let mut next = Some(encode(&first));
     loop {
         let first = match next.take() {
             Some(m) => m,
             None => tokio::select! {
                 m = rx.recv() => match m {
-                    Some(m) => m,
+                    Some(m) => encode(&m),
                     None => return Ended::QueueClosed,
                 },
                 answer = &mut call => return ended(answer),
             },
         };
-        let batch = collect_batch(first, rx, header);
+        let (batch, left) = collect_batch(first, rx, header);
+        next = left;
         let batch = match batches.try_send(batch) {
             Ok(()) => continue,
             Err(TrySendError::Closed(_)) => {
@@ -203,25 +214,38 @@ async fn feed(
     }
 }
 
-/// `first` and whatever else is already queued, up to a batch's limit.
+fn encode(m: &Message) -> Bytes {
+    Bytes::from(strata_raft::encode_message(m))
+}
+
+/// `first` (encoded) and whatever else is already queued, up to a batch's
+/// limits in messages and bytes; a message taken that would pass the byte
+/// limit is returned to start the next batch.
 fn collect_batch(
-    first: Message,
+    first: Bytes,
     rx: &mut mpsc::Receiver<Message>,
     header: BatchHeader,
-) -> RaftBatch {
-    let mut messages = vec![Bytes::from(strata_raft::encode_message(&first))];
+) -> (RaftBatch, Option<Bytes>) {
+    let mut bytes = first.len();
+    let mut messages = vec![first];
+    let mut left = None;
     while messages.len() < MAX_BATCH_MESSAGES {
-        match rx.try_recv() {
-            Ok(m) => messages.push(Bytes::from(strata_raft::encode_message(&m))),
-            Err(_) => break,
+        let Ok(m) = rx.try_recv() else { break };
+        let m = encode(&m);
+        if bytes + m.len() > MAX_BATCH_BYTES {
+            left = Some(m);
+            break;
         }
+        bytes += m.len();
+        messages.push(m);
     }
-    RaftBatch {
+    let batch = RaftBatch {
         group_id: header.group_id,
         from_node: header.from,
         to_node: header.to,
         messages,
-    }
+    };
+    (batch, left)
 }
 
 #[cfg(test)]
@@ -285,6 +309,66 @@ mod tests {
         assert_eq!(ended, Ended::QueueClosed);
     }
 
+    /// An append carrying one entry of `entry_bytes`.
+    fn append(index: u64, entry_bytes: usize) -> Message {
+        let mut m = message(index);
+        m.set_msg_type(MessageType::MsgAppend);
+        let entry = strata_raft::Entry {
+            index,
+            data: vec![7u8; entry_bytes].into(),
+            ..Default::default()
+        };
+        m.set_entries(vec![entry].into());
+        m
+    }
+
+    #[tokio::test]
+    async fn large_appends_travel_in_batches_well_under_the_frame_limit() {
+        // Proves: batches are bounded by bytes as well as by count, so four
+        // 16 MiB appends queued together (more than the 64 MiB a stream
+        // message may carry, which would stall replication) go in several
+        // batches, each at most MAX_BATCH_BYTES but for a lone message,
+        // in order and none lost.
+        let (tx, mut rx) = mpsc::channel(16);
+        let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
+        for i in 2..=4 {
+            tx.try_send(append(i, 16 << 20)).unwrap();
+        }
+        let feeding = tokio::spawn(async move {
+            feed(
+                append(1, 16 << 20),
+                &mut rx,
+                &batches,
+                pending::<Answer>(),
+                HEADER,
+                STALL_TIMEOUT,
+            )
+            .await
+        });
+        let mut indexes = Vec::new();
+        while indexes.len() < 4 {
+            let batch = out.recv().await.expect("a batch");
+            let frame = prost::Message::encoded_len(&batch);
+            assert!(
+                frame <= MAX_FRAME_BYTES / 2,
+                "a batch of {} messages takes {frame} bytes",
+                batch.messages.len()
+            );
+            let payload: usize = batch.messages.iter().map(|b| b.len()).sum();
+            assert!(
+                batch.messages.len() == 1 || payload <= MAX_BATCH_BYTES,
+                "{} messages of {payload} bytes in one batch",
+                batch.messages.len()
+            );
+            for b in &batch.messages {
+                indexes.push(strata_raft::decode_message(b).unwrap().index);
+            }
+        }
+        assert_eq!(indexes, vec![1, 2, 3, 4]);
+        drop(tx);
+        assert_eq!(feeding.await.unwrap(), Ended::QueueClosed);
+    }
+
     #[tokio::test]
     async fn a_failed_stream_ends_the_feed_with_its_status() {
         // Proves: the stream's RPC finishing (an error from the receiver, or
@@ -320,9 +404,8 @@ mod tests {
         let (_tx, mut rx) = mpsc::channel(16);
         let (batches, _out) = mpsc::channel(1);
         // The stream's buffer is already full.
-        batches
-            .try_send(collect_batch(message(1), &mut rx, HEADER))
-            .unwrap();
+        let (full, _) = collect_batch(encode(&message(1)), &mut rx, HEADER);
+        batches.try_send(full).unwrap();
         let stall = Duration::from_millis(50);
         let feeding = feed(
             message(2),

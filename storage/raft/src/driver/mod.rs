@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
 use crate::config::PeerConfig;
@@ -25,7 +25,7 @@ use crate::error::{ProposeError, StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
-use crate::mailbox::{ConfTx, Input, Shared};
+use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
 use crate::snapshot::{Job, SnapshotDirs};
 use crate::state_machine::StateMachine;
@@ -38,11 +38,13 @@ mod leadership;
 mod membership;
 mod proposals;
 mod publish;
+mod read_ids;
 mod reads;
 mod recovery;
 mod snapshots;
 
-/// The most inputs handled before the next Ready, bounding one round's work.
+/// The most inputs taken from each channel before the next Ready, bounding
+/// one round's work.
 const MAX_INPUTS_PER_ROUND: usize = 8192;
 
 pub(crate) struct Driver {
@@ -50,7 +52,7 @@ pub(crate) struct Driver {
     group_id: u64,
     node: RawNode<RaftLogStore>,
     state_machine: Arc<StateMachine>,
-    inbox: Receiver<Input>,
+    inbox: Inbox,
     transport: Box<dyn Transport>,
     tick: Duration,
     /// Proposals taken from the inbox since the last round; `round` steps
@@ -58,6 +60,9 @@ pub(crate) struct Driver {
     queued: Vec<proposals::Queued>,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, proposals::Pending>,
+    /// Bounds on proposals: see `PeerConfig`.
+    max_uncommitted_bytes: u64,
+    max_entry_bytes: usize,
     /// Configuration changes waiting for the entry at their index.
     conf_waiters: BTreeMap<u64, ConfTx>,
     /// Readers, from arrival to answer.
@@ -80,7 +85,7 @@ impl Driver {
     pub(crate) fn new(
         config: &PeerConfig,
         state_machine: Arc<StateMachine>,
-        inbox: Receiver<Input>,
+        inbox: Inbox,
         transport: Box<dyn Transport>,
         dirs: SnapshotDirs,
         jobs: crossbeam_channel::Sender<Job>,
@@ -96,6 +101,8 @@ impl Driver {
             read_only_option: config.read_only_option,
             max_inflight_msgs: config.max_inflight_msgs,
             max_size_per_msg: config.max_size_per_msg_bytes,
+            max_uncommitted_size: config.max_uncommitted_bytes,
+            max_committed_size_per_ready: config.max_committed_bytes_per_ready,
             // A new commit index reaches the followers with the next append
             // or heartbeat (every `heartbeat_ticks`) rather than in an empty
             // append of its own: under load one is always on its way, and it
@@ -117,8 +124,16 @@ impl Driver {
             tick: config.tick,
             queued: Vec::new(),
             proposals: BTreeMap::new(),
+            max_uncommitted_bytes: config.max_uncommitted_bytes,
+            max_entry_bytes: config.max_entry_bytes,
             conf_waiters: BTreeMap::new(),
-            reads: reads::Reads::new(config.read_timeout),
+            reads: reads::Reads::new(
+                config.id,
+                config
+                    .read_timeout
+                    .as_nanos()
+                    .div_ceil(config.tick.as_nanos().max(1)) as u64,
+            ),
             failure: None,
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
@@ -135,19 +150,27 @@ impl Driver {
         Ok(driver)
     }
 
-    /// One logical clock tick. A peer whose storage failed does not tick, so
-    /// it never campaigns; it still answers votes and appends.
+    /// One logical clock tick. A peer whose storage failed does not tick
+    /// raft, so it never campaigns; it still answers votes and appends.
+    /// Reads time out on the same clock.
     pub(crate) fn tick(&mut self) {
         if self.failure.is_none() {
             self.node.tick();
         }
+        self.reads.tick();
     }
 
-    /// Everything the loop does after taking inputs: step the proposals
-    /// taken, issue reads, handle Ready, publish the status.
+    /// Everything the loop does after taking inputs: take the snapshot
+    /// outcomes left in `shared`, step the proposals taken, issue reads,
+    /// handle Ready, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
+        for (to, ok) in shared.take_snapshot_reports() {
+            self.on_snapshot_report(to, ok);
+        }
         self.propose_queued();
-        self.reads.issue(&mut self.node);
+        if let Some(ctx) = self.reads.issue() {
+            self.node.read_index(ctx);
+        }
         // A failed peer is inert: it neither persists nor sends anything
         // (a follower's acknowledgement or a leader's own vote would promise
         // durability it no longer has), and the others carry on without it.
@@ -171,37 +194,51 @@ impl Driver {
         let mut next_tick = Instant::now() + self.tick;
         loop {
             let wait = next_tick.saturating_duration_since(Instant::now());
-            match self.inbox.recv_timeout(wait) {
-                Ok(Input::Shutdown) => break,
-                Ok(input) => {
+            // Raft's own inputs first, then client requests: a backlog of
+            // requests must not delay the messages that keep the group's
+            // leader in office. A closed channel stops the driver (it holds
+            // a sender of each itself, so neither closes while it runs).
+            let first = crossbeam_channel::select_biased! {
+                recv(self.inbox.raft) -> input => input.map(Some),
+                recv(self.inbox.requests) -> input => input.map(Some),
+                default(wait) => Ok(None),
+            };
+            match first {
+                Ok(Some(input)) => {
                     self.handle(input);
-                    let mut stop = false;
-                    for _ in 0..MAX_INPUTS_PER_ROUND {
-                        match self.inbox.try_recv() {
-                            Ok(Input::Shutdown) => {
-                                stop = true;
-                                break;
-                            }
-                            Ok(input) => self.handle(input),
-                            Err(_) => break,
-                        }
-                    }
-                    if stop {
+                    let raft = self.inbox.raft.clone();
+                    let requests = self.inbox.requests.clone();
+                    if !self.drain(&raft) || !self.drain(&requests) {
                         break;
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+                Ok(None) => {}
+                Err(_) => break,
+            }
+            if shared.stop_requested() {
+                break;
             }
             let now = Instant::now();
             if now >= next_tick {
                 self.tick();
                 next_tick = now + self.tick;
-                self.reads.expire(now);
             }
             self.round(&shared);
         }
         self.fail_all_waiters(ProposeError::Stopped);
+    }
+
+    /// Handles what waits in `channel`, up to a round's worth; false if
+    /// the channel is closed.
+    fn drain(&mut self, channel: &Receiver<Input>) -> bool {
+        for _ in 0..MAX_INPUTS_PER_ROUND {
+            match channel.try_recv() {
+                Ok(input) => self.handle(input),
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            }
+        }
+        true
     }
 
     pub(crate) fn handle(&mut self, input: Input) {
@@ -226,10 +263,10 @@ impl Driver {
             Input::TransferLeader { to, tx } => {
                 let _ = tx.send(self.transfer_leader(to));
             }
-            Input::ReportSnapshot { to, ok } => self.on_snapshot_report(to, ok),
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
-            Input::Shutdown => {}
+            // What it woke the driver for is taken by the round.
+            Input::Wake => {}
         }
     }
 

@@ -5,6 +5,12 @@
 //! steps, and each follower answers each append. Stepping the pass's
 //! proposals together costs one append per follower and one answer back,
 //! whatever the number of proposals.
+//!
+//! A leader holds a bounded number of bytes of uncommitted entries
+//! (raft-rs's `max_uncommitted_size`, which refuses a whole message that
+//! would pass it): the driver steps the queued proposals that fit and
+//! refuses the rest as retryable, so one large proposal does not cost the
+//! small ones beside it their place.
 
 use raft::StateRole;
 use raft::eraftpb::{Entry, Message, MessageType};
@@ -46,7 +52,8 @@ impl Driver {
     }
 
     /// Takes a client proposal; it reaches raft at the start of the next
-    /// round. Refused at once if this peer cannot lead it now.
+    /// round. Refused at once if this peer cannot lead it now, or if its
+    /// entry would be larger than an entry may be.
     pub(super) fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
@@ -57,6 +64,14 @@ impl Driver {
             command,
         }
         .encode();
+        if data.len() > self.max_entry_bytes {
+            let _ = tx.send(Err(ProposeError::Invalid(format!(
+                "the write makes an entry of {} bytes; the limit is {}",
+                data.len(),
+                self.max_entry_bytes
+            ))));
+            return;
+        }
         self.queued.push(Queued {
             request_id,
             data,
@@ -64,18 +79,38 @@ impl Driver {
         });
     }
 
-    /// Steps every queued proposal into raft as one message; each waits for
-    /// the entry at its index to be applied.
+    /// Steps the queued proposals that fit the uncommitted budget into
+    /// raft as one message, and refuses the rest as retryable; each stepped
+    /// one waits for the entry at its index to be applied.
     pub(super) fn propose_queued(&mut self) {
         if self.queued.is_empty() {
             return;
         }
-        let queued = std::mem::take(&mut self.queued);
+        let mut queued = std::mem::take(&mut self.queued);
         // Leadership may have been lost since the proposals were taken.
         if let Some(refusal) = self.refusal() {
             for q in queued {
                 q.fail(refusal.clone());
             }
+            return;
+        }
+        let uncommitted = self.node.raft.uncommitted_size() as u64;
+        let fitting = fitting(
+            queued.iter().map(|q| q.data.len() as u64),
+            uncommitted,
+            self.max_uncommitted_bytes,
+        );
+        if fitting < queued.len() {
+            let refusal = ProposeError::Dropped(format!(
+                "the leader would hold more than its limit of {} bytes of entries \
+                 not yet committed (it holds {uncommitted}); retry",
+                self.max_uncommitted_bytes
+            ));
+            for q in queued.drain(fitting..) {
+                q.fail(refusal.clone());
+            }
+        }
+        if queued.is_empty() {
             return;
         }
         let mut waiters = Vec::with_capacity(queued.len());
@@ -114,5 +149,42 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+/// How many of the proposals of `sizes` (their entries' bytes, in order)
+/// fit a leader holding `uncommitted` bytes of uncommitted entries with a
+/// budget of `budget`. Like raft-rs, a leader holding none takes at least
+/// one, however large, so that no single proposal is refused forever.
+fn fitting(sizes: impl Iterator<Item = u64>, uncommitted: u64, budget: u64) -> usize {
+    let mut total = uncommitted;
+    let mut taken = 0;
+    for size in sizes {
+        let fits = total.saturating_add(size) <= budget || (taken == 0 && uncommitted == 0);
+        if !fits {
+            break;
+        }
+        total = total.saturating_add(size);
+        taken += 1;
+    }
+    taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fitting;
+
+    // Proves the budget rule: proposals are taken in order while they fit;
+    // a leader holding nothing takes at least one, however large; one
+    // holding its whole budget takes none.
+    #[test]
+    fn proposals_are_taken_while_they_fit_the_uncommitted_budget() {
+        let sizes = [40u64, 30, 20, 50];
+        assert_eq!(fitting(sizes.into_iter(), 0, 100), 3);
+        assert_eq!(fitting(sizes.into_iter(), 20, 100), 2);
+        assert_eq!(fitting(sizes.into_iter(), 100, 100), 0);
+        assert_eq!(fitting([500u64, 1].into_iter(), 0, 100), 1);
+        assert_eq!(fitting([500u64].into_iter(), 1, 100), 0);
+        assert_eq!(fitting(std::iter::empty(), 0, 100), 0);
     }
 }

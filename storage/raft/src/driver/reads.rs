@@ -1,31 +1,52 @@
 //! Linearizable reads. Every reader waiting at one moment shares one
 //! ReadIndex request, issued at the start of a round; once raft answers it
 //! with a read index and this node has applied up to that index, its
-//! readers are answered. A request that goes unanswered for the read
-//! timeout, or is in flight when the leader changes, is answered "dropped"
-//! so that its readers retry.
+//! readers are answered. Readers still waiting, at any stage, when the
+//! read timeout has passed since their request was issued (a lost message,
+//! a partition, a member removed from the group that will never apply up
+//! to its read index), or whose request is in flight when the leader
+//! changes, are answered "dropped" so that they retry. Requests are named by contexts unique in the
+//! group (`read_ids`), so an answer meant for another member, or for an
+//! earlier life of this one, answers nothing here.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
-use raft::{RawNode, ReadState};
+use raft::ReadState;
 
 use super::Driver;
+use super::read_ids::ReadIds;
 use crate::error::ProposeError;
-use crate::log::RaftLogStore;
 use crate::mailbox::ReadTx;
 
 /// Readers from arrival to answer.
 pub(super) struct Reads {
-    /// Readers not yet covered by a ReadIndex request.
+    /// Readers not yet covered by a ReadIndex request; every round issues
+    /// one for them, so they wait here for one round at most.
     unissued: Vec<ReadTx>,
-    /// ReadIndex requests in flight, by context id.
-    issued: HashMap<u64, (Instant, Vec<ReadTx>)>,
-    /// Readers whose read index is known, waiting for apply to reach it.
-    ready: Vec<(u64, Vec<ReadTx>)>,
-    next_ctx: u64,
-    /// How long a ReadIndex request may wait for its answer.
-    timeout: Duration,
+    /// ReadIndex requests in flight, by number (see `ReadIds`).
+    issued: HashMap<u64, Waiting>,
+    /// Readers whose read index is known, waiting for apply to reach it,
+    /// with that index.
+    ready: Vec<(u64, Waiting)>,
+    ids: ReadIds,
+    /// Ticks of the driver's logical clock so far.
+    ticks: u64,
+    /// How many ticks a ReadIndex request may wait for its answer.
+    timeout_ticks: u64,
+}
+
+/// The readers of one ReadIndex request and the tick it was issued at.
+struct Waiting {
+    since: u64,
+    readers: Vec<ReadTx>,
+}
+
+impl Waiting {
+    fn answer(self, outcome: Result<u64, ProposeError>) {
+        for tx in self.readers {
+            let _ = tx.send(outcome.clone());
+        }
+    }
 }
 
 impl Driver {
@@ -43,81 +64,93 @@ impl Driver {
 }
 
 impl Reads {
-    pub(super) fn new(timeout: Duration) -> Self {
+    /// The readers of member `member`, given up on after `timeout_ticks`
+    /// ticks of the driver's clock (which the simulation drives too).
+    pub(super) fn new(member: u64, timeout_ticks: u64) -> Self {
         Reads {
             unissued: Vec::new(),
             issued: HashMap::new(),
             ready: Vec::new(),
-            next_ctx: 1,
-            timeout,
+            ids: ReadIds::new(member),
+            ticks: 0,
+            timeout_ticks: timeout_ticks.max(1),
         }
     }
 
-    /// Covers every waiting reader with one ReadIndex request.
-    pub(super) fn issue(&mut self, node: &mut RawNode<RaftLogStore>) {
+    /// Covers every waiting reader with one ReadIndex request; returns the
+    /// context to hand to raft, if there were readers.
+    pub(super) fn issue(&mut self) -> Option<Vec<u8>> {
         if self.unissued.is_empty() {
-            return;
+            return None;
         }
-        let ctx = self.next_ctx;
-        self.next_ctx += 1;
+        let (number, ctx) = self.ids.next();
         let readers = std::mem::take(&mut self.unissued);
-        self.issued.insert(ctx, (Instant::now(), readers));
-        node.read_index(ctx.to_le_bytes().to_vec());
+        let since = self.ticks;
+        self.issued.insert(number, Waiting { since, readers });
+        Some(ctx)
     }
 
-    /// Gives up on requests older than the timeout (a lost message, a
-    /// partition).
-    pub(super) fn expire(&mut self, now: Instant) {
-        let timeout = self.timeout;
-        self.issued.retain(|_, (at, readers)| {
-            if now.duration_since(*at) < timeout {
-                return true;
-            }
-            for tx in readers.drain(..) {
-                let _ = tx.send(Err(ProposeError::Dropped(
-                    "read index request expired".into(),
+    /// One tick of the driver's clock: gives up on the readers whose
+    /// request was issued the read timeout ago, whether it is still
+    /// unanswered or this member has not applied up to its read index.
+    pub(super) fn tick(&mut self) {
+        self.ticks += 1;
+        let (now, timeout) = (self.ticks, self.timeout_ticks);
+        let due = |w: &Waiting| now - w.since >= timeout;
+        let expired: Vec<u64> = self
+            .issued
+            .iter()
+            .filter(|(_, w)| due(w))
+            .map(|(&number, _)| number)
+            .collect();
+        for number in expired {
+            if let Some(w) = self.issued.remove(&number) {
+                w.answer(Err(ProposeError::Dropped(
+                    "the read index request was not answered in time; retry".into(),
                 )));
             }
-            false
-        });
+        }
+        let (expired, ready): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ready)
+            .into_iter()
+            .partition(|(_, w)| due(w));
+        self.ready = ready;
+        for (index, w) in expired {
+            w.answer(Err(ProposeError::Dropped(format!(
+                "this node did not apply up to the read index {index} in time; retry"
+            ))));
+        }
     }
 
     /// Takes raft's answers: each request's readers now wait for apply to
-    /// reach its read index.
+    /// reach its read index. An answer to a request this life did not make
+    /// or already gave up on (a late one) is ignored.
     pub(super) fn take_read_states(&mut self, states: Vec<ReadState>) {
         for rs in states {
-            let ctx = rs
-                .request_ctx
-                .as_slice()
-                .try_into()
-                .map(u64::from_le_bytes)
-                .unwrap_or(0);
-            if let Some((_, readers)) = self.issued.remove(&ctx) {
-                self.ready.push((rs.index, readers));
+            let Some(number) = self.ids.ours(&rs.request_ctx) else {
+                continue;
+            };
+            if let Some(w) = self.issued.remove(&number) {
+                self.ready.push((rs.index, w));
             }
         }
     }
 
     /// Answers the readers whose read index this node has applied.
     pub(super) fn answer(&mut self, applied: u64) {
-        self.ready.retain_mut(|(index, readers)| {
-            if *index > applied {
-                return true;
-            }
-            for tx in readers.drain(..) {
-                let _ = tx.send(Ok(applied));
-            }
-            false
-        });
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ready)
+            .into_iter()
+            .partition(|(index, _)| *index <= applied);
+        self.ready = waiting;
+        for (_, w) in done {
+            w.answer(Ok(applied));
+        }
     }
 
     /// ReadIndex requests in flight may have gone to the old leader and will
     /// never be answered: their readers are told to retry.
     pub(super) fn drop_issued(&mut self) {
-        for (_, (_, readers)) in self.issued.drain() {
-            for tx in readers {
-                let _ = tx.send(Err(ProposeError::Dropped("leader changed".into())));
-            }
+        for (_, w) in self.issued.drain() {
+            w.answer(Err(ProposeError::Dropped("leader changed".into())));
         }
     }
 
@@ -126,15 +159,100 @@ impl Reads {
         for tx in self.unissued.drain(..) {
             let _ = tx.send(Err(err.clone()));
         }
-        for (_, (_, readers)) in self.issued.drain() {
-            for tx in readers {
-                let _ = tx.send(Err(err.clone()));
-            }
+        for (_, w) in self.issued.drain() {
+            w.answer(Err(err.clone()));
         }
-        for (_, readers) in self.ready.drain(..) {
-            for tx in readers {
-                let _ = tx.send(Err(err.clone()));
-            }
+        for (_, w) in self.ready.drain(..) {
+            w.answer(Err(err.clone()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    type ReadRx = oneshot::Receiver<Result<u64, ProposeError>>;
+
+    const TIMEOUT_TICKS: u64 = 200;
+
+    fn reader(reads: &mut Reads) -> ReadRx {
+        let (tx, rx) = oneshot::channel();
+        reads.unissued.push(tx);
+        rx
+    }
+
+    fn answer_for(ctx: &[u8], index: u64) -> ReadState {
+        ReadState {
+            index,
+            request_ctx: ctx.to_vec(),
+        }
+    }
+
+    // Proves that a late answer to a request given up on answers nothing,
+    // not even the request issued after it, while that request's own
+    // answer does.
+    #[test]
+    fn late_answer_to_an_expired_request_answers_no_later_one() {
+        let mut reads = Reads::new(1, TIMEOUT_TICKS);
+        let mut expired = reader(&mut reads);
+        let old = reads.issue().expect("a request");
+        for _ in 0..TIMEOUT_TICKS {
+            reads.tick();
+        }
+        assert!(matches!(
+            expired.try_recv(),
+            Ok(Err(ProposeError::Dropped(_)))
+        ));
+        let mut waiting = reader(&mut reads);
+        let new = reads.issue().expect("a request");
+        reads.take_read_states(vec![answer_for(&old, 5)]);
+        reads.answer(10);
+        assert!(waiting.try_recv().is_err(), "answered by the late answer");
+        reads.take_read_states(vec![answer_for(&new, 7)]);
+        reads.answer(10);
+        assert!(matches!(waiting.try_recv(), Ok(Ok(10))));
+    }
+
+    // Proves that a reader whose read index this member never applies is
+    // told to retry once the read timeout has passed since its request was
+    // issued, and not a tick before.
+    #[test]
+    fn reader_waiting_to_apply_its_read_index_expires_with_its_request() {
+        let mut reads = Reads::new(1, TIMEOUT_TICKS);
+        let mut waiting = reader(&mut reads);
+        let ctx = reads.issue().expect("a request");
+        reads.tick();
+        reads.take_read_states(vec![answer_for(&ctx, 50)]);
+        reads.answer(40);
+        for _ in 1..TIMEOUT_TICKS - 1 {
+            reads.tick();
+        }
+        assert!(waiting.try_recv().is_err(), "answered before the timeout");
+        reads.tick();
+        assert!(matches!(
+            waiting.try_recv(),
+            Ok(Err(ProposeError::Dropped(_)))
+        ));
+    }
+
+    // Proves that an answer to a request of an earlier life of this member
+    // (same member id, counting from 1 again) answers nothing.
+    #[test]
+    fn answer_to_an_earlier_life_answers_nothing() {
+        let mut before = Reads::new(1, TIMEOUT_TICKS);
+        let _gone = reader(&mut before);
+        let old = before.issue().expect("a request");
+        let mut after = Reads::new(1, TIMEOUT_TICKS);
+        let mut waiting = reader(&mut after);
+        after.issue().expect("a request");
+        after.take_read_states(vec![answer_for(&old, 5)]);
+        after.answer(10);
+        assert!(
+            waiting.try_recv().is_err(),
+            "answered by the earlier life's answer"
+        );
     }
 }

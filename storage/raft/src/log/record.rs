@@ -77,16 +77,48 @@ pub fn decode_payload(payload: &[u8]) -> Result<(RecordKind, &[u8]), &'static st
     Ok((kind, body))
 }
 
-/// The body of an Entries record: each entry's protobuf encoding after
-/// its length (u32, little-endian).
-pub fn encode_entries(entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::new();
+/// Appends one entry to an Entries record's body: its protobuf encoding
+/// after its length (u32, little-endian).
+fn push_entry(e: &Entry, body: &mut Vec<u8>) {
+    let bytes = e.write_to_bytes().expect("entry encodes");
+    body.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    body.extend_from_slice(&bytes);
+}
+
+/// Frames consecutive `entries` as Entries records whose bodies hold at
+/// most `max_body_bytes` each; an entry larger than that gets a record of
+/// its own. Returns how many records it framed.
+///
+/// Each record replays by itself (its first entry truncates the log from
+/// its index, and each one after the first continues where the one before
+/// ended), so a crash between two of them keeps a prefix of the entries,
+/// as a torn write of one record would.
+///
+/// # Panics
+/// If one entry alone is larger than [`MAX_RECORD_BYTES`] allows.
+pub fn encode_entries_records(
+    entries: &[Entry],
+    max_body_bytes: usize,
+    out: &mut Vec<u8>,
+) -> usize {
+    let mut records = 0;
+    let mut body = Vec::new();
+    let mut one = Vec::new();
     for e in entries {
-        let bytes = e.write_to_bytes().expect("entry encodes");
-        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        out.extend_from_slice(&bytes);
+        one.clear();
+        push_entry(e, &mut one);
+        if !body.is_empty() && body.len() + one.len() > max_body_bytes {
+            encode(RecordKind::Entries, &body, out);
+            records += 1;
+            body.clear();
+        }
+        body.extend_from_slice(&one);
     }
-    out
+    if !body.is_empty() {
+        encode(RecordKind::Entries, &body, out);
+        records += 1;
+    }
+    records
 }
 
 /// Reads an Entries record's body; the entries must be consecutive.

@@ -27,7 +27,7 @@ use raft::Storage;
 use raft::eraftpb::{ConfState, Entry, HardState, Snapshot, SnapshotMetadata};
 use strata_fs::FileSystem;
 
-use super::record::{self, RecordKind, decode_entries, encode_entries};
+use super::record::{self, RecordKind, decode_entries};
 use super::segment::{OwnedRecord, Segments};
 use crate::error::LogError;
 
@@ -35,6 +35,9 @@ mod raft_storage;
 
 /// Default size at which a new segment is started.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+
+/// Default bound on the body of one Entries record.
+pub const DEFAULT_ENTRIES_RECORD_BYTES: usize = 16 << 20;
 
 /// Where a bootstrapped group's log starts: as if entries up to this index
 /// (at this term) had been compacted. A member that joins later holds no
@@ -46,6 +49,9 @@ pub const BOOTSTRAP_TERM: u64 = 5;
 /// The durable raft log of one group.
 pub struct RaftLogStore {
     segments: Segments,
+    /// The most bytes of encoded entries one Entries record holds (see
+    /// [`record::encode_entries_records`]).
+    max_entries_record_bytes: usize,
     pending: Vec<u8>,
     /// Highest entry index in `pending`, 0 if none.
     pending_max_index: u64,
@@ -134,6 +140,7 @@ impl RaftLogStore {
         let is_new = records.is_empty();
         let mut store = RaftLogStore {
             segments,
+            max_entries_record_bytes: DEFAULT_ENTRIES_RECORD_BYTES,
             pending: Vec::new(),
             pending_max_index: 0,
             segment_max_index: BTreeMap::new(),
@@ -321,8 +328,22 @@ impl RaftLogStore {
         self.pending_max_index = self
             .pending_max_index
             .max(entries.last().map_or(0, |e| e.index));
-        let payload = encode_entries(entries);
-        record::encode(RecordKind::Entries, &payload, &mut self.pending);
+        record::encode_entries_records(entries, self.max_entries_record_bytes, &mut self.pending);
+    }
+
+    /// Bounds the entries one record holds, `bytes` of their encoding at
+    /// most (tests use small bounds; the default is
+    /// [`DEFAULT_ENTRIES_RECORD_BYTES`]).
+    ///
+    /// # Panics
+    /// If `bytes` is zero or a record could not hold that much.
+    pub fn set_max_entries_record_bytes(&mut self, bytes: usize) {
+        assert!(
+            bytes > 0 && bytes < record::MAX_RECORD_BYTES,
+            "an entries record holds between 1 and {} bytes",
+            record::MAX_RECORD_BYTES - 1
+        );
+        self.max_entries_record_bytes = bytes;
     }
 
     /// Records a new hard state. A new term or vote is written by the next
@@ -868,5 +889,34 @@ mod tests {
             ))
         ));
         assert!(store.take_snapshot_request());
+    }
+
+    #[test]
+    fn ready_over_the_record_limit_is_written_as_several_records() {
+        // Proves that one append whose entries weigh more than a record may
+        // hold is written as several records, each within the bound, and
+        // that the log reopens with every entry.
+        let fs = FaultFs::new();
+        let mut store = open_log(&fs, 1 << 20, &[]).unwrap();
+        store.set_max_entries_record_bytes(1000);
+        let batch: Vec<Entry> = (1..=10).map(|i| entry(i, 1, &[i as u8; 300])).collect();
+        store.append(&batch);
+        store.persist().unwrap();
+        drop(store);
+        let bytes = fs
+            .contents(&Path::new(LOG_DIR).join(format!("{:020}.rlog", 1)))
+            .expect("segment 1");
+        let bodies: Vec<usize> = record::reader(&bytes, false)
+            .map(|r| record::decode_payload(r.expect("intact").payload).expect("known"))
+            .filter(|(kind, _)| *kind == RecordKind::Entries)
+            .map(|(_, body)| body.len())
+            .collect();
+        assert!(bodies.len() >= 4, "{bodies:?}");
+        assert!(bodies.iter().all(|&b| b <= 1000), "{bodies:?}");
+        let store = open_log(&fs, 1 << 20, &[]).unwrap();
+        let got = store
+            .entries(1, 11, None, GetEntriesContext::empty(false))
+            .unwrap();
+        assert_eq!(got, batch);
     }
 }

@@ -230,7 +230,11 @@ impl Sim {
         let gone: Vec<u64> = self
             .nodes
             .iter()
-            .filter(|n| n.admitted_at.is_some_and(|at| applied >= at) && !conf.contains(n.id))
+            .filter(|n| {
+                n.admitted_at.is_some_and(|at| applied >= at)
+                    && !conf.contains(n.id)
+                    && !n.kept_after_removal
+            })
             .map(|n| n.id)
             .collect();
         for id in gone {

@@ -7,8 +7,10 @@
 //!
 //! After every simulated millisecond: no storage failure, at most one
 //! leader per term (across configurations), identical committed prefixes,
-//! one configuration per applied index (the one stored with the data), and
-//! snapshots only to members of their configuration. At the end, after
+//! one configuration per applied index (the one stored with the data),
+//! snapshots only to members of their configuration, and reads (issued on
+//! random members) answered within the read timeout and never staler than
+//! a write acknowledged before them (`read_check`). At the end, after
 //! healing: every member of the final configuration runs, and all hold the
 //! same applied index, configuration and data, with no acknowledged write
 //! lost; removed nodes are left out.
@@ -21,6 +23,8 @@ mod check;
 mod membership;
 mod net;
 mod node;
+mod read_check;
+mod reads;
 mod transport;
 mod worker;
 
@@ -39,6 +43,7 @@ use check::Invariants;
 use membership::Membership;
 use net::{Net, Weather};
 use node::{LogPolicy, SimNode};
+use read_check::{PendingRead, READ_PROBABILITY};
 
 const TICK_MS: u64 = 10;
 const ELECTION_TICKS: usize = 10;
@@ -53,6 +58,8 @@ type Ack = oneshot::Receiver<Result<(u64, ApplyResult), ProposeError>>;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
     pub acked: u64,
+    /// Reads answered `Ok` and checked.
+    pub reads: u64,
     pub snapshots_sent: u64,
     pub snapshots_installed: u64,
     pub membership_changes: u64,
@@ -62,6 +69,7 @@ pub struct Stats {
 impl Stats {
     fn add(&mut self, o: Stats) {
         self.acked += o.acked;
+        self.reads += o.reads;
         self.snapshots_sent += o.snapshots_sent;
         self.snapshots_installed += o.snapshots_installed;
         self.membership_changes += o.membership_changes;
@@ -81,6 +89,9 @@ struct Sim {
     next_key: u64,
     pending: Vec<(String, String, Ack)>,
     acked: BTreeMap<String, String>,
+    /// The highest index of an acknowledged write.
+    acked_index: u64,
+    reads: Vec<PendingRead>,
     stats: Stats,
     /// A digest of everything that happened, to show a replay is exact.
     trace: DefaultHasher,
@@ -130,6 +141,8 @@ impl Sim {
             next_key: 0,
             pending: Vec::new(),
             acked: BTreeMap::new(),
+            acked_index: 0,
+            reads: Vec::new(),
             stats: Stats::default(),
             trace: DefaultHasher::new(),
             root,
@@ -165,6 +178,9 @@ impl Sim {
                 self.propose();
             }
         }
+        if writes && self.rng.random_bool(READ_PROBABILITY) {
+            self.issue_read();
+        }
         if faults {
             self.inject_faults();
         }
@@ -172,6 +188,8 @@ impl Sim {
             self.run_node(i);
         }
         self.collect_acks();
+        self.collect_reads()
+            .map_err(|e| format!("at {} ms: {e}", self.now))?;
         self.invariants
             .check(&self.nodes)
             .map_err(|e| format!("at {} ms: {e}", self.now))?;
@@ -269,8 +287,9 @@ impl Sim {
         let mut still = Vec::new();
         for (key, value, mut rx) in self.pending.drain(..) {
             match rx.try_recv() {
-                Ok(Ok(_)) => {
+                Ok(Ok((index, _))) => {
                     self.acked.insert(key, value);
+                    self.acked_index = self.acked_index.max(index);
                 }
                 Err(oneshot::error::TryRecvError::Empty) => still.push((key, value, rx)),
                 // Refused, dropped, or the node crashed: not acknowledged.
@@ -358,11 +377,12 @@ fn simulated_clusters_keep_raft_invariants() {
         }
     }
     eprintln!(
-        "{} seeds passed: {} acknowledged writes checked, {} snapshots sent, \
+        "{} seeds passed: {} acknowledged writes checked, {} reads checked, {} snapshots sent, \
          {} installed, {} membership changes committed ({} of them joint) \
          (trace digest {:016x})",
         seeds.len(),
         total.acked,
+        total.reads,
         total.snapshots_sent,
         total.snapshots_installed,
         total.membership_changes,
@@ -373,6 +393,7 @@ fn simulated_clusters_keep_raft_invariants() {
     // changes, or the checks above prove little.
     if seeds.len() > 20 {
         assert!(total.snapshots_installed > 0, "no snapshot was installed");
+        assert!(total.reads > 0, "no read was answered");
         assert!(
             total.membership_changes > 0,
             "no membership change committed"

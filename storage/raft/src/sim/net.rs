@@ -25,11 +25,18 @@ pub struct Envelope {
     pub snapshot: Option<Payload>,
 }
 
+/// Which messages a test holds back.
+pub type HoldFilter = Box<dyn Fn(&Message) -> bool>;
+
 #[derive(Default)]
 pub struct Net {
     in_flight: Vec<(u64, Envelope)>,
     /// Cut directed links (from, to).
     cut: HashSet<(u64, u64)>,
+    /// Messages a test holds back (a link so slow that what it carries
+    /// arrives after the sender or the receiver has moved on), and which.
+    held: Vec<Envelope>,
+    hold: Option<HoldFilter>,
 }
 
 impl Net {
@@ -45,6 +52,10 @@ impl Net {
         let link = (e.message.from, e.message.to);
         if self.cut.contains(&link) || rng.random_bool(weather.drop) {
             return Some(e);
+        }
+        if self.hold.as_ref().is_some_and(|hold| hold(&e.message)) {
+            self.held.push(e);
+            return None;
         }
         if e.snapshot.is_none() && rng.random_bool(weather.duplicate) {
             let at = now + rng.random_range(0..=weather.max_delay_ms);
@@ -76,6 +87,25 @@ impl Net {
     pub fn partition(&mut self, a: u64, b: u64) {
         self.cut.insert((a, b));
         self.cut.insert((b, a));
+    }
+
+    /// Holds back every message `filter` picks from now on, until
+    /// released; `None` stops holding (what is held stays held).
+    pub fn hold(&mut self, filter: Option<HoldFilter>) {
+        self.hold = filter;
+    }
+
+    /// Puts the held messages `which` picks back on the wire, due at `at`,
+    /// in the order they were sent.
+    pub fn release(&mut self, at: u64, which: impl Fn(&Message) -> bool) {
+        let (go, stay): (Vec<_>, Vec<_>) = self.held.drain(..).partition(|e| which(&e.message));
+        self.held = stay;
+        self.in_flight.extend(go.into_iter().map(|e| (at, e)));
+    }
+
+    /// The messages held back so far.
+    pub fn held(&self) -> impl Iterator<Item = &Message> {
+        self.held.iter().map(|e| &e.message)
     }
 
     pub fn heal(&mut self) {

@@ -15,7 +15,7 @@ use super::worker::Worker;
 use crate::config::PeerConfig;
 use crate::driver::Driver;
 use crate::log::store::BOOTSTRAP_INDEX;
-use crate::mailbox::Shared;
+use crate::mailbox::{Shared, mailbox};
 use crate::members::Members;
 use crate::snapshot::SnapshotDirs;
 use crate::state_machine::StateMachine;
@@ -77,6 +77,9 @@ pub struct SimNode {
     /// index for the initial voters); `None` while its addition is not
     /// known to be committed.
     pub admitted_at: Option<u64>,
+    /// Keeps running after its removal is applied, as a member an operator
+    /// has not stopped yet; the simulation otherwise stops it at once.
+    pub kept_after_removal: bool,
 }
 
 impl SimNode {
@@ -92,6 +95,7 @@ impl SimNode {
             policy,
             generation: 0,
             admitted_at,
+            kept_after_removal: false,
         }
     }
 
@@ -115,19 +119,19 @@ impl SimNode {
         config.max_segment_bytes = self.policy.max_segment_bytes;
         config.members = Members::default();
         let dirs = SnapshotDirs::new(config.snapshot_root.clone()).expect("snapshot dir");
-        let (tx, rx) = crossbeam_channel::bounded(1024);
+        let (senders, inbox) = mailbox(1024, 1024);
         // The real peer's queue size; the simulation runs the jobs itself.
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
         let driver = Driver::new(
             &config,
             sm.clone(),
-            rx,
+            inbox,
             Box::new(self.outbox.clone()),
             dirs.clone(),
             jobs_tx,
         )
         .expect("driver starts");
-        let shared = Arc::new(Shared::new(tx, driver.status(), sm, dirs));
+        let shared = Arc::new(Shared::new(senders, driver.status(), sm, dirs));
         let events = shared.events.subscribe();
         self.generation += 1;
         self.live = Some(Live {

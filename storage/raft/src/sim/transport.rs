@@ -5,7 +5,7 @@
 //! outgoing directory (`snapshot_send`); the receiver stages the files in a
 //! `.partial` directory, moves it to where its driver installs from, and
 //! only then steps the message (`snapshot_receive`). The sender learns the
-//! outcome through `Input::ReportSnapshot`, a failure included (message
+//! outcome through `Shared::report_snapshot`, a failure included (message
 //! lost, target down or gone).
 
 use std::hash::Hash;
@@ -47,7 +47,7 @@ impl Sim {
                     Err(_) => {
                         let what = (self.now, "snapshot unreadable", n.id, to);
                         what.hash(&mut self.trace);
-                        live.driver.handle(Input::ReportSnapshot { to, ok: false });
+                        live.shared.report_snapshot(to, false);
                         continue;
                     }
                 }
@@ -60,7 +60,7 @@ impl Sim {
             };
             let lost = self.net.send(&mut self.rng, self.now, self.weather, e);
             if lost.is_some_and(|e| e.snapshot.is_some()) {
-                live.driver.handle(Input::ReportSnapshot { to, ok: false });
+                live.shared.report_snapshot(to, false);
             }
         }
     }
@@ -108,7 +108,7 @@ impl Sim {
             .find(|n| n.id == from && n.generation == generation)
             .and_then(|n| n.live.as_mut());
         if let Some(live) = sender {
-            live.driver.handle(Input::ReportSnapshot { to, ok });
+            live.shared.report_snapshot(to, ok);
         }
     }
 }

@@ -1,0 +1,162 @@
+//! A three-member group run in process, its members talking through a
+//! transport that hands each message straight to its target and can
+//! withhold the followers' acknowledgements of appends: the leader's
+//! entries then stay uncommitted while it keeps leading (heartbeats and
+//! their answers still pass).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use strata_engine::{Engine, Options, WalMode};
+use strata_raft::{
+    Command, Message, MessageType, Peer, PeerConfig, PeerHandle, ProposeError, StateMachine,
+    Transport,
+};
+
+/// The members' handles, by id, and whether appends are acknowledged.
+#[derive(Clone, Default)]
+struct Network {
+    members: Arc<RwLock<HashMap<u64, PeerHandle>>>,
+    withhold_acks: Arc<AtomicBool>,
+}
+
+impl Transport for Network {
+    fn send(&self, messages: Vec<Message>) {
+        let members = self.members.read();
+        for m in messages {
+            if self.withhold_acks.load(Ordering::Relaxed)
+                && m.get_msg_type() == MessageType::MsgAppendResponse
+            {
+                continue;
+            }
+            if let Some(to) = members.get(&m.to) {
+                to.step(m);
+            }
+        }
+    }
+}
+
+/// Starts members 1, 2 and 3, each configured by `tune`.
+fn start_group(dir: &std::path::Path, net: &Network, tune: impl Fn(&mut PeerConfig)) -> Vec<Peer> {
+    let peers: Vec<Peer> = (1..=3)
+        .map(|id| {
+            let engine = Engine::open(
+                dir.join(format!("engine-{id}")),
+                Options {
+                    wal: WalMode::NoSync,
+                    ..Options::default()
+                },
+            )
+            .expect("engine");
+            let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+            let mut config = PeerConfig::new(id, 1, vec![1, 2, 3], dir.join(format!("raft-{id}")));
+            config.tick = Duration::from_millis(5);
+            tune(&mut config);
+            Peer::start(config, sm, net.clone()).expect("peer starts")
+        })
+        .collect();
+    let mut members = net.members.write();
+    for (id, p) in (1..).zip(&peers) {
+        members.insert(id, p.handle());
+    }
+    drop(members);
+    peers
+}
+
+/// Waits until one member leads and returns its handle.
+async fn leader(peers: &[Peer]) -> PeerHandle {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(p) = peers.iter().find(|p| {
+            let s = p.handle().status();
+            s.leader_id == s.id
+        }) {
+            return p.handle();
+        }
+        assert!(Instant::now() < deadline, "no leader elected");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn put(i: usize, value_bytes: usize) -> Command {
+    Command::Put {
+        key: format!("k{i:04}").into_bytes(),
+        value: vec![b'v'; value_bytes],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_refuses_proposals_beyond_its_uncommitted_budget() {
+    // Proves that a leader whose entries do not commit refuses proposals
+    // past its budget of uncommitted bytes at once, as certainly not
+    // applied (`Dropped`, which the server answers 503), instead of taking
+    // them all and leaving every client waiting with the leader's memory
+    // growing; nothing panics, and once the followers acknowledge again the
+    // proposals it took are applied.
+    const BUDGET: u64 = 256 << 10;
+    const VALUE: usize = 16 << 10;
+    const PROPOSALS: usize = 40;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let peers = start_group(dir.path(), &net, |c| {
+        c.max_uncommitted_bytes = BUDGET;
+        c.max_size_per_msg_bytes = 64 << 10;
+    });
+    let leader = leader(&peers).await;
+    leader
+        .propose(put(9999, 1))
+        .await
+        .expect("a first write commits");
+    net.withhold_acks.store(true, Ordering::Relaxed);
+    let term = leader.status().term;
+
+    let proposals: Vec<_> = (0..PROPOSALS)
+        .map(|i| {
+            let leader = leader.clone();
+            tokio::spawn(async move { leader.propose(put(i, VALUE)).await })
+        })
+        .collect();
+    // Those the leader refuses are answered at once; those it took wait.
+    let over_budget = PROPOSALS - (BUDGET as usize / VALUE) - 1;
+    let answered = || proposals.iter().filter(|p| p.is_finished()).count();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while answered() < over_budget && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = answered();
+    assert!(
+        refused >= over_budget,
+        "{refused} of {PROPOSALS} proposals of {VALUE} bytes refused while none \
+         commits; with a budget of {BUDGET} bytes at least {over_budget} must be"
+    );
+    assert_eq!(leader.status().term, term, "the leader kept leading");
+
+    net.withhold_acks.store(false, Ordering::Relaxed);
+    let (mut applied, mut dropped) = (0, 0);
+    for p in proposals {
+        let outcome = tokio::time::timeout(Duration::from_secs(10), p)
+            .await
+            .expect("every proposal is answered")
+            .expect("the task ran");
+        match outcome {
+            Ok(_) => applied += 1,
+            Err(ProposeError::Dropped(_)) => dropped += 1,
+            Err(e) => panic!("a proposal failed otherwise: {e}"),
+        }
+    }
+    assert_eq!(dropped, refused, "only the refused ones were dropped");
+    assert!(applied > 0, "the proposals within the budget were applied");
+    let held = leader
+        .state_machine()
+        .scan(b"k0", Some(b"k1"), 1000)
+        .expect("scan");
+    assert_eq!(
+        held.len(),
+        applied,
+        "exactly the applied proposals are held"
+    );
+}
