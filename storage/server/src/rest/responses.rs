@@ -162,10 +162,7 @@ pub struct True;
 
 impl PartialSchema for True {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(["true"]))
-            .into()
+        only("true")
     }
 }
 
@@ -176,11 +173,16 @@ pub struct Stale;
 
 impl PartialSchema for Stale {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(["stale"]))
-            .into()
+        only("stale")
     }
 }
 
 impl ToSchema for Stale {}
+
+/// A string that can only be `value`.
+fn only(value: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some([value]))
+        .into()
+}
