@@ -448,24 +448,12 @@ fn decode_round_trip<T: prost::Message + Default + PartialEq + std::fmt::Debug>(
 /// refuse only with 4xx errors (INVALID_ARGUMENT on gRPC), and what passes
 /// them is within the limits.
 pub fn grpc_request(data: &[u8]) {
-    if let Some(req) = decode_round_trip::<PutRequest>(data) {
-        check_put(&req);
-    }
-    if let Some(req) = decode_round_trip::<GetRequest>(data) {
-        check_get(&req);
-    }
-    if let Some(req) = decode_round_trip::<DeleteRequest>(data) {
-        check_delete(&req);
-    }
-    if let Some(req) = decode_round_trip::<ScanRequest>(data) {
-        check_scan(&req);
-    }
-    if let Some(req) = decode_round_trip::<BatchRequest>(data) {
-        check_batch(&req);
-    }
-    if let Some(req) = decode_round_trip::<CompareAndSwapRequest>(data) {
-        check_cas(&req);
-    }
+    decode_round_trip::<PutRequest>(data).inspect(check_put);
+    decode_round_trip::<GetRequest>(data).inspect(check_get);
+    decode_round_trip::<DeleteRequest>(data).inspect(check_delete);
+    decode_round_trip::<ScanRequest>(data).inspect(check_scan);
+    decode_round_trip::<BatchRequest>(data).inspect(check_batch);
+    decode_round_trip::<CompareAndSwapRequest>(data).inspect(check_cas);
 }
 
 /// The raft transport's batch check (`strata.v1.Raft/Send`): the input is

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::command::{self, NodeSpec};
+use crate::command::{self, CommandLine, NodeSpec};
 use crate::gateway::GatewaySpec;
 use crate::{envoy_binary, free_port, workspace_binary};
 
@@ -82,11 +82,18 @@ impl Cluster {
             .collect()
     }
 
-    fn log_file(&self, name: &str) -> Result<std::fs::File> {
-        Ok(std::fs::OpenOptions::new()
+    /// Starts `line` with its output appended to `<name>.log` in the
+    /// cluster's directory.
+    fn spawn_logged(&self, name: &str, line: &CommandLine) -> Result<Child> {
+        let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.path().join(format!("{name}.log")))?)
+            .open(self.dir.path().join(format!("{name}.log")))?;
+        Ok(line
+            .command()
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?)
     }
 
     /// Starts (or restarts) node `id` on its port with its data directory.
@@ -95,31 +102,20 @@ impl Cluster {
     }
 
     fn spawn_node(&mut self, id: u64, join: bool) -> Result<()> {
-        let peers = self.peers();
-        let extra = self.node_args.clone();
-        let log = self.log_file(&format!("node{id}"))?;
         let bin = workspace_binary("strata-node")?;
         let node = self.node_mut(id)?;
         if node.child.is_some() {
             bail!("node {id} is already running");
         }
-        let mut spec = NodeSpec::new(
-            id,
-            format!("127.0.0.1:{}", node.port),
-            peers,
-            node.data_dir.clone(),
-        );
+        let (listen, data_dir) = (format!("127.0.0.1:{}", node.port), node.data_dir.clone());
+        let mut spec = NodeSpec::new(id, listen, self.peers(), data_dir);
         spec.join = join;
         spec.log = NODE_LOG.into();
-        spec.extra_args = extra;
-        let child = spec
-            .command_line(&bin)
-            .command()
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
+        spec.extra_args = self.node_args.clone();
+        let child = self
+            .spawn_logged(&format!("node{id}"), &spec.command_line(&bin))
             .context("spawning strata-node")?;
-        node.child = Some(child);
+        self.node_mut(id)?.child = Some(child);
         Ok(())
     }
 
@@ -137,12 +133,8 @@ impl Cluster {
             k6: None,
         }
         .write_config(&cfg)?;
-        let log = self.log_file("envoy")?;
-        let child = command::envoy(&envoy_binary(), &cfg, None)
-            .command()
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
+        let child = self
+            .spawn_logged("envoy", &command::envoy(&envoy_binary(), &cfg, None))
             .context("spawning envoy (set STRATA_ENVOY, or run ./dev test)")?;
         self.envoy = Some(child);
         Ok(())

@@ -35,8 +35,10 @@ fn processes_under(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-fn up_args<'a>(run: &'a str, ports: &'a [String; 4], envoy: &'a str) -> Vec<&'a str> {
-    vec![
+/// `up` of one node into `run`, on free ports, with `envoy` as Envoy.
+fn up(run: &str, envoy: &str) -> Output {
+    let ports = [(); 4].map(|_| free_port().to_string());
+    launcher(&[
         "up",
         "--run-dir",
         run,
@@ -54,7 +56,15 @@ fn up_args<'a>(run: &'a str, ports: &'a [String; 4], envoy: &'a str) -> Vec<&'a 
         envoy,
         "--timeout",
         "30",
-    ]
+    ])
+}
+
+/// Asserts that `out` exited successfully exactly when `success` says so,
+/// and that its output contains `says`.
+fn assert_outcome(out: &Output, success: bool, says: &str) {
+    let text = text(out);
+    assert_eq!(out.status.success(), success, "{}: {text}", out.status);
+    assert!(text.contains(says), "expected {says:?} in: {text}");
 }
 
 #[test]
@@ -66,54 +76,31 @@ fn up_status_stop_start_and_down_leave_nothing_running() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let run_s = run.display().to_string();
-    let ports = [(); 4].map(|_| free_port().to_string());
     let envoy = envoy_binary().display().to_string();
-    let up = launcher(&up_args(&run_s, &ports, &envoy));
-    assert!(up.status.success(), "{}", text(&up));
-    assert!(
-        text(&up).contains("Strata is up: 1 nodes, leader 1"),
-        "{}",
-        text(&up)
-    );
+    assert_outcome(&up(&run_s, &envoy), true, "Strata is up: 1 nodes, leader 1");
     assert!(
         run.join("envoy.yaml").exists(),
         "the gateway config is generated"
     );
 
     let status = launcher(&["status", "--run-dir", &run_s]);
-    assert!(status.status.success(), "{}", text(&status));
-    assert!(
-        text(&status).contains("node1    running"),
-        "{}",
-        text(&status)
-    );
+    assert_outcome(&status, true, "node1    running");
 
     let stop = launcher(&["stop-node", "--run-dir", &run_s, "--id", "1", "--kill"]);
-    assert!(stop.status.success(), "{}", text(&stop));
+    assert_outcome(&stop, true, "");
+    // A stopped node fails the status.
     let status = launcher(&["status", "--run-dir", &run_s]);
-    assert!(!status.status.success(), "a stopped node fails the status");
-    assert!(
-        text(&status).contains("node1    stopped"),
-        "{}",
-        text(&status)
-    );
+    assert_outcome(&status, false, "node1    stopped");
 
     let start = launcher(&["start-node", "--run-dir", &run_s, "--id", "1"]);
-    assert!(start.status.success(), "{}", text(&start));
+    assert_outcome(&start, true, "");
+    // A running node is not started twice.
     let again = launcher(&["start-node", "--run-dir", &run_s, "--id", "1"]);
-    assert!(
-        !again.status.success(),
-        "a running node is not started twice"
-    );
+    assert_outcome(&again, false, "");
 
     assert_eq!(processes_under(&run).len(), 2, "node and Envoy run");
     let down = launcher(&["down", "--run-dir", &run_s]);
-    assert!(down.status.success(), "{}", text(&down));
-    assert!(
-        text(&down).contains("stopped envoy, node1"),
-        "{}",
-        text(&down)
-    );
+    assert_outcome(&down, true, "stopped envoy, node1");
     assert_eq!(processes_under(&run), Vec::<u32>::new());
 }
 
@@ -123,10 +110,10 @@ fn a_failed_start_stops_what_it_started() {
     // once (here: a binary that exits), and says why.
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
-    let run_s = run.display().to_string();
-    let ports = [(); 4].map(|_| free_port().to_string());
-    let up = launcher(&up_args(&run_s, &ports, "/bin/false"));
-    assert!(!up.status.success());
-    assert!(text(&up).contains("envoy exited"), "{}", text(&up));
+    assert_outcome(
+        &up(&run.display().to_string(), "/bin/false"),
+        false,
+        "envoy exited",
+    );
     assert_eq!(processes_under(&run), Vec::<u32>::new());
 }

@@ -199,8 +199,9 @@ impl Transport for NoNetwork {
     fn send(&self, _: Vec<Message>) {}
 }
 
-/// A single-member peer whose engine and raft log are both on `fs`.
-fn start_peer(fs: &FaultFs, snapshots: &Path) -> Peer {
+/// A single-member peer whose engine and raft log are both on `fs`, once
+/// it leads.
+async fn start_leader(fs: &FaultFs, snapshots: &Path) -> (Peer, PeerHandle) {
     let engine = Engine::open_with_fs(
         Arc::new(fs.clone()),
         Path::new("/engine"),
@@ -215,29 +216,34 @@ fn start_peer(fs: &FaultFs, snapshots: &Path) -> Peer {
     config.log_fs = Arc::new(fs.clone());
     config.snapshot_root = snapshots.to_path_buf();
     config.tick = Duration::from_millis(5);
-    Peer::start(config, sm, NoNetwork).expect("peer starts")
+    let peer = Peer::start(config, sm, NoNetwork).expect("peer starts");
+    let h = peer.handle();
+    status_when(&h, "no leader", |s| s.leader_id == 1).await;
+    (peer, h)
 }
 
-async fn wait_leader(h: &PeerHandle) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while h.status().leader_id != 1 {
-        assert!(Instant::now() < deadline, "no leader");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// The peer's status once it reports a failure (the driver publishes its
-/// status after the round that failed, a moment after answering waiters).
-async fn failed_status(h: &PeerHandle) -> PeerStatus {
+/// The peer's status once `holds` is true of it (the driver publishes its
+/// status after each round, e.g. a moment after answering the waiters of
+/// a round that failed); panics with `never` after 5 s.
+async fn status_when(
+    h: &PeerHandle,
+    never: &str,
+    holds: impl Fn(&PeerStatus) -> bool,
+) -> PeerStatus {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let status = h.status();
-        if status.failure.is_some() {
+        if holds(&status) {
             return status;
         }
-        assert!(Instant::now() < deadline, "never failed: {status:?}");
+        assert!(Instant::now() < deadline, "{never}: {status:?}");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// The peer's status once it reports a failure.
+async fn failed_status(h: &PeerHandle) -> PeerStatus {
+    status_when(h, "never failed", |s| s.failure.is_some()).await
 }
 
 fn put(key: &str) -> Command {
@@ -255,9 +261,7 @@ fn put(key: &str) -> Command {
 async fn raft_log_fsync_failure_fails_the_proposal_and_the_peer() {
     let fs = FaultFs::new();
     let snapshots = tempfile::tempdir().expect("tempdir");
-    let peer = start_peer(&fs, snapshots.path());
-    let h = peer.handle();
-    wait_leader(&h).await;
+    let (peer, h) = start_leader(&fs, snapshots.path()).await;
     h.propose(put("acked")).await.expect("acknowledged");
     fs.fail_next_sync(ErrorKind::Other);
     let err = h
@@ -274,9 +278,7 @@ async fn raft_log_fsync_failure_fails_the_proposal_and_the_peer() {
 
     let after = fs.crash();
     drop(peer);
-    let peer = start_peer(&after, snapshots.path());
-    let h = peer.handle();
-    wait_leader(&h).await;
+    let (_peer, h) = start_leader(&after, snapshots.path()).await;
     h.read_index().await.expect("read index");
     let sm = h.state_machine();
     assert_eq!(sm.get(b"acked").expect("get"), Some(b"v".to_vec()));
@@ -290,9 +292,7 @@ async fn raft_log_fsync_failure_fails_the_proposal_and_the_peer() {
 async fn raft_log_no_space_marks_the_peer_disk_full() {
     let fs = FaultFs::new();
     let snapshots = tempfile::tempdir().expect("tempdir");
-    let peer = start_peer(&fs, snapshots.path());
-    let h = peer.handle();
-    wait_leader(&h).await;
+    let (_peer, h) = start_leader(&fs, snapshots.path()).await;
     fs.set_no_space(true);
     let err = h.propose(put("k")).await.expect_err("disk full");
     assert!(

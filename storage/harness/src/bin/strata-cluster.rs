@@ -157,12 +157,7 @@ enum Line {
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Up(up) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            runtime.block_on(cmd_up(up))
-        }
+        Cmd::Up(up) => block_on(cmd_up(up)),
         Cmd::Down(a) => {
             let stopped = RunDir::new(&a.run_dir).stop_all(Duration::from_secs(5))?;
             if !stopped.is_empty() {
@@ -170,12 +165,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Cmd::Status(a) => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            runtime.block_on(cmd_status(a))
-        }
+        Cmd::Status(a) => block_on(cmd_status(a)),
         Cmd::StartNode(a) => {
             let run = RunDir::new(&a.run_dir);
             let mut layout = Layout::load(&run)?;
@@ -201,6 +191,15 @@ fn main() -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Runs `command` on a runtime of this thread: only the commands that wait
+/// on the network need one.
+fn block_on(command: impl Future<Output = Result<()>>) -> Result<()> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(command)
 }
 
 fn command_line(line: Line) -> Result<command::CommandLine> {

@@ -2,8 +2,10 @@
 //! of them each kind of route can give. Every one carries an
 //! [`ErrorBody`]; their descriptions say which codes they stand for.
 
-use utoipa::openapi::RefOr;
+use std::collections::BTreeMap;
+
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::{Ref, RefOr, Response};
 use utoipa::{IntoResponses, PartialSchema, ToResponse, ToSchema};
 
 use crate::error::ErrorBody;
@@ -53,7 +55,7 @@ pub struct OutcomeUnknown(pub ErrorBody);
 pub struct StorageFull(pub ErrorBody);
 
 /// Every error response, for the document's components.
-pub fn all() -> Vec<(String, RefOr<utoipa::openapi::Response>)> {
+pub fn all() -> Vec<(String, RefOr<Response>)> {
     [
         BadRequest::response(),
         NotFound::response(),
@@ -69,68 +71,76 @@ pub fn all() -> Vec<(String, RefOr<utoipa::openapi::Response>)> {
     .collect()
 }
 
-/// What a write to a key can fail with.
-#[derive(IntoResponses)]
-pub enum WriteErrors {
-    #[response(status = 400)]
-    BadRequest(#[ref_response] BadRequest),
-    #[response(status = 413)]
-    PayloadTooLarge(#[ref_response] PayloadTooLarge),
-    #[response(status = 500)]
-    Internal(#[ref_response] Internal),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] Unavailable),
-    #[response(status = 504)]
-    OutcomeUnknown(#[ref_response] OutcomeUnknown),
-    #[response(status = 507)]
-    StorageFull(#[ref_response] StorageFull),
+/// The error answers of a route, keyed by status.
+type Errors = BTreeMap<String, RefOr<Response>>;
+
+/// Error answer `R` under `status`, by reference to its component.
+fn by_ref<R: ToResponse<'static>>(status: u16) -> (String, RefOr<Response>) {
+    (
+        status.to_string(),
+        Ref::from_response_name(R::response().0).into(),
+    )
 }
 
-/// What a read can fail with.
-#[derive(IntoResponses)]
-pub enum ReadErrors {
-    #[response(status = 400)]
-    BadRequest(#[ref_response] BadRequest),
-    #[response(status = 413)]
-    PayloadTooLarge(#[ref_response] PayloadTooLarge),
-    #[response(status = 500)]
-    Internal(#[ref_response] Internal),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] Unavailable),
-    #[response(status = 504)]
-    OutcomeUnknown(#[ref_response] OutcomeUnknown),
-}
-
-/// What a membership change can fail with.
-#[derive(IntoResponses)]
-pub enum ChangeErrors {
-    #[response(status = 400)]
-    BadRequest(#[ref_response] BadRequest),
-    #[response(status = 500)]
-    Internal(#[ref_response] Internal),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] Unavailable),
-    #[response(status = 504)]
-    OutcomeUnknown(#[ref_response] OutcomeUnknown),
-}
-
-/// What a JSON-only endpoint adds: a body of the wrong type or size.
-#[derive(IntoResponses)]
-pub enum JsonBodyErrors {
-    #[response(status = 413)]
-    PayloadTooLarge(#[ref_response] PayloadTooLarge),
-    #[response(status = 415)]
-    UnsupportedMediaType(#[ref_response] UnsupportedMediaType),
+/// `errors` with `more` added.
+fn with(mut errors: Errors, more: impl IntoIterator<Item = (String, RefOr<Response>)>) -> Errors {
+    errors.extend(more);
+    errors
 }
 
 /// What a route that only reports this node's or the cluster's state can
 /// fail with.
-#[derive(IntoResponses)]
-pub enum StatusErrors {
-    #[response(status = 500)]
-    Internal(#[ref_response] Internal),
-    #[response(status = 503)]
-    Unavailable(#[ref_response] Unavailable),
+pub struct StatusErrors;
+
+impl IntoResponses for StatusErrors {
+    fn responses() -> Errors {
+        [by_ref::<Internal>(500), by_ref::<Unavailable>(503)].into()
+    }
+}
+
+/// What a membership change can fail with: what a status route can, a
+/// refused request, and a change proposed but not confirmed in time.
+pub struct ChangeErrors;
+
+impl IntoResponses for ChangeErrors {
+    fn responses() -> Errors {
+        with(
+            StatusErrors::responses(),
+            [by_ref::<BadRequest>(400), by_ref::<OutcomeUnknown>(504)],
+        )
+    }
+}
+
+/// What a read can fail with: what a membership change can, and a key too
+/// large.
+pub struct ReadErrors;
+
+impl IntoResponses for ReadErrors {
+    fn responses() -> Errors {
+        with(ChangeErrors::responses(), [by_ref::<PayloadTooLarge>(413)])
+    }
+}
+
+/// What a write to a key can fail with: what a read can, and a full disk.
+pub struct WriteErrors;
+
+impl IntoResponses for WriteErrors {
+    fn responses() -> Errors {
+        with(ReadErrors::responses(), [by_ref::<StorageFull>(507)])
+    }
+}
+
+/// What a JSON-only endpoint adds: a body of the wrong type or size.
+pub struct JsonBodyErrors;
+
+impl IntoResponses for JsonBodyErrors {
+    fn responses() -> Errors {
+        [
+            by_ref::<PayloadTooLarge>(413),
+            by_ref::<UnsupportedMediaType>(415),
+        ]
+        .into()
+    }
 }
 
 /// A header holding a decimal number (a node id, a delay).
@@ -152,10 +162,7 @@ pub struct True;
 
 impl PartialSchema for True {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(["true"]))
-            .into()
+        only("true")
     }
 }
 
@@ -166,11 +173,16 @@ pub struct Stale;
 
 impl PartialSchema for Stale {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .enum_values(Some(["stale"]))
-            .into()
+        only("stale")
     }
 }
 
 impl ToSchema for Stale {}
+
+/// A string that can only be `value`.
+fn only(value: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some([value]))
+        .into()
+}

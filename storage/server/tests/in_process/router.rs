@@ -2,14 +2,24 @@
 //! every REST route against a real one-node cluster, each answer checked
 //! against the OpenAPI document.
 
+use axum::Router;
 use axum::http::{Method, StatusCode};
 use bytes::Bytes;
-use serde_json::json;
+use serde_json::{Value, json};
 use strata_server::config::Limits;
 
 use crate::support::{JSON, assert_documented, call, document, one_node};
 
 const KEY: &str = "/v1/kv/{key}";
+
+/// Reads `uri` as a GetResult, checks the answer against the document, and
+/// returns its key, value and encoding.
+async fn read_json(app: &Router, doc: &Value, uri: &str, headers: &[(&str, &str)]) -> [Value; 3] {
+    let got = call(app, Method::GET, uri, headers, Bytes::new()).await;
+    assert_documented(doc, "get", KEY, &got);
+    let body = got.json();
+    [&body["key"], &body["value"], &body["encoding"]].map(Value::clone)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_round_trip_raw_and_as_json() {
@@ -50,24 +60,9 @@ async fn keys_round_trip_raw_and_as_json() {
     )
     .await;
     assert_eq!(json_put.status, StatusCode::OK);
-    let got = call(
-        app,
-        Method::GET,
-        "/v1/kv/dir/a",
-        &[("accept", "application/json")],
-        Bytes::new(),
-    )
-    .await;
-    assert_documented(&doc, "get", KEY, &got);
-    let body = got.json();
-    assert_eq!(
-        (
-            body["key"].as_str(),
-            body["value"].as_str(),
-            body["encoding"].as_str()
-        ),
-        (Some("dir/a"), Some("hi"), Some("utf8"))
-    );
+    let accept_json = [("accept", "application/json")];
+    let read = read_json(app, &doc, "/v1/kv/dir/a", &accept_json).await;
+    assert_eq!(read, ["dir/a", "hi", "utf8"]);
 
     let put = call(
         app,
@@ -78,24 +73,8 @@ async fn keys_round_trip_raw_and_as_json() {
     )
     .await;
     assert_eq!(put.status, StatusCode::OK);
-    let got = call(
-        app,
-        Method::GET,
-        "/v1/kv/bin%FF?encoding=utf8",
-        &[],
-        Bytes::new(),
-    )
-    .await;
-    assert_documented(&doc, "get", KEY, &got);
-    let body = got.json();
-    assert_eq!(
-        (
-            body["key"].as_str(),
-            body["value"].as_str(),
-            body["encoding"].as_str()
-        ),
-        (Some("Ymlu/w=="), Some("AAE="), Some("base64"))
-    );
+    let read = read_json(app, &doc, "/v1/kv/bin%FF?encoding=utf8", &[]).await;
+    assert_eq!(read, ["Ymlu/w==", "AAE=", "base64"]);
 
     let deleted = call(app, Method::DELETE, "/v1/kv/dir/a", &[], Bytes::new()).await;
     assert_documented(&doc, "delete", KEY, &deleted);
