@@ -260,10 +260,17 @@ mod tests {
         // never signals a stranger.
         let dir = tempfile::tempdir().unwrap();
         let run = RunDir::new(dir.path());
-        run.spawn("x", &sleeper("0")).unwrap();
+        // Start times count clock ticks (10 ms): a test binary that runs
+        // only this test can start within the tick of the process it
+        // spawns, and the two would be indistinguishable.
+        std::thread::sleep(Duration::from_millis(50));
+        // A process that lives through the spawn: one that has already
+        // exited leaves no start time to record, and spawn fails.
+        let spawned = run.spawn("x", &sleeper("10")).unwrap();
         std::fs::write(run.pid_file("x"), format!("{}\n", std::process::id())).unwrap();
         assert_eq!(run.running_pid("x"), None);
         assert!(run.stop_all(Duration::from_secs(1)).unwrap().is_empty());
+        send(spawned, Signal::KILL).unwrap();
     }
 
     #[test]
