@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from collections import Counter
 from pathlib import Path
 
 GATEWAY = Path(__file__).resolve().parent
@@ -74,6 +75,61 @@ def route_for(config: dict, path: str, grpc: bool = False) -> dict:
         if ("path" in m and m["path"] == path) or ("prefix" in m and path.startswith(m["prefix"])):
             return r
     raise AssertionError(f"no route for {path}")
+
+
+def hcm(config: dict) -> dict:
+    return config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+
+
+# Every response flag Envoy 1.40 accepts in a response_flag_filter (the list its config validation
+# prints; EnvoyValidates checks it against the binary).
+ENVOY_FLAGS = {"LH", "UH", "UT", "LR", "UR", "UF", "UC", "UO", "NR", "DI", "FI", "RL", "UAEX", "RLSE", "DC",
+               "URX", "SI", "IH", "DPE", "UMSDR", "RFCF", "NFCF", "DT", "UPE", "NC", "OM", "DF", "DO", "DR",
+               "UDO"}
+
+# The gRPC status Envoy gives a local reply that carries no grpc-status header: its HTTP-to-gRPC
+# mapping (Grpc::Utility::httpToGrpcStatus, after the gRPC HTTP/2 spec); anything else is UNKNOWN.
+HTTP_TO_GRPC = {400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14}
+
+
+def filter_matches(f: dict, flags: set[str], status: int, grpc: bool) -> bool:
+    """Envoy's access-log filter semantics, for the filters local_reply_config uses."""
+    if "and_filter" in f:
+        return all(filter_matches(g, flags, status, grpc) for g in f["and_filter"]["filters"])
+    if "or_filter" in f:
+        return any(filter_matches(g, flags, status, grpc) for g in f["or_filter"]["filters"])
+    if "response_flag_filter" in f:
+        return bool(flags & set(f["response_flag_filter"]["flags"]))
+    if "header_filter" in f:
+        h = f["header_filter"]["header"]
+        assert h == {"name": "content-type", "string_match": {"prefix": "application/grpc"}}, h
+        return grpc
+    if "status_code_filter" in f:
+        cmp = f["status_code_filter"]["comparison"]
+        assert cmp["op"] == "EQ", cmp
+        return status == cmp["value"]["default_value"]
+    raise AssertionError(f"a filter this test does not model: {f}")
+
+
+def local_reply(config: dict, flags: set[str], status: int, grpc: bool) -> dict:
+    """What a client gets when Envoy answers by itself with `status` and `flags`: the first mapper
+    whose filter matches sets the status, adds headers and the body; a gRPC client sees the
+    grpc-status header if a mapper set one, else Envoy's mapping of the HTTP status, and the body as
+    grpc-message."""
+    headers, code = {}, None
+    for m in hcm(config)["local_reply_config"]["mappers"]:
+        if filter_matches(m["filter"], flags, status, grpc):
+            status = m.get("status_code", status)
+            headers = {h["header"]["key"]: h["header"]["value"] for h in m.get("headers_to_add", [])}
+            code = m.get("body_format_override", {}).get("json_format", {}).get("code")
+            break
+    if grpc:
+        grpc_status = int(headers.pop("grpc-status")) if "grpc-status" in headers else HTTP_TO_GRPC.get(status, 2)
+        return {"grpc_status": grpc_status, "code": code, "headers": headers}
+    return {"status": status, "code": code, "headers": headers}
+
+
+RETRYABLE = {"x-strata-retryable": "true", "retry-after-ms": "50"}
 
 
 def endpoints(c: dict) -> list[str]:
@@ -202,18 +258,6 @@ class Routing(unittest.TestCase):
                 self.assertNotIn(bad, p["retry_on"].split(","))
             self.assertEqual(r["timeout"], "10s")
 
-    def test_envoy_local_replies_keep_the_error_contract(self):
-        # Proves a request cut off after it reached a node is reported as "outcome unknown" (504 /
-        # DEADLINE_EXCEEDED), never as the retryable 503 / UNAVAILABLE Envoy would answer by default.
-        hcm = self.config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-        grpc_died, rest_died, unavailable = hcm["local_reply_config"]["mappers"][:3]
-        self.assertEqual(rest_died["filter"]["response_flag_filter"]["flags"], ["UC", "UR", "UPE", "LR"])
-        self.assertEqual(rest_died["status_code"], 504)
-        self.assertEqual(rest_died["body_format_override"]["json_format"]["code"], "OUTCOME_UNKNOWN")
-        self.assertEqual(grpc_died["headers_to_add"][0]["header"], {"key": "grpc-status", "value": "4"})
-        self.assertEqual(unavailable["body_format_override"]["json_format"]["code"], "UNAVAILABLE")
-        self.assertEqual({h["header"]["key"] for h in unavailable["headers_to_add"]}, {"x-strata-retryable", "retry-after-ms"})
-
     def test_sse_route_never_times_out(self):
         r = route_for(self.config, "/v1/cluster/events")["route"]
         self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
@@ -225,6 +269,116 @@ class Routing(unittest.TestCase):
         self.assertEqual(hcm["tracing"]["provider"]["name"], "envoy.tracers.opentelemetry")
         self.assertEqual(endpoints(cluster(cfg, "otel_collector")), ["jaeger:4317"])
         self.assertEqual(hcm["access_log"][0]["name"], "envoy.access_loggers.stdout")
+
+
+class LocalReplies(unittest.TestCase):
+    """Replies Envoy makes itself, as a client sees them (see local_reply above)."""
+
+    def setUp(self):
+        self.config = build()
+
+    def assert_answer(self, flags: set[str], status: int, answer: gen_envoy.Answer):
+        what = f"flags {sorted(flags)}, Envoy's status {status}"
+        rest = local_reply(self.config, flags, status, grpc=False)
+        self.assertEqual((rest["status"], rest["code"]), (answer.http_status, answer.code), what)
+        self.assertEqual(rest["headers"], RETRYABLE if answer.retryable else {}, what)
+        grpc = local_reply(self.config, flags, status, grpc=True)
+        self.assertEqual((grpc["grpc_status"], grpc["code"]), (answer.grpc_status, answer.code), what)
+        self.assertEqual(grpc["headers"], RETRYABLE if answer.retryable else {}, what)
+
+    def test_answers_are_the_contracts(self):
+        # Proves the two answers the table hands out say what docs/api-rest.md promises: 503 /
+        # UNAVAILABLE marked retryable for "not applied", 504 / DEADLINE_EXCEEDED for "outcome
+        # unknown" (the node's own mapping of OUTCOME_UNKNOWN).
+        self.assertEqual(gen_envoy.NOT_APPLIED, gen_envoy.Answer(503, "UNAVAILABLE", 14, retryable=True))
+        self.assertEqual(gen_envoy.OUTCOME_UNKNOWN, gen_envoy.Answer(504, "OUTCOME_UNKNOWN", 4))
+
+    def test_table_covers_every_envoy_flag(self):
+        # Proves no flag Envoy can set is left to Envoy's default answer by omission.
+        self.assertEqual(set(gen_envoy.RESPONSE_FLAGS), ENVOY_FLAGS)
+
+    def test_each_flag_gets_its_answer_over_rest_and_grpc(self):
+        # Proves every flag in the table reaches REST and gRPC clients as the table says, whatever
+        # status Envoy picked for it.
+        for name, flag in gen_envoy.RESPONSE_FLAGS.items():
+            if flag.answer is None:
+                continue
+            for status in (400, 404, 408, 500, 502, 503, 504):
+                with self.subTest(flag=name, status=status):
+                    self.assert_answer({name}, status, flag.answer)
+
+    def test_upstream_timeout_is_outcome_unknown_not_unavailable(self):
+        # Proves the finding is fixed: Envoy's upstream timeout (UT, 504) used to reach gRPC clients
+        # as UNAVAILABLE, "safe to retry", although the node may still commit the write.
+        self.assert_answer({"UT"}, 504, gen_envoy.OUTCOME_UNKNOWN)
+        self.assertEqual(local_reply(self.config, {"UT"}, 504, grpc=True)["grpc_status"], 4)
+
+    def test_streams_cut_after_sending_are_outcome_unknown(self):
+        # Proves a request cut off after it may have reached a node is "outcome unknown" (504 /
+        # DEADLINE_EXCEEDED), never the retryable 503 / UNAVAILABLE Envoy answers by default.
+        for name in ("UC", "UR", "UPE", "LR"):
+            with self.subTest(flag=name):
+                self.assert_answer({name}, 503, gen_envoy.OUTCOME_UNKNOWN)
+
+    def test_requests_no_node_was_sent_are_retryable(self):
+        # Proves the certain "not applied" cases keep 503 / UNAVAILABLE with both retry headers,
+        # also when retries ran out (URX comes with the last attempt's flag).
+        for flags in ({"UH"}, {"UF"}, {"UO"}, {"UF", "URX"}, {"NC"}):
+            with self.subTest(flags=sorted(flags)):
+                self.assert_answer(flags, 503, gen_envoy.NOT_APPLIED)
+
+    def test_outcome_unknown_wins_over_every_other_answer(self):
+        # Proves that when a reply carries flags with different answers (a retried request, a
+        # timeout during a retry's back-off), the client is told the safe one.
+        unknown = [n for n, f in gen_envoy.RESPONSE_FLAGS.items() if f.answer == gen_envoy.OUTCOME_UNKNOWN]
+        others = [n for n, f in gen_envoy.RESPONSE_FLAGS.items()
+                  if f.answer not in (None, gen_envoy.OUTCOME_UNKNOWN)]
+        self.assertIn("UT", unknown)
+        self.assertIn("UF", others)
+        for u in unknown:
+            for o in others:
+                with self.subTest(flags=(u, o)):
+                    self.assert_answer({u, o}, 503, gen_envoy.OUTCOME_UNKNOWN)
+
+    def test_gateway_errors_without_a_known_flag_are_outcome_unknown(self):
+        # Proves a 502/503/504 Envoy makes for a reason the table does not name cannot reach a gRPC
+        # client as UNAVAILABLE or a REST client as a retryable 503.
+        for status in gen_envoy.UNFLAGGED_GATEWAY_ERRORS:
+            for flags in (set(), {"LH"}):
+                with self.subTest(status=status, flags=sorted(flags)):
+                    self.assert_answer(flags, status, gen_envoy.OUTCOME_UNKNOWN)
+
+    def test_client_errors_keep_their_status_and_get_a_code(self):
+        # Proves Envoy's own 4xx replies (the internal raft route, a body over the buffer limit)
+        # keep their status and carry the error shape's code.
+        for status, code in ((400, "INVALID_ARGUMENT"), (404, "NOT_FOUND"), (413, "PAYLOAD_TOO_LARGE")):
+            with self.subTest(status=status):
+                rest = local_reply(self.config, set(), status, grpc=False)
+                self.assertEqual((rest["status"], rest["code"], rest["headers"]), (status, code, {}))
+                grpc = local_reply(self.config, set(), status, grpc=True)
+                self.assertEqual(grpc["grpc_status"], HTTP_TO_GRPC.get(status, 2))
+                self.assertNotEqual(grpc["grpc_status"], 14)
+
+    def test_flags_that_cannot_occur_stay_out_of_the_config(self):
+        # Proves the config maps each flag the table answers exactly twice (a gRPC and a REST
+        # mapper) and none it calls impossible (those fall back to their status, answered above).
+        def flag_lists(f: dict):
+            if "response_flag_filter" in f:
+                yield f["response_flag_filter"]["flags"]
+            for key in ("and_filter", "or_filter"):
+                for inner in f.get(key, {}).get("filters", []):
+                    yield from flag_lists(inner)
+
+        mapped = Counter(flag for m in hcm(self.config)["local_reply_config"]["mappers"]
+                         for flags in flag_lists(m["filter"]) for flag in flags)
+        answered = [n for n, flag in gen_envoy.RESPONSE_FLAGS.items() if flag.answer is not None]
+        self.assertEqual(mapped, Counter({n: 2 for n in answered}))
+
+    def test_reliability_doc_carries_the_current_table(self):
+        # Proves docs/reliability.md shows what the generator does, row for row.
+        doc = (REPO / "docs/reliability.md").read_text(encoding="utf-8")
+        self.assertTrue(gen_envoy.flags_table() in doc,
+                        "docs/reliability.md is stale: paste python3 gateway/gen_envoy.py --flags-table")
 
 
 class NodeCounts(unittest.TestCase):
@@ -281,6 +435,24 @@ class EnvoyValidates(unittest.TestCase):
                 self.validate(gen_envoy.render(argv)[0])
         with self.subTest(argv="--format json"):
             self.validate(gen_envoy.render(["--format", "json"])[0], ".json")
+
+    def test_table_names_exactly_the_flags_this_envoy_knows(self):
+        # Proves the table and the pinned Envoy agree: Envoy refuses an unknown flag and lists the
+        # ones it accepts, which must be the table's.
+        config = build()
+        hcm(config)["local_reply_config"]["mappers"].append(
+            {"filter": {"response_flag_filter": {"flags": ["NOT_A_FLAG"]}}, "status_code": 500})
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(config, f)
+        try:
+            out = subprocess.run([os.environ["ENVOY"], "--mode", "validate", "-c", f.name, "-l", "warning"],
+                                 capture_output=True, text=True, timeout=60)
+        finally:
+            os.unlink(f.name)
+        self.assertNotEqual(out.returncode, 0)
+        m = re.search(r"value must be in list \[([A-Z ]+)\]", out.stdout + out.stderr)
+        self.assertIsNotNone(m, out.stdout + out.stderr)
+        self.assertEqual(set(m.group(1).split()), set(gen_envoy.RESPONSE_FLAGS))
 
     def test_committed_configmap_payload_validates(self):
         lines = (REPO / "deploy/k8s/envoy-configmap.yaml").read_text(encoding="utf-8").splitlines()

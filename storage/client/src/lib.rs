@@ -30,10 +30,27 @@ pub enum ClientError {
     Status(#[from] tonic::Status),
 }
 
+/// Metadata the node, and the gateway for requests it never sent to a node,
+/// put on an UNAVAILABLE status to say that nothing was applied.
+pub const RETRYABLE_METADATA: &str = "x-strata-retryable";
+
 impl ClientError {
-    /// True when the server said nothing was applied, so a retry is safe.
+    /// True when the server said nothing was applied, so sending the request
+    /// again cannot apply it twice: an UNAVAILABLE status marked
+    /// `x-strata-retryable: true`. An unmarked UNAVAILABLE is not enough:
+    /// tonic reports a connection that died mid-call that way, and an
+    /// intermediary may turn any 502/503/504 into it, both of which can
+    /// follow a write that was applied. DEADLINE_EXCEEDED, CANCELLED and
+    /// UNKNOWN mean the outcome is unknown and are never retryable.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, ClientError::Status(s) if s.code() == tonic::Code::Unavailable)
+        let ClientError::Status(status) = self else {
+            return false;
+        };
+        status.code() == tonic::Code::Unavailable
+            && status
+                .metadata()
+                .get(RETRYABLE_METADATA)
+                .is_some_and(|v| v == "true")
     }
 }
 
@@ -289,5 +306,45 @@ impl Client {
             .status(StatusRequest {})
             .await?
             .into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tonic::metadata::MetadataValue;
+    use tonic::{Code, Status};
+
+    use super::*;
+
+    fn status(code: Code, marked: Option<&'static str>) -> ClientError {
+        let mut status = Status::new(code, "x");
+        if let Some(mark) = marked {
+            status
+                .metadata_mut()
+                .insert(RETRYABLE_METADATA, MetadataValue::from_static(mark));
+        }
+        ClientError::Status(status)
+    }
+
+    #[test]
+    fn only_a_marked_unavailable_is_retryable() {
+        // Proves a write is retried only when the server said nothing was
+        // applied: UNAVAILABLE with the mark. Everything that may follow an
+        // applied write (an unmarked UNAVAILABLE such as Envoy's old answer
+        // to its own timeout, DEADLINE_EXCEEDED, CANCELLED, UNKNOWN) is not.
+        assert!(status(Code::Unavailable, Some("true")).is_retryable());
+        assert!(!status(Code::Unavailable, None).is_retryable());
+        assert!(!status(Code::Unavailable, Some("false")).is_retryable());
+        for code in [
+            Code::DeadlineExceeded,
+            Code::Cancelled,
+            Code::Unknown,
+            Code::Internal,
+            Code::ResourceExhausted,
+            Code::InvalidArgument,
+        ] {
+            assert!(!status(code, None).is_retryable(), "{code:?}");
+            assert!(!status(code, Some("true")).is_retryable(), "{code:?}");
+        }
     }
 }

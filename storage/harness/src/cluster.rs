@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use rustix::process::Signal;
 
 use crate::command::{self, CommandLine, NodeSpec};
 use crate::gateway::GatewaySpec;
@@ -172,12 +173,42 @@ impl Cluster {
         Ok(())
     }
 
+    /// Freezes node `id` (SIGSTOP): it keeps its sockets open, so peers and
+    /// Envoy see a node that holds what it was sent and answers nothing,
+    /// until [`resume`](Self::resume).
+    pub fn pause(&self, id: u64) -> Result<()> {
+        self.signal(id, Signal::STOP)
+    }
+
+    /// Lets a node frozen by [`pause`](Self::pause) run again (SIGCONT).
+    pub fn resume(&self, id: u64) -> Result<()> {
+        self.signal(id, Signal::CONT)
+    }
+
+    fn signal(&self, id: u64, signal: Signal) -> Result<()> {
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.id == id)
+            .with_context(|| format!("no node {id}"))?;
+        let child = node
+            .child
+            .as_ref()
+            .with_context(|| format!("node {id} is not running"))?;
+        crate::run_dir::send(child.id(), signal)
+    }
+
     pub fn node_ids(&self) -> Vec<u64> {
         self.nodes.iter().map(|n| n.id).collect()
     }
 
     pub fn gateway_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.gateway_port)
+    }
+
+    /// Envoy's admin interface (`/stats`, `/clusters`).
+    pub fn admin_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.admin_port)
     }
 
     pub fn node_url(&self, id: u64) -> String {

@@ -211,7 +211,7 @@ fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// Sends `signal` to `pid`; a process that is already gone is no error.
-fn send(pid: u32, signal: Signal) -> Result<()> {
+pub(crate) fn send(pid: u32, signal: Signal) -> Result<()> {
     let raw = i32::try_from(pid).context("pid out of range")?;
     let pid = Pid::from_raw(raw).context("pid 0")?;
     match kill_process(pid, signal) {
@@ -260,10 +260,17 @@ mod tests {
         // never signals a stranger.
         let dir = tempfile::tempdir().unwrap();
         let run = RunDir::new(dir.path());
-        run.spawn("x", &sleeper("0")).unwrap();
+        // Start times count clock ticks (10 ms): a test binary that runs
+        // only this test can start within the tick of the process it
+        // spawns, and the two would be indistinguishable.
+        std::thread::sleep(Duration::from_millis(50));
+        // A process that lives through the spawn: one that has already
+        // exited leaves no start time to record, and spawn fails.
+        let spawned = run.spawn("x", &sleeper("10")).unwrap();
         std::fs::write(run.pid_file("x"), format!("{}\n", std::process::id())).unwrap();
         assert_eq!(run.running_pid("x"), None);
         assert!(run.stop_all(Duration::from_secs(1)).unwrap().is_empty());
+        send(spawned, Signal::KILL).unwrap();
     }
 
     #[test]
