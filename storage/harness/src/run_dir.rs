@@ -76,7 +76,10 @@ impl RunDir {
             .spawn()
             .with_context(|| format!("starting {name} ({})", line.program.display()))?;
         let pid = child.id();
-        let started = start_time(pid).context("the process just started has no /proc entry")?;
+        // A child that failed at once is a zombie by now; it is still ours
+        // and still has its start time, and whoever waits for it to serve
+        // will see that it exited.
+        let (_, started) = proc_stat(pid).context("the process just started has no /proc entry")?;
         std::fs::write(self.start_file(name), format!("{started}\n"))?;
         std::fs::write(self.pid_file(name), format!("{pid}\n"))?;
         Ok(pid)
@@ -200,14 +203,18 @@ impl RunDir {
 /// When `pid` started (clock ticks since boot), if it is alive: neither gone
 /// nor a zombie waiting to be reaped.
 fn start_time(pid: u32) -> Option<u64> {
+    let (state, started) = proc_stat(pid)?;
+    (!matches!(state.as_str(), "Z" | "X")).then_some(started)
+}
+
+/// The state and start time of `pid`, also for a process that has already
+/// exited but not been reaped (a zombie still has both).
+fn proc_stat(pid: u32) -> Option<(String, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // "pid (comm) state ppid …": the command may contain anything, so count
     // fields after its closing parenthesis; the start time is field 22.
     let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
-    if matches!(fields.first(), Some(&"Z") | Some(&"X")) {
-        return None;
-    }
-    fields.get(19)?.parse().ok()
+    Some((fields.first()?.to_string(), fields.get(19)?.parse().ok()?))
 }
 
 /// Sends `signal` to `pid`; a process that is already gone is no error.
@@ -232,6 +239,26 @@ mod tests {
             args: vec![secs.into()],
             env: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_child_that_exited_at_once_is_recorded_not_refused() {
+        // Proves `spawn` records a child that has already exited (a zombie,
+        // as an Envoy that fails on its config is by the time its start
+        // time is read): the caller then sees it as not running, instead of
+        // `spawn` failing with "no /proc entry".
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let line = CommandLine {
+            program: "false".into(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+        };
+        let pid = run.spawn("quick", &line).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let (state, _) = proc_stat(pid).expect("an unreaped child keeps its /proc entry");
+        assert_eq!(state, "Z");
+        assert_eq!(run.running_pid("quick"), None);
     }
 
     #[test]
