@@ -8,56 +8,28 @@
 // (k6 exit code 99) when a threshold fails.
 import grpc from 'k6/net/grpc';
 import { check, sleep } from 'k6';
-import encoding from 'k6/encoding';
 import exec from 'k6/execution';
+import { b64, connector, grpcAddr } from './lib/grpc.js';
+import { RUN, smokeOptions } from './lib/smoke.js';
 
-function defaultAddr() {
-  // Same gateway as the REST smoke test: STRATA_URL=http://host:port -> host:port.
-  const url = __ENV.STRATA_URL || 'http://127.0.0.1:8080';
-  return url.replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '');
-}
-
-const ADDR = __ENV.STRATA_GRPC_ADDR || __ENV.STRATA_ADDR || defaultAddr();
-const RUN = __ENV.SMOKE_RUN_ID || `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+const ADDR = grpcAddr();
 
 const client = new grpc.Client();
 client.load(['../proto/strata/v1'], 'kv.proto');
+const connect = connector(client, ADDR);
 
-export const options = {
-  scenarios: {
-    smoke_grpc: {
-      executor: 'constant-vus',
-      vus: Number(__ENV.SMOKE_VUS || 4),
-      duration: __ENV.SMOKE_DURATION || '10s',
-      gracefulStop: '5s',
-    },
-  },
-  thresholds: {
-    grpc_req_duration: ['p(99)<250'],
-    checks: ['rate>0.99'],
-  },
-  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
-};
-
-// Connect once per VU. A module-level flag (not __ITER === 0) so that a failed first connect is
-// retried on the next iteration instead of every later call failing with "no gRPC connection".
-let connected = false;
-
-function b64(s) {
-  return encoding.b64encode(s);
-}
+export const options = smokeOptions('smoke_grpc', {
+  grpc_req_duration: ['p(99)<250'],
+  checks: ['rate>0.99'],
+});
 
 export default function () {
-  if (!connected) {
-    try {
-      client.connect(ADDR, { plaintext: true, timeout: '5s' });
-      connected = true;
-    } catch (e) {
-      check(null, { 'grpc connect': () => false });
-      console.error(`connect ${ADDR}: ${e}`);
-      sleep(0.5);
-      return;
-    }
+  const err = connect();
+  if (err !== null) {
+    check(null, { 'grpc connect': () => false });
+    console.error(`connect ${ADDR}: ${err}`);
+    sleep(0.5);
+    return;
   }
 
   const key = `smoke-grpc/${RUN}/${exec.vu.idInTest}/${exec.vu.iterationInScenario}`;

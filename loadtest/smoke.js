@@ -6,35 +6,18 @@
 //
 // Exits non-zero (k6 exit code 99) when a threshold fails.
 import http from 'k6/http';
-import { check, fail, sleep } from 'k6';
+import { check } from 'k6';
 import exec from 'k6/execution';
+import { baseUrl, keyUrl, waitReady } from './lib/rest.js';
+import { RUN, smokeOptions } from './lib/smoke.js';
 
-const BASE = (__ENV.STRATA_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
-// One prefix per run, so runs never see each other's keys.
-const RUN = __ENV.SMOKE_RUN_ID || `${Date.now().toString(36)}-${Math.floor(Math.random() * 1e9).toString(36)}`;
+const BASE = baseUrl();
 
-export const options = {
-  scenarios: {
-    smoke: {
-      executor: 'constant-vus',
-      vus: Number(__ENV.SMOKE_VUS || 4),
-      duration: __ENV.SMOKE_DURATION || '10s',
-      gracefulStop: '5s',
-    },
-  },
-  thresholds: {
-    http_req_failed: ['rate<0.01'],
-    http_req_duration: ['p(99)<250'],
-    checks: ['rate>0.99'],
-  },
-  // Show p(99) in the end-of-test summary (it is what the threshold checks).
-  summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max'],
-};
-
-// Percent-encode each segment of a key but keep its '/' separators readable.
-function keyPath(key) {
-  return `${BASE}/v1/kv/${key.split('/').map(encodeURIComponent).join('/')}`;
-}
+export const options = smokeOptions('smoke', {
+  http_req_failed: ['rate<0.01'],
+  http_req_duration: ['p(99)<250'],
+  checks: ['rate>0.99'],
+});
 
 function json(res) {
   try {
@@ -49,23 +32,16 @@ function isU64(v) {
 }
 
 export function setup() {
-  // Fail fast, with a readable message, when the gateway or the cluster is not up (waits up to ~10 s).
-  for (let i = 0; i < 50; i++) {
-    const res = http.get(`${BASE}/health/ready`, {
-      tags: { name: 'GET /health/ready' },
-      responseCallback: http.expectedStatuses(200, 503),
-    });
-    if (res.status === 200) return { run: RUN };
-    sleep(0.2);
-  }
-  fail(`cluster not ready at ${BASE}/health/ready`);
+  // Fail fast, with a readable message, when the gateway or the cluster is not up.
+  waitReady(BASE);
+  return { run: RUN };
 }
 
 export default function (data) {
   const key = `smoke/${data.run}/${exec.vu.idInTest}/${exec.vu.iterationInScenario}`;
   const value = `v-${key}-${Math.random().toString(36).slice(2)}`;
 
-  const put = http.put(keyPath(key), value, {
+  const put = http.put(keyUrl(BASE, key), value, {
     headers: { 'Content-Type': 'application/octet-stream' },
     tags: { name: 'PUT /v1/kv/{key}' },
   });
@@ -77,7 +53,7 @@ export default function (data) {
     'put x-strata-node header': (r) => /^[0-9]+$/.test(r.headers['X-Strata-Node'] || ''),
   });
 
-  const get = http.get(keyPath(key), { tags: { name: 'GET /v1/kv/{key}' } });
+  const get = http.get(keyUrl(BASE, key), { tags: { name: 'GET /v1/kv/{key}' } });
   check(get, {
     'get 200': (r) => r.status === 200,
     'get octet-stream': (r) => (r.headers['Content-Type'] || '').startsWith('application/octet-stream'),
@@ -86,7 +62,7 @@ export default function (data) {
 
   // Every fourth iteration also reads the JSON form.
   if (exec.vu.iterationInScenario % 4 === 0) {
-    const gj = http.get(keyPath(key), { headers: { Accept: 'application/json' }, tags: { name: 'GET /v1/kv/{key} json' } });
+    const gj = http.get(keyUrl(BASE, key), { headers: { Accept: 'application/json' }, tags: { name: 'GET /v1/kv/{key} json' } });
     const g = json(gj);
     check(gj, {
       'get json 200': (r) => r.status === 200,
@@ -97,7 +73,7 @@ export default function (data) {
 
   // A key that was never written is a 404 with the error object (expected, so not a failed request).
   if (exec.vu.iterationInScenario % 8 === 0) {
-    const miss = http.get(keyPath(`${key}/absent`), {
+    const miss = http.get(keyUrl(BASE, `${key}/absent`), {
       tags: { name: 'GET /v1/kv/{key} missing' },
       responseCallback: http.expectedStatuses(404),
     });

@@ -6,37 +6,28 @@
 // Records are loaded in setup() over REST (POST /v1/batch), which the gateway serves on the same
 // port.
 import grpc from 'k6/net/grpc';
-import encoding from 'k6/encoding';
 import exec from 'k6/execution';
 import { sleep } from 'k6';
-import { Generator, config, record, notFound, scenario, thresholds, summaryTrendStats, randomValue } from './lib/ycsb.js';
-import { baseUrl, waitReady, loadRecords } from './lib/rest.js';
+import { Generator, config, record, notFound, ycsbOptions, loadRun } from './lib/ycsb.js';
+import { baseUrl } from './lib/rest.js';
+import { b64, connector, grpcAddr } from './lib/grpc.js';
 
 const cfg = config();
 const BASE = baseUrl();
-const ADDR = __ENV.STRATA_GRPC_ADDR || __ENV.STRATA_ADDR || BASE.replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '');
 
 const client = new grpc.Client();
 client.load(['../proto/strata/v1'], 'kv.proto');
+const connect = connector(client, grpcAddr());
 
-export const options = {
-  scenarios: { [`ycsb_${cfg.workload}_grpc`]: scenario('ycsb') },
-  thresholds: thresholds(cfg),
-  summaryTrendStats,
-};
+export const options = ycsbOptions(cfg, 'grpc');
 
 export function setup() {
-  waitReady(BASE);
-  const g = new Generator(cfg, 0);
-  loadRecords(BASE, cfg.records, (i) => g.recordKey(i), randomValue(cfg.valueSize));
-  return { cfg };
+  return loadRun(cfg, BASE);
 }
 
 let gen = null;
 let valueB64 = null;
-let connected = false;
 const PARAMS = { timeout: '5s' };
-const b64 = (s) => encoding.b64encode(s);
 
 function get(key, c) {
   const consistency = c.consistency === 'stale' ? 'CONSISTENCY_STALE' : 'CONSISTENCY_LINEARIZABLE';
@@ -53,15 +44,10 @@ function put(key) {
 
 export function ycsb(data) {
   const c = data.cfg;
-  if (!connected) {
-    try {
-      client.connect(ADDR, { plaintext: true, timeout: '5s' });
-      connected = true;
-    } catch (e) {
-      record('connect', false, 0);
-      sleep(0.2);
-      return;
-    }
+  if (connect() !== null) {
+    record('connect', false, 0);
+    sleep(0.2);
+    return;
   }
   if (gen === null) {
     gen = new Generator(c, exec.vu.idInTest);

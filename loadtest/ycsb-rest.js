@@ -8,23 +8,16 @@
 // STAGES / START_RATE, PRE_VUS / MAX_VUS, P99_MS (250), ERROR_RATE (0.01). See README.md.
 import http from 'k6/http';
 import exec from 'k6/execution';
-import { Generator, config, record, notFound, scenario, thresholds, summaryTrendStats, randomValue } from './lib/ycsb.js';
-import { baseUrl, keyUrl, waitReady, loadRecords } from './lib/rest.js';
+import { Generator, config, record, notFound, ycsbOptions, loadRun } from './lib/ycsb.js';
+import { baseUrl, keyUrl } from './lib/rest.js';
 
 const cfg = config();
 const BASE = baseUrl();
 
-export const options = {
-  scenarios: { [`ycsb_${cfg.workload}_rest`]: scenario('ycsb') },
-  thresholds: thresholds(cfg),
-  summaryTrendStats,
-};
+export const options = ycsbOptions(cfg, 'rest');
 
 export function setup() {
-  waitReady(BASE);
-  const g = new Generator(cfg, 0);
-  loadRecords(BASE, cfg.records, (i) => g.recordKey(i), randomValue(cfg.valueSize));
-  return { cfg };
+  return loadRun(cfg, BASE);
 }
 
 let gen = null;

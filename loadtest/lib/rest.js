@@ -7,6 +7,7 @@ export function baseUrl() {
   return (__ENV.STRATA_URL || 'http://127.0.0.1:8080').replace(/\/+$/, '');
 }
 
+// Percent-encodes each segment of a key but keeps its '/' separators readable.
 export function keyUrl(base, key) {
   return `${base}/v1/kv/${key.split('/').map(encodeURIComponent).join('/')}`;
 }
@@ -14,7 +15,10 @@ export function keyUrl(base, key) {
 // Waits up to ~10 s for the cluster behind `base` to have a leader.
 export function waitReady(base) {
   for (let i = 0; i < 50; i++) {
-    const res = http.get(`${base}/health/ready`, { responseCallback: http.expectedStatuses(200, 503) });
+    const res = http.get(`${base}/health/ready`, {
+      tags: { name: 'GET /health/ready' },
+      responseCallback: http.expectedStatuses(200, 503),
+    });
     if (res.status === 200) return;
     sleep(0.2);
   }

@@ -4,6 +4,7 @@
 //
 // The same generator as storage/bench (strata-bench) so k6 and the Rust tool load alike.
 import { Rate, Trend, Counter } from 'k6/metrics';
+import { waitReady, loadRecords } from './rest.js';
 
 // Read, update, insert, scan, read-modify-write fractions (YCSB core workloads).
 export const WORKLOADS = {
@@ -196,3 +197,22 @@ export function thresholds(cfg) {
 }
 
 export const summaryTrendStats = ['avg', 'min', 'med', 'p(90)', 'p(99)', 'p(99.9)', 'max'];
+
+// The options of a YCSB run over `protocol` (rest or grpc): the open-model scenario `ycsb_<workload>_<protocol>`
+// calling the script's `ycsb` function, and the thresholds.
+export function ycsbOptions(cfg, protocol) {
+  return {
+    scenarios: { [`ycsb_${cfg.workload}_${protocol}`]: scenario('ycsb') },
+    thresholds: thresholds(cfg),
+    summaryTrendStats,
+  };
+}
+
+// setup() of a YCSB run: waits for the cluster behind `base`, loads the records over REST (the gateway
+// serves REST and gRPC on one port) and returns the data every iteration gets.
+export function loadRun(cfg, base) {
+  waitReady(base);
+  const g = new Generator(cfg, 0);
+  loadRecords(base, cfg.records, (i) => g.recordKey(i), randomValue(cfg.valueSize));
+  return { cfg };
+}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/strata/chaos/cluster"
 	"github.com/strata/chaos/history"
 )
 
@@ -22,6 +23,12 @@ type kvClient struct {
 	http    *http.Client
 	base    string
 	timeout time.Duration
+}
+
+// gatewayClient is a kvClient for cl's gateway, sharing the cluster's
+// connection pool; timeout bounds each operation (then it is ambiguous).
+func gatewayClient(cl *cluster.Cluster, timeout time.Duration) *kvClient {
+	return &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: timeout}
 }
 
 type apiError struct {

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,19 +19,17 @@ import (
 // linearizably through the gateway and on every node after convergence.
 func cmdCrashLoop(args []string) int {
 	var c common
-	fs := flag.NewFlagSet("crashloop", flag.ExitOnError)
-	c.flags(fs, 22100)
+	fs := c.flagSet("crashloop", 22100)
 	cycles := fs.Int("cycles", 100, "kill -9 / restart cycles")
 	writers := fs.Int("writers", 4, "concurrent writers")
 	maxWrites := fs.Int("max-writes", 200000, "bound on writes")
 	leaderBias := fs.Int("leader-percent", 34, "percent of cycles that kill the current leader")
-	_ = fs.Parse(args)
-	c.resolve("crashloop")
+	c.parse(fs, args)
 	fmt.Printf("strata-chaos crashloop: %d cycles, %d writers, seed %d; run dir %s\n", *cycles, *writers, c.seed, c.runDir)
 	start := time.Now()
 	cl := startCluster(c.config("cluster", 3))
 	rng := rand.New(rand.NewSource(c.seed))
-	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: 6 * time.Second}
+	kv := gatewayClient(cl, 6*time.Second)
 	rec := history.NewRecorder(*maxWrites)
 
 	stop := make(chan struct{})
@@ -150,8 +145,7 @@ func cmdCrashLoop(args []string) int {
 	sort.Strings(failures)
 	summary := map[string]any{"unacknowledged_fate": fate, "cycles": len(log), "writes": len(ops), "outcomes": counts, "acknowledged_checked": checked,
 		"lost": lost, "failures": failures, "seed": c.seed, "duration_s": time.Since(start).Seconds(), "log": log}
-	b, _ := json.MarshalIndent(summary, "", "  ")
-	_ = os.WriteFile(filepath.Join(c.runDir, "result.json"), b, 0o644)
+	writeResult(c.runDir, summary)
 	fmt.Printf("crashloop: %d cycles, %d writes %v, %d acknowledged checked, %d lost, %d failures (%.0f s)\n",
 		len(log), len(ops), counts, checked, lost, len(failures), time.Since(start).Seconds())
 	var fates []string
@@ -160,15 +154,12 @@ func cmdCrashLoop(args []string) int {
 	}
 	sort.Strings(fates)
 	fmt.Println(strings.Join(fates, "\n"))
-	for _, f := range failures {
-		fmt.Println("  FAIL", f)
-	}
-	if len(failures) > 0 {
+	code := exitCode(failures)
+	if code != 0 {
 		fmt.Printf("  run dir %s\n  reproduce: (cd chaos && go run ./cmd/strata-chaos crashloop -cycles %d -seed %d)\n",
 			c.runDir, *cycles, c.seed)
-		return 1
 	}
-	return 0
+	return code
 }
 
 func waitLive(cl *cluster.Cluster, id int, timeout time.Duration) error {

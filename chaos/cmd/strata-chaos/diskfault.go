@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,17 +21,15 @@ import (
 // restarted it must catch up. Every acknowledged write must read back.
 func cmdDiskFault(args []string) int {
 	var c common
-	fs := flag.NewFlagSet("diskfault", flag.ExitOnError)
-	c.flags(fs, 22500)
-	_ = fs.Parse(args)
-	c.resolve("diskfault")
+	fs := c.flagSet("diskfault", 22500)
+	c.parse(fs, args)
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		fatalf("strace is needed to inject fsync failures: %v", err)
 	}
 	start := time.Now()
 	cl := startCluster(c.config("cluster", 3))
-	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: 5 * time.Second}
+	kv := gatewayClient(cl, 5*time.Second)
 
 	var mu sync.Mutex
 	acked := map[string]string{}
@@ -110,17 +104,10 @@ func cmdDiskFault(args []string) int {
 	}
 	report["findings"] = findings
 	report["duration_s"] = time.Since(start).Seconds()
-	b, _ := json.MarshalIndent(report, "", "  ")
-	_ = os.WriteFile(filepath.Join(c.runDir, "result.json"), b, 0o644)
+	path := writeResult(c.runDir, report)
 	fmt.Printf("diskfault: %d acknowledged writes, %d lost, %d findings (%.0f s); %s\n", report["acknowledged"], lost,
-		len(findings), time.Since(start).Seconds(), filepath.Join(c.runDir, "result.json"))
-	for _, f := range findings {
-		fmt.Println("  FAIL", f)
-	}
-	if len(findings) > 0 {
-		return 1
-	}
-	return 0
+		len(findings), time.Since(start).Seconds(), path)
+	return exitCode(findings)
 }
 
 // injectFsyncFailure attaches strace to node victim so that every fsync and

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,14 +19,12 @@ import (
 // nodes recover by themselves, without a restart. It must run as root (mount).
 func cmdDiskFull(args []string) int {
 	var c common
-	fs := flag.NewFlagSet("diskfull", flag.ExitOnError)
-	c.flags(fs, 22200)
+	fs := c.flagSet("diskfull", 22200)
 	sizeMB := fs.Int("tmpfs-mb", 48, "tmpfs size per node")
 	freeMB := fs.Int("free-mb", 12, "space left free by the ballast")
 	valueKB := fs.Int("value-kb", 128, "value size")
 	maxWrites := fs.Int("max-writes", 1500, "bound on writes")
-	_ = fs.Parse(args)
-	c.resolve("diskfull")
+	c.parse(fs, args)
 	start := time.Now()
 	report := map[string]any{"seed": c.seed, "tmpfs_mb": *sizeMB, "free_mb": *freeMB, "value_kb": *valueKB}
 	var findings []string
@@ -56,7 +52,7 @@ func cmdDiskFull(args []string) int {
 	cfg := c.config("cluster", 3)
 	cfg.DataDirs = dirs
 	cl := startCluster(cfg)
-	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: 8 * time.Second}
+	kv := gatewayClient(cl, 8*time.Second)
 
 	// Fill: unique keys, large values, until 20 answers in a row are not 200.
 	value := strings.Repeat("x", *valueKB<<10)
@@ -176,17 +172,10 @@ func cmdDiskFull(args []string) int {
 	sort.Strings(findings)
 	report["findings"] = findings
 	report["duration_s"] = time.Since(start).Seconds()
-	b, _ := json.MarshalIndent(report, "", "  ")
-	_ = os.WriteFile(filepath.Join(c.runDir, "result.json"), b, 0o644)
+	path := writeResult(c.runDir, report)
 	fmt.Printf("diskfull: after freeing space: %d of %d acknowledged readable, %d/20 new writes; %d findings (%.0f s); %s\n",
-		readable, len(acked), newOK, len(findings), time.Since(start).Seconds(), filepath.Join(c.runDir, "result.json"))
-	for _, f := range findings {
-		fmt.Println("  FAIL", f)
-	}
-	if len(findings) > 0 {
-		return 1
-	}
-	return 0
+		readable, len(acked), newOK, len(findings), time.Since(start).Seconds(), path)
+	return exitCode(findings)
 }
 
 // readBack counts acknowledged writes that read back with their value.

@@ -6,14 +6,12 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -157,12 +155,10 @@ func sendRaw(client *http.Client, url string, body []byte) grpcAnswer {
 // key space and raft terms are unchanged.
 func cmdHostile(args []string) int {
 	var c common
-	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
-	c.flags(fs, 22300)
-	_ = fs.Parse(args)
-	c.resolve("hostile")
+	fs := c.flagSet("hostile", 22300)
+	c.parse(fs, args)
 	cl := startCluster(c.config("cluster", 3))
-	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: 5 * time.Second}
+	kv := gatewayClient(cl, 5*time.Second)
 	for i := 0; i < 10; i++ {
 		op := history.Op{Kind: history.Put, Key: fmt.Sprintf("seed/%d", i), Value: "v"}
 		kv.Put(&op)
@@ -215,16 +211,9 @@ func cmdHostile(args []string) int {
 	termsAfter := terms(cl)
 	fmt.Printf("  raft terms before %v after %v\n", termsBefore, termsAfter)
 	report := map[string]any{"answers": answers, "failures": failures, "terms_before": termsBefore, "terms_after": termsAfter}
-	b, _ := json.MarshalIndent(report, "", "  ")
-	_ = os.WriteFile(filepath.Join(c.runDir, "result.json"), b, 0o644)
-	fmt.Printf("hostile: %d cases, %d unclear or harmful; %s\n", len(answers), len(failures), filepath.Join(c.runDir, "result.json"))
-	for _, f := range failures {
-		fmt.Println("  FAIL", f)
-	}
-	if len(failures) > 0 {
-		return 1
-	}
-	return 0
+	path := writeResult(c.runDir, report)
+	fmt.Printf("hostile: %d cases, %d unclear or harmful; %s\n", len(answers), len(failures), path)
+	return exitCode(failures)
 }
 
 func terms(cl *cluster.Cluster) map[int]uint64 {
@@ -252,10 +241,8 @@ func terms(cl *cluster.Cluster) map[int]uint64 {
 // to the gateway, and stops the cluster.
 func cmdExec(args []string) int {
 	var c common
-	fs := flag.NewFlagSet("exec", flag.ExitOnError)
-	c.flags(fs, 22400)
-	_ = fs.Parse(args)
-	c.resolve("exec")
+	fs := c.flagSet("exec", 22400)
+	c.parse(fs, args)
 	if fs.NArg() == 0 {
 		fmt.Println("usage: strata-chaos exec [flags] -- command args...")
 		return 2

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -51,8 +48,7 @@ type runResult struct {
 
 func cmdLinear(args []string) int {
 	var o linearOpts
-	fs := flag.NewFlagSet("linear", flag.ExitOnError)
-	o.flags(fs, 22000)
+	fs := o.flagSet("linear", 22000)
 	fs.IntVar(&o.runs, "runs", 1, "number of runs (seeds seed, seed+1, ...)")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time per run")
 	fs.IntVar(&o.clients, "clients", 6, "concurrent clients")
@@ -64,8 +60,7 @@ func cmdLinear(args []string) int {
 		"nemesis faults (comma list, or none)")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "time between the start of two faults")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 6*time.Second, "client timeout per operation (then ambiguous)")
-	_ = fs.Parse(args)
-	o.resolve("linear")
+	o.parse(fs, args)
 	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients, faults %s; run dir %s\n",
 		o.runs, o.duration, o.clients, o.faults, o.runDir)
 	failed := 0
@@ -87,9 +82,9 @@ func cmdLinear(args []string) int {
 			fmt.Printf("  history and visualization: %s\n  reproduce: %s\n", r.Dir, r.Command)
 		}
 	}
-	b, _ := json.MarshalIndent(results, "", "  ")
-	_ = os.WriteFile(filepath.Join(o.runDir, "summary.json"), b, 0o644)
-	fmt.Printf("summary: %d run(s), %d with violations; %s\n", o.runs, failed, filepath.Join(o.runDir, "summary.json"))
+	summary := filepath.Join(o.runDir, "summary.json")
+	writeJSON(summary, results)
+	fmt.Printf("summary: %d run(s), %d with violations; %s\n", o.runs, failed, summary)
 	if failed > 0 {
 		return 1
 	}
@@ -115,7 +110,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	atExit(cl.Close)
 	rng := rand.New(rand.NewSource(seed))
 	rec := history.NewRecorder(o.maxOps)
-	kv := &kvClient{http: cl.HTTP, base: cl.GatewayURL(), timeout: o.opTimeout}
+	kv := gatewayClient(cl, o.opTimeout)
 
 	// Clients run until the deadline; the nemesis runs beside them.
 	stop := make(chan struct{})
@@ -176,8 +171,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	}
 	res.Violations = append(res.Violations, acked.check(final, state)...)
 	res.DurationSec = time.Since(start).Seconds()
-	b, _ := json.MarshalIndent(res, "", "  ")
-	_ = os.WriteFile(filepath.Join(res.Dir, "result.json"), b, 0o644)
+	writeResult(res.Dir, res)
 	return res
 }
 

@@ -36,7 +36,11 @@ type common struct {
 	seed     int64
 }
 
-func (c *common) flags(fs *flag.FlagSet, port int) {
+// flagSet is command cmd's flag set, holding the flags every command shares;
+// port is the command's own default first port, so that two commands can
+// run side by side.
+func (c *common) flagSet(cmd string, port int) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 	fs.StringVar(&c.root, "root", "..", "repository root")
 	fs.StringVar(&c.launcher, "launcher", "", "strata-cluster, the cluster launcher (default: <root>/storage/target/debug/strata-cluster)")
 	fs.StringVar(&c.nodeBin, "node-bin", "", "strata-node binary (default: <root>/storage/target/debug/strata-node)")
@@ -44,6 +48,14 @@ func (c *common) flags(fs *flag.FlagSet, port int) {
 	fs.StringVar(&c.runDir, "run-dir", "", "run directory (default: <root>/.run/chaos-<cmd>-<time>)")
 	fs.IntVar(&c.basePort, "base-port", port, "first of 100 ports in 22000-22999")
 	fs.Int64Var(&c.seed, "seed", time.Now().UnixNano()%1_000_000, "random seed")
+	return fs
+}
+
+// parse parses the command's arguments, then fills in the defaults that
+// depend on the repository root and on the command's name.
+func (c *common) parse(fs *flag.FlagSet, args []string) {
+	_ = fs.Parse(args)
+	c.resolve(fs.Name())
 }
 
 func (c *common) resolve(cmd string) {
@@ -109,6 +121,38 @@ func startCluster(cfg cluster.Config) *cluster.Cluster {
 	return cl
 }
 
+// commands are the subcommands, in the order the usage line names them.
+var commands = []struct {
+	name string
+	run  func(args []string) int
+}{
+	{"linear", cmdLinear},
+	{"crashloop", cmdCrashLoop},
+	{"diskfull", cmdDiskFull},
+	{"diskfault", cmdDiskFault},
+	{"hostile", cmdHostile},
+	{"exec", cmdExec},
+	{"check", cmdCheck},
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// command is the subcommand called name, or nil.
+func command(name string) func(args []string) int {
+	for _, c := range commands {
+		if c.name == name {
+			return c.run
+		}
+	}
+	return nil
+}
+
 func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -119,29 +163,15 @@ func main() {
 		os.Exit(130)
 	}()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: strata-chaos linear|crashloop|diskfull|diskfault|hostile|exec|check [flags]")
+		fmt.Fprintf(os.Stderr, "usage: strata-chaos %s [flags]\n", strings.Join(commandNames(), "|"))
 		os.Exit(2)
 	}
-	cmd, args := os.Args[1], os.Args[2:]
-	var code int
-	switch cmd {
-	case "linear":
-		code = cmdLinear(args)
-	case "crashloop":
-		code = cmdCrashLoop(args)
-	case "diskfull":
-		code = cmdDiskFull(args)
-	case "diskfault":
-		code = cmdDiskFault(args)
-	case "hostile":
-		code = cmdHostile(args)
-	case "exec":
-		code = cmdExec(args)
-	case "check":
-		code = cmdCheck(args)
-	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q\n", cmd)
-		code = 2
+	name, args := os.Args[1], os.Args[2:]
+	code := 2
+	if run := command(name); run != nil {
+		code = run(args)
+	} else {
+		fmt.Fprintf(os.Stderr, "unknown command %q\n", name)
 	}
 	runCleanup()
 	os.Exit(code)
