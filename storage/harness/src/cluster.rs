@@ -3,7 +3,7 @@
 //! process is killed when the [`Cluster`] is dropped, also when a test fails.
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -161,6 +161,48 @@ impl Cluster {
             child: None,
         });
         self.spawn_node(id, true)
+    }
+
+    /// Starts node `id`, an existing member of this cluster's list that
+    /// is stopped, with `--join` (as an operator starts an empty node that
+    /// replaces a removed member under the same id).
+    pub fn start_node_joining(&mut self, id: u64) -> Result<()> {
+        self.spawn_node(id, true)
+    }
+
+    /// Deletes the data directory of node `id`, which must be stopped: the
+    /// disk it lived on is gone.
+    pub fn wipe(&mut self, id: u64) -> Result<()> {
+        let node = self.node_mut(id)?;
+        if node.child.is_some() {
+            bail!("node {id} is running");
+        }
+        match std::fs::remove_dir_all(&node.data_dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits until the process of node `id` ends by itself, for at most
+    /// `timeout`, and returns how it ended; the node then counts as stopped.
+    pub async fn wait_exit(&mut self, id: u64, timeout: Duration) -> Result<ExitStatus> {
+        let logs = self.dir.path().display().to_string();
+        let node = self.node_mut(id)?;
+        let child = node
+            .child
+            .as_mut()
+            .with_context(|| format!("node {id} is not running"))?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                node.child = None;
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} still runs after {timeout:?}; logs in {logs}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// `kill -9` of node `id`.

@@ -154,8 +154,15 @@ impl Layout {
         Ok(())
     }
 
-    /// Starts node `id` again (after `stop-node`, or a crash).
-    pub fn start_node(&self, run: &RunDir, id: u64) -> Result<u32> {
+    /// Whether the layout has a node `id`.
+    pub fn has_node(&self, id: u64) -> bool {
+        self.nodes.iter().any(|n| n.id == id)
+    }
+
+    /// Starts node `id` again (after `stop-node`, or a crash). With
+    /// `join`, it asks the others to add it: how a member removed after
+    /// losing its disk comes back, empty, under its old id and port.
+    pub fn start_node(&self, run: &RunDir, id: u64, join: bool) -> Result<u32> {
         let node = self
             .nodes
             .iter()
@@ -164,7 +171,10 @@ impl Layout {
         if let Some(pid) = run.running_pid(&node_name(id)) {
             bail!("node {id} already runs (pid {pid})");
         }
-        run.spawn(&node_name(id), &node.command_line(&self.node_bin))
+        let mut spec = node.clone();
+        spec.join |= join;
+        std::fs::create_dir_all(&spec.data_dir)?;
+        run.spawn(&node_name(id), &spec.command_line(&self.node_bin))
     }
 
     /// Adds node `id` on the next port of the range, empty, asking the

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use strata_harness::{envoy_binary, free_port, workspace_binary};
 
@@ -22,16 +23,19 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// The command line of process `pid`, arguments separated by spaces.
+fn cmdline(pid: u32) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    String::from_utf8_lossy(&raw).replace('\0', " ")
+}
+
 /// Pids of live processes whose command line mentions `dir`.
 fn processes_under(dir: &Path) -> Vec<u32> {
     let needle = dir.display().to_string();
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(&needle)
-        })
+        .filter(|&pid| cmdline(pid).contains(&needle))
         .collect()
 }
 
@@ -71,8 +75,8 @@ fn assert_outcome(out: &Output, success: bool, says: &str) {
 fn up_status_stop_start_and_down_leave_nothing_running() {
     // Proves the launcher's life cycle: `up` returns with the gateway
     // routing to a leader, `status` sees every process, a killed node shows
-    // as stopped and comes back with `start-node`, and `down` stops every
-    // process it started.
+    // as stopped and comes back with `start-node` (also with `--join`), and
+    // `down` stops every process it started.
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let run_s = run.display().to_string();
@@ -97,6 +101,27 @@ fn up_status_stop_start_and_down_leave_nothing_running() {
     // A running node is not started twice.
     let again = launcher(&["start-node", "--run-dir", &run_s, "--id", "1"]);
     assert_outcome(&again, false, "");
+
+    // A member removed after losing its disk comes back under its old id:
+    // `start-node --join` of an existing node starts it asking to join.
+    let stop = launcher(&["stop-node", "--run-dir", &run_s, "--id", "1", "--kill"]);
+    assert!(stop.status.success(), "{}", text(&stop));
+    let rejoin = launcher(&["start-node", "--run-dir", &run_s, "--id", "1", "--join"]);
+    assert!(rejoin.status.success(), "{}", text(&rejoin));
+    // A process that has only just been started may show an empty command
+    // line while the kernel finishes its exec: look again for a while.
+    let joining = |lines: &[String]| {
+        lines
+            .iter()
+            .any(|line| line.contains("--id 1 ") && line.split(' ').any(|a| a == "--join"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut lines: Vec<String> = processes_under(&run).into_iter().map(cmdline).collect();
+    while !joining(&lines) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        lines = processes_under(&run).into_iter().map(cmdline).collect();
+    }
+    assert!(joining(&lines), "node 1 runs with --join: {lines:#?}");
 
     assert_eq!(processes_under(&run).len(), 2, "node and Envoy run");
     let down = launcher(&["down", "--run-dir", &run_s]);

@@ -88,7 +88,7 @@ pub struct StorageFailure {
     pub reason: String,
 }
 
-/// The two storage failures callers tell apart.
+/// The storage failures callers tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageFailureKind {
     /// The device was full (ENOSPC): the one failure that goes away by
@@ -97,6 +97,11 @@ pub enum StorageFailureKind {
     /// Anything else: a write or fsync failed, or stored data does not
     /// decode.
     Failed,
+    /// The raft log lacks entries this member had acknowledged to the
+    /// leader: its disk was emptied or replaced, or kept less than it
+    /// synced. Restarting cannot help; the member must be removed and
+    /// started again empty as a new one.
+    LostState,
 }
 
 impl StorageFailureKind {
@@ -104,6 +109,7 @@ impl StorageFailureKind {
         match self {
             StorageFailureKind::Full => "storage full",
             StorageFailureKind::Failed => "storage failed",
+            StorageFailureKind::LostState => "lost state",
         }
     }
 }
@@ -130,8 +136,21 @@ impl StorageFailure {
         }
     }
 
+    /// The member lost entries it had acknowledged (see
+    /// [`StorageFailureKind::LostState`]).
+    pub fn lost_state(reason: impl Into<String>) -> Self {
+        StorageFailure {
+            kind: StorageFailureKind::LostState,
+            reason: reason.into(),
+        }
+    }
+
     pub fn is_full(&self) -> bool {
         self.kind == StorageFailureKind::Full
+    }
+
+    pub fn is_lost_state(&self) -> bool {
+        self.kind == StorageFailureKind::LostState
     }
 }
 

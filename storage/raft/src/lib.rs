@@ -24,8 +24,10 @@
 //!   driver publishes.
 //! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
 //!   round (inputs, proposals, reads, Ready); `recovery` is what happens at
-//!   start; `proposals`, `reads`, `membership` and `leadership` take the
-//!   requests (`read_ids` names the ReadIndex requests); `apply` applies committed entries and answers their
+//!   start; `amnesia` screens incoming raft messages for a member that lost
+//!   what it acknowledged; `proposals`, `reads`, `membership` and
+//!   `leadership` take the requests (`read_ids` names the ReadIndex
+//!   requests); `apply` applies committed entries and answers their
 //!   waiters; `snapshots` builds, installs and compacts; `failure` is the
 //!   storage failure policy; `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.

@@ -63,6 +63,12 @@ impl PeerStatus {
     pub fn disk_full(&self) -> bool {
         self.failure.as_ref().is_some_and(StorageFailure::is_full)
     }
+
+    /// The peer found that it lost entries it had acknowledged: it must be
+    /// removed from the group and started again empty.
+    pub fn lost_state(&self) -> Option<&StorageFailure> {
+        self.failure.as_ref().filter(|f| f.is_lost_state())
+    }
 }
 
 /// Something that happened to a peer, for the event stream.

@@ -167,11 +167,12 @@ impl ApiError {
     }
 
     /// Maps a node's storage failure: `STORAGE_FULL` for a full device,
-    /// `STORAGE_FAILED` for anything else.
+    /// `STORAGE_FAILED` for anything else (lost state included: the node
+    /// stops on it).
     pub fn storage(failure: &StorageFailure) -> Self {
         let code = match failure.kind {
             StorageFailureKind::Full => ErrorCode::StorageFull,
-            StorageFailureKind::Failed => ErrorCode::StorageFailed,
+            StorageFailureKind::Failed | StorageFailureKind::LostState => ErrorCode::StorageFailed,
         };
         Self::new(code, failure.to_string())
     }
@@ -287,8 +288,8 @@ mod tests {
     #[test]
     fn storage_failures_keep_full_apart_from_failed() {
         // Proves a full device maps to STORAGE_FULL and any other storage
-        // failure to STORAGE_FAILED, with the same messages as before the
-        // failure was typed.
+        // failure (lost state too) to STORAGE_FAILED, with the same messages
+        // as before the failure was typed.
         let full = ApiError::from_propose(
             ProposeError::Storage(StorageFailure::new(true, "no space left on device")),
             true,
@@ -298,6 +299,9 @@ mod tests {
         let failed = ApiError::storage(&StorageFailure::failed("fsync: I/O error"));
         assert_eq!(failed.code, ErrorCode::StorageFailed);
         assert_eq!(failed.message, "storage failed: fsync: I/O error");
+        let lost = ApiError::storage(&StorageFailure::lost_state("log ends at 5"));
+        assert_eq!(lost.code, ErrorCode::StorageFailed);
+        assert_eq!(lost.message, "lost state: log ends at 5");
     }
 
     #[test]

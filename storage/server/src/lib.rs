@@ -10,6 +10,7 @@ pub mod core;
 pub mod error;
 pub mod grpc;
 pub mod join;
+pub mod lost_state;
 pub mod member_status;
 pub mod membership;
 pub mod node;

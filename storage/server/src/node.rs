@@ -53,6 +53,7 @@ pub struct Node {
 
 /// Runs a node on `listener` until `shutdown` resolves, or until a node
 /// whose disk filled up sees space again (then the caller restarts it).
+/// A node that finds it lost its data stops with that as its error.
 pub async fn run(
     listener: TcpListener,
     config: NodeConfig,
@@ -150,8 +151,9 @@ impl Node {
         self.app.clone()
     }
 
-    /// Serves the API on `listener` until `shutdown` resolves, or until a
-    /// node whose disk filled up sees space again; then stops the node.
+    /// Serves the API on `listener` until `shutdown` resolves, until a
+    /// node whose disk filled up sees space again, or until it finds it
+    /// lost its data (an error); then stops the node.
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -183,14 +185,16 @@ impl Node {
         });
         let mut server = tokio::spawn(async move { server.await });
         let stop = tokio::select! {
-            _ = shutdown => Stop::Shutdown,
+            _ = shutdown => Ok(Stop::Shutdown),
             _ = crate::space::space_after_full(
                 core.clone(),
                 config.data_dir.clone(),
                 config.resume_free_mb << 20,
-            ), if config.resume_free_mb > 0 => Stop::RestartForSpace,
+            ), if config.resume_free_mb > 0 => Ok(Stop::RestartForSpace),
+            lost = crate::lost_state::lost_state(core.peer().clone()) => Err(lost),
         };
-        tracing::info!(id = config.id, ?stop, "shutting down");
+        let why = stop.as_ref().map_err(|lost| lost.kind);
+        tracing::info!(id = config.id, stop = ?why, "shutting down");
         let _ = stop_tx.send(());
         let _ = stopping.send(true);
         // Requests in flight get a grace period; whatever is left after it
@@ -214,6 +218,6 @@ impl Node {
         if let Err(e) = engine.flush() {
             tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
         }
-        Ok(stop)
+        Ok(stop?)
     }
 }

@@ -100,7 +100,8 @@ struct NodeArgs {
     run_dir: PathBuf,
     #[arg(long)]
     id: u64,
-    /// start-node: a new node that joins the running cluster.
+    /// start-node: a new node that joins the running cluster, or an
+    /// existing one started empty after its removal (a replaced disk).
     #[arg(long)]
     join: bool,
     /// stop-node: SIGKILL instead of SIGTERM.
@@ -169,10 +170,10 @@ fn main() -> Result<()> {
         Cmd::StartNode(a) => {
             let run = RunDir::new(&a.run_dir);
             let mut layout = Layout::load(&run)?;
-            let pid = if a.join {
+            let pid = if a.join && !layout.has_node(a.id) {
                 layout.add_joining_node(&run, a.id)?
             } else {
-                layout.start_node(&run, a.id)?
+                layout.start_node(&run, a.id, a.join)?
             };
             println!("started node {} (pid {pid})", a.id);
             Ok(())

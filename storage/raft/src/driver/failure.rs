@@ -25,6 +25,15 @@ impl Driver {
         self.note_failure(failure);
     }
 
+    /// This member lost entries it had acknowledged (see `amnesia`): say
+    /// so, with what to do, in one line, and go inert like any failed
+    /// peer. The node stops on it (the server watches the status).
+    pub(super) fn fail_lost_state(&mut self, failure: StorageFailure) {
+        tracing::error!("{failure}");
+        self.note_failure(failure.clone());
+        self.fail_all_waiters(ProposeError::Storage(failure));
+    }
+
     /// Records the first failure; later ones are its consequences.
     fn note_failure(&mut self, failure: StorageFailure) {
         if self.failure.is_none() {

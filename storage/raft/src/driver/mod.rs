@@ -7,7 +7,8 @@
 //! proposals share one log write and one sync.
 //!
 //! This file is the loop and the order of a round. What a round does is in
-//! the modules beside it: `recovery` (start), `proposals`, `reads`,
+//! the modules beside it: `recovery` (start), `amnesia` (incoming raft
+//! messages screened before they are stepped), `proposals`, `reads`,
 //! `membership` and `leadership` (the requests), `apply` (committed entries
 //! and their waiters), `snapshots` (snapshots and log compaction),
 //! `failure` (the storage failure policy) and `publish` (status and events).
@@ -32,6 +33,7 @@ use crate::state_machine::StateMachine;
 use crate::status::PeerStatus;
 use crate::transport::Transport;
 
+mod amnesia;
 mod apply;
 mod failure;
 mod leadership;
@@ -255,9 +257,7 @@ impl Driver {
                     tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
                     return;
                 }
-                if let Err(e) = self.node.step(m) {
-                    tracing::debug!(error = %e, "raft step failed");
-                }
+                self.step_screened(m);
             }
             Input::Unreachable(id) => self.node.report_unreachable(id),
             Input::TransferLeader { to, tx } => {

@@ -75,13 +75,16 @@ impl Invariants {
         self.committed.get(&index)
     }
 
-    /// No storage failure; at most one leader per term; every node's
-    /// committed prefix agrees; nodes that applied the same index use the
-    /// same configuration, and it is the one stored with their data.
+    /// No storage failure (but lost state on a wiped member); at most one
+    /// leader per term; every node's committed prefix agrees; nodes that
+    /// applied the same index use the same configuration, and it is the
+    /// one stored with their data.
     pub fn check(&mut self, nodes: &[SimNode]) -> Result<(), String> {
         for n in nodes {
             let Some(live) = &n.live else { continue };
-            if let Some(f) = live.driver.status().failure {
+            if let Some(f) = live.driver.status().failure
+                && !(n.wiped && f.is_lost_state())
+            {
                 return Err(format!("node {} failed: {f}", n.id));
             }
             self.check_leader(n.id, live)?;

@@ -15,10 +15,15 @@
 //! same applied index, configuration and data, with no acknowledged write
 //! lost; removed nodes are left out.
 //!
+//! Targeted scenarios sit beside the random runs: `reads` (ReadIndex) and
+//! `amnesia` (members whose disk is replaced, so that they come back empty;
+//! the random crashes keep what was synced and never do that).
+//!
 //! `SIM_SEEDS=N` runs seeds 1..=N, `SIM_SEED=S` replays one seed exactly
 //! (`just sim seeds=N`, `just sim seed=S`) and prints what it did with a
 //! digest of its trace: two runs of a seed print the same digest.
 
+mod amnesia;
 mod check;
 mod membership;
 mod net;
@@ -101,6 +106,12 @@ struct Sim {
 
 impl Sim {
     fn new(seed: u64) -> Sim {
+        Sim::with_voters(seed, &INITIAL_VOTERS)
+    }
+
+    /// A group of `voters`, bootstrapped together, on the seed's network
+    /// and log policy.
+    fn with_voters(seed: u64, voters: &[u64]) -> Sim {
         let mut rng = StdRng::seed_from_u64(seed);
         // tmpfs keeps the raft log's fsyncs cheap; crashes are simulated.
         let dir = tempfile::Builder::new()
@@ -122,9 +133,9 @@ impl Sim {
             max_segment_bytes: rng.random_range(1024..=16 * 1024),
         };
         let root = dir.path().to_path_buf();
-        let mut nodes: Vec<SimNode> = INITIAL_VOTERS
+        let mut nodes: Vec<SimNode> = voters
             .iter()
-            .map(|&id| SimNode::new(id, INITIAL_VOTERS.to_vec(), &root, policy))
+            .map(|&id| SimNode::new(id, voters.to_vec(), &root, policy))
             .collect();
         for n in &mut nodes {
             n.start();
@@ -137,7 +148,7 @@ impl Sim {
             weather,
             policy,
             invariants: Invariants::default(),
-            membership: Membership::new(INITIAL_VOTERS.len() as u64 + 1),
+            membership: Membership::new(voters.iter().max().map_or(1, |m| m + 1)),
             next_key: 0,
             pending: Vec::new(),
             acked: BTreeMap::new(),
@@ -350,15 +361,20 @@ fn run(seed: u64) -> Result<(Stats, u64), String> {
     Ok((sim.stats, sim.trace.finish()))
 }
 
-#[test]
-fn simulated_clusters_keep_raft_invariants() {
-    let seeds: Vec<u64> = match (std::env::var("SIM_SEED"), std::env::var("SIM_SEEDS")) {
+/// The seeds to run: `SIM_SEED=S` alone, `SIM_SEEDS=N` for 1..=N, else
+/// 1..=`smoke` (plain `cargo test`, in debug, runs a short smoke; the suite
+/// runs `just sim seeds=500` in release).
+fn seeds(smoke: u64) -> Vec<u64> {
+    match (std::env::var("SIM_SEED"), std::env::var("SIM_SEEDS")) {
         (Ok(s), _) => vec![s.parse().expect("SIM_SEED is a number")],
         (_, Ok(n)) => (1..=n.parse::<u64>().expect("SIM_SEEDS is a number")).collect(),
-        // Plain `cargo test` (debug) runs a short smoke; the suite runs
-        // `just sim seeds=500` in release.
-        _ => (1..=2).collect(),
-    };
+        _ => (1..=smoke).collect(),
+    }
+}
+
+#[test]
+fn simulated_clusters_keep_raft_invariants() {
+    let seeds = seeds(2);
     let mut total = Stats::default();
     let mut digest = DefaultHasher::new();
     for &seed in &seeds {

@@ -80,6 +80,9 @@ pub struct SimNode {
     /// Keeps running after its removal is applied, as a member an operator
     /// has not stopped yet; the simulation otherwise stops it at once.
     pub kept_after_removal: bool,
+    /// Its disk was replaced while it was down ([`SimNode::wipe`]): the one
+    /// member allowed to report lost state.
+    pub wiped: bool,
 }
 
 impl SimNode {
@@ -96,6 +99,7 @@ impl SimNode {
             generation: 0,
             admitted_at,
             kept_after_removal: false,
+            wiped: false,
         }
     }
 
@@ -152,6 +156,18 @@ impl SimNode {
         self.fs = self.fs.crash();
         drop(live);
         self.outbox.take();
+    }
+
+    /// Its disk is replaced: the member stops and its next start finds
+    /// nothing, neither raft log nor engine nor snapshots, and bootstraps
+    /// as a fresh member under the same id, like a node started with its
+    /// old command line on an empty data directory.
+    pub fn wipe(&mut self) {
+        self.live = None;
+        self.outbox.take();
+        self.fs = FaultFs::new();
+        let _ = std::fs::remove_dir_all(&self.snapshot_root);
+        self.wiped = true;
     }
 
     pub fn is_up(&self) -> bool {

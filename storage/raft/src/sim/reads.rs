@@ -16,7 +16,7 @@ type ReadRx = oneshot::Receiver<Result<u64, ProposeError>>;
 impl Sim {
     /// A group on a perfect network that took some writes and then had
     /// time to settle: one leader, every follower caught up.
-    fn settled(seed: u64) -> Sim {
+    pub(super) fn settled(seed: u64) -> Sim {
         let mut sim = Sim::new(seed);
         sim.weather = Weather {
             drop: 0.0,
@@ -40,7 +40,7 @@ impl Sim {
     }
 
     /// Proposes a write on node `i`.
-    fn write(&mut self, i: usize, key: &str) -> Ack {
+    pub(super) fn write(&mut self, i: usize, key: &str) -> Ack {
         let (tx, rx) = oneshot::channel();
         self.next_key += 1;
         let live = self.nodes[i].live.as_mut().expect("the node runs");
@@ -56,7 +56,12 @@ impl Sim {
     }
 
     /// Steps until `done` holds, for at most `ms` simulated milliseconds.
-    fn step_until(&mut self, ms: u64, what: &str, mut done: impl FnMut(&mut Sim) -> bool) {
+    pub(super) fn step_until(
+        &mut self,
+        ms: u64,
+        what: &str,
+        mut done: impl FnMut(&mut Sim) -> bool,
+    ) {
         for _ in 0..ms {
             if done(self) {
                 return;
