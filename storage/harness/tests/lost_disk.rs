@@ -1,7 +1,7 @@
 //! A member that lost its disk: it comes back empty under its old id and
 //! command line, is told apart from a member that merely lags, stops with a
-//! clear message, and returns the documented way (removed, then started
-//! empty with `--join`).
+//! clear message, and is replaced the documented way (removed, then an
+//! empty node started with `--join` under a new id).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,8 +120,8 @@ async fn member_restarted_on_an_empty_disk_stops_clearly_and_returns_by_join() {
     // of range [last_index 5]" and the process aborted, at every restart);
     // so does starting it empty with `--join` while it is still a member;
     // the other two keep taking writes all along; removing it and starting
-    // it empty with `--join` brings it back, caught up by snapshot, serving
-    // the data and a voter again.
+    // an empty node with `--join` under a new id brings the cluster back to
+    // three voters, the new one caught up by snapshot and serving the data.
     let mut c = Cluster::start(3).await.unwrap();
     for i in 0..300 {
         let key = format!("before-{i:03}");
@@ -146,8 +146,12 @@ async fn member_restarted_on_an_empty_disk_stops_clearly_and_returns_by_join() {
     c.wipe(lost).unwrap();
     start_and_expect_clear_stop(&mut c, lost, true).await;
 
-    // The documented way back: remove the member, empty its data directory
-    // (the failed start wrote a fresh log there) and start it with --join.
+    // The documented way back: remove the member and start an empty node
+    // with `--join` under a new id. A new id, because raft knows members by
+    // id only: messages the others addressed to the old member before its
+    // removal (heartbeats still queued for it, counting what it had
+    // acknowledged) would otherwise reach the new node and look like proof
+    // that it lost state.
     let r = c
         .http()
         .delete(format!("{}/v1/cluster/members/{lost}", c.gateway_url()))
@@ -155,34 +159,34 @@ async fn member_restarted_on_an_empty_disk_stops_clearly_and_returns_by_join() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
-    c.wipe(lost).unwrap();
-    c.start_node_joining(lost).unwrap();
-    assert_eq!(wait_member(&c, lost).await["voter"], false);
+    let back = 4;
+    c.add_joining_node(back).unwrap();
+    assert_eq!(wait_member(&c, back).await["voter"], false);
     let r = c
         .http()
         .post(format!(
-            "{}/v1/cluster/members/{lost}/promote",
+            "{}/v1/cluster/members/{back}/promote",
             c.gateway_url()
         ))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
-    assert_eq!(wait_member(&c, lost).await["voter"], true);
+    assert_eq!(wait_member(&c, back).await["voter"], true);
 
     stop.store(true, Ordering::Relaxed);
     let acked = writer.await.unwrap();
     assert!(!acked.is_empty(), "the writer made no progress");
     for i in (0..300).step_by(37) {
         let key = format!("before-{i:03}");
-        assert_eq!(read_on(&c, lost, &key).await, key);
+        assert_eq!(read_on(&c, back, &key).await, key);
     }
-    assert_eq!(read_on(&c, lost, "while-it-is-down").await, "ok");
+    assert_eq!(read_on(&c, back, "while-it-is-down").await, "ok");
     let last = acked.last().unwrap();
-    assert_eq!(read_on(&c, lost, last).await, *last);
+    assert_eq!(read_on(&c, back, last).await, *last);
     assert!(
-        c.node_log(lost).contains("snapshot installed"),
-        "node {lost} came back without a snapshot"
+        c.node_log(back).contains("snapshot installed"),
+        "node {back} came back without a snapshot"
     );
     c.put_until_ok("after-return", "ok", Duration::from_secs(10))
         .await

@@ -111,8 +111,8 @@ pub(super) fn lost_state_reason(
         "this node's raft log ends at index {last_index}, but the leader (node {leader}, \
          term {term}) counts it as holding entries up to index {commit}: this node lost data \
          it had acknowledged (its data directory was emptied or replaced, or its disk kept \
-         less than it synced). Remove it from the cluster (`strata member remove {id}`), \
-         empty its data directory and start it again with `--join`"
+         less than it synced). Remove it from the cluster (`strata member remove {id}`) \
+         and start an empty node with `--join` under a new id"
     )
 }
 
