@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use rustix::process::Signal;
 
 use crate::command::{self, NodeSpec};
 use crate::gateway::GatewaySpec;
@@ -170,6 +171,32 @@ impl Cluster {
         self.spawn_node(id, true)
     }
 
+    /// Stops node `id` as an operator or orchestrator does: SIGTERM, then
+    /// waits up to `timeout` for it to exit by itself. Returns how long that
+    /// took; an error if it did not exit in time (it is killed then).
+    pub async fn stop(&mut self, id: u64, timeout: Duration) -> Result<Duration> {
+        let node = self.node_mut(id)?;
+        let Some(mut child) = node.child.take() else {
+            return Ok(Duration::ZERO);
+        };
+        let started = Instant::now();
+        crate::run_dir::send(child.id(), Signal::TERM)?;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    bail!("node {id} exited with {status} after SIGTERM");
+                }
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > timeout {
+                child.kill()?;
+                child.wait()?;
+                bail!("node {id} still ran {timeout:?} after SIGTERM; killed it");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// `kill -9` of node `id`.
     pub fn kill(&mut self, id: u64) -> Result<()> {
         let node = self.node_mut(id)?;
@@ -186,6 +213,11 @@ impl Cluster {
 
     pub fn gateway_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.gateway_port)
+    }
+
+    /// Envoy's admin interface (`/stats`, `/clusters`).
+    pub fn admin_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.admin_port)
     }
 
     pub fn node_url(&self, id: u64) -> String {

@@ -211,7 +211,7 @@ fn start_time(pid: u32) -> Option<u64> {
 }
 
 /// Sends `signal` to `pid`; a process that is already gone is no error.
-fn send(pid: u32, signal: Signal) -> Result<()> {
+pub(crate) fn send(pid: u32, signal: Signal) -> Result<()> {
     let raw = i32::try_from(pid).context("pid out of range")?;
     let pid = Pid::from_raw(raw).context("pid 0")?;
     match kill_process(pid, signal) {
