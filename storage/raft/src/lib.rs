@@ -27,7 +27,8 @@
 //!   start; `proposals`, `reads`, `membership` and `leadership` take the
 //!   requests (`read_ids` names the ReadIndex requests); `apply` applies committed entries and answers their
 //!   waiters; `snapshots` builds, installs and compacts; `failure` is the
-//!   storage failure policy; `publish` computes and publishes the status.
+//!   storage failure policy; `stop` answers the waiters left at stop;
+//!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
 //! - `log/`: the raft log on disk. `state_machine`, `command`, `keys`:
 //!   applying commands to the engine, their encoding, the engine key layout.

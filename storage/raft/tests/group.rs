@@ -160,3 +160,74 @@ async fn leader_refuses_proposals_beyond_its_uncommitted_budget() {
         "exactly the applied proposals are held"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_leader_with_a_replicated_write_leaves_its_outcome_unknown() {
+    // Proves that a leader stopped while a write it stepped into raft is
+    // waiting for its commit does not answer that write as certainly not
+    // applied: the followers already hold the entry, and once the leader is
+    // gone they elect a successor that commits and applies it. Answering
+    // "not applied" (the retryable 503) would have the client apply it twice.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let mut peers = start_group(dir.path(), &net, |_| {});
+    let leader = leader(&peers).await;
+    leader
+        .propose(put(0, 1))
+        .await
+        .expect("a first write commits");
+    net.withhold_acks.store(true, Ordering::Relaxed);
+
+    let write = tokio::spawn({
+        let leader = leader.clone();
+        async move { leader.propose(put(1, 8)).await }
+    });
+    // Wait until every follower holds the entry the leader appended.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let replicated = |peers: &[Peer]| {
+        let last = leader.status().last_index;
+        peers.iter().all(|p| p.handle().status().last_index >= last)
+    };
+    while !(leader.status().last_index > leader.status().commit_index && replicated(&peers)) {
+        assert!(
+            Instant::now() < deadline,
+            "the write never reached the followers"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        !write.is_finished(),
+        "the write committed with acks withheld"
+    );
+
+    let position = peers
+        .iter()
+        .position(|p| p.handle().status().id == leader.status().id)
+        .expect("the leader is a member");
+    drop(peers.remove(position));
+    let outcome = tokio::time::timeout(Duration::from_secs(5), write)
+        .await
+        .expect("a stopped leader answers its waiters")
+        .expect("the task ran");
+    net.withhold_acks.store(false, Ordering::Relaxed);
+
+    // The survivors commit the write the stopped leader left behind.
+    let key = b"k0001";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !peers
+        .iter()
+        .all(|p| p.handle().state_machine().get(key).expect("read").is_some())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the survivors never applied the write (answer was {outcome:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        matches!(outcome, Err(ProposeError::StoppedInFlight)),
+        "the write was applied by the survivors, yet the stopped leader answered \
+         {outcome:?} rather than that its outcome is unknown"
+    );
+}
+

@@ -10,7 +10,8 @@
 //! the modules beside it: `recovery` (start), `proposals`, `reads`,
 //! `membership` and `leadership` (the requests), `apply` (committed entries
 //! and their waiters), `snapshots` (snapshots and log compaction),
-//! `failure` (the storage failure policy) and `publish` (status and events).
+//! `failure` (the storage failure policy), `stop` (the answers at stop) and
+//! `publish` (status and events).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
 use crate::config::PeerConfig;
-use crate::error::{ProposeError, StartError, StorageFailure};
+use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
@@ -42,6 +43,7 @@ mod read_ids;
 mod reads;
 mod recovery;
 mod snapshots;
+mod stop;
 
 /// The most inputs taken from each channel before the next Ready, bounding
 /// one round's work.
@@ -225,7 +227,7 @@ impl Driver {
             }
             self.round(&shared);
         }
-        self.fail_all_waiters(ProposeError::Stopped);
+        self.answer_waiters_at_stop();
     }
 
     /// Handles what waits in `channel`, up to a round's worth; false if

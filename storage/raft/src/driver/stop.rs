@@ -1,0 +1,128 @@
+//! What the driver answers when it stops. A request it never stepped into
+//! raft was certainly not applied, so it is answered `Stopped`, which
+//! callers may retry. A proposal or configuration change already stepped
+//! in may be on the followers by now, and the next leader may commit it:
+//! its outcome is unknown (`StoppedInFlight`), and retrying it could apply
+//! it twice. Reads change nothing and are always safe to retry.
+//!
+//! Requests still in the inbox are dropped with it; their callers read the
+//! closed channel as `Stopped` (see `PeerHandle`), which is true of them too.
+
+use super::Driver;
+use crate::error::ProposeError;
+
+impl Driver {
+    /// Answers every waiter as the driver stops.
+    pub(super) fn answer_waiters_at_stop(&mut self) {
+        for q in std::mem::take(&mut self.queued) {
+            q.fail(ProposeError::Stopped);
+        }
+        for (_, p) in std::mem::take(&mut self.proposals) {
+            let _ = p.tx.send(Err(ProposeError::StoppedInFlight));
+        }
+        for (_, tx) in std::mem::take(&mut self.conf_waiters) {
+            let _ = tx.send(Err(ProposeError::StoppedInFlight));
+        }
+        self.reads.fail_all(&ProposeError::Stopped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use raft::eraftpb::Message;
+    use strata_engine::{Engine, Options, WalMode};
+    use tokio::sync::oneshot;
+
+    use crate::command::Command;
+    use crate::config::PeerConfig;
+    use crate::driver::Driver;
+    use crate::error::ProposeError;
+    use crate::mailbox::{Input, Shared, mailbox};
+    use crate::snapshot::SnapshotDirs;
+    use crate::state_machine::StateMachine;
+    use crate::transport::Transport;
+
+    struct NoNetwork;
+
+    impl Transport for NoNetwork {
+        fn send(&self, _: Vec<Message>) {}
+    }
+
+    /// The driver of the only member of a group, once it leads.
+    fn sole_leader(dir: &std::path::Path) -> (Driver, Arc<Shared>) {
+        let engine = Engine::open(
+            dir.join("engine"),
+            Options {
+                wal: WalMode::NoSync,
+                ..Options::default()
+            },
+        )
+        .expect("engine");
+        let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+        let mut config = PeerConfig::new(1, 1, vec![1], dir.join("raft"));
+        config.snapshot_root = dir.join("snapshots");
+        let dirs = SnapshotDirs::new(config.snapshot_root.clone()).expect("snapshot dirs");
+        let (senders, inbox) = mailbox(16, 16);
+        let (jobs, _jobs) = crossbeam_channel::bounded(4);
+        let mut driver = Driver::new(
+            &config,
+            sm.clone(),
+            inbox,
+            Box::new(NoNetwork),
+            dirs.clone(),
+            jobs,
+        )
+        .expect("driver");
+        let shared = Arc::new(Shared::new(senders, driver.status(), sm, dirs));
+        driver.raw_mut().campaign().expect("campaign");
+        for _ in 0..10 {
+            driver.round(&shared);
+        }
+        assert_eq!(driver.status().leader_id, 1, "the sole member leads");
+        (driver, shared)
+    }
+
+    fn propose(
+        driver: &mut Driver,
+        request_id: u64,
+    ) -> oneshot::Receiver<Result<(u64, crate::ApplyResult), ProposeError>> {
+        let (tx, rx) = oneshot::channel();
+        driver.handle(Input::Propose {
+            request_id,
+            command: Command::Delete { key: b"k".to_vec() },
+            tx,
+        });
+        rx
+    }
+
+    // Proves the answers at stop: a proposal stepped into raft (its entry
+    // appended, maybe already sent) is answered "outcome unknown", one
+    // still queued and a read are answered "stopped", which callers may
+    // retry because nothing was proposed for them.
+    #[test]
+    fn stop_answers_stepped_proposals_unknown_and_queued_ones_stopped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut driver, _shared) = sole_leader(dir.path());
+        let mut stepped = propose(&mut driver, 1);
+        driver.propose_queued();
+        let mut queued = propose(&mut driver, 2);
+        let (read_tx, mut read) = oneshot::channel();
+        driver.handle(Input::Read { tx: read_tx });
+
+        driver.answer_waiters_at_stop();
+        assert!(
+            matches!(stepped.try_recv(), Ok(Err(ProposeError::StoppedInFlight))),
+            "a stepped proposal"
+        );
+        assert!(
+            matches!(queued.try_recv(), Ok(Err(ProposeError::Stopped))),
+            "a queued proposal"
+        );
+        assert!(
+            matches!(read.try_recv(), Ok(Err(ProposeError::Stopped))),
+            "a read"
+        );
+    }
+}
