@@ -92,7 +92,7 @@ pub use raft::eraftpb::{
 };
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
-pub use status::{PeerStatus, RaftEvent, RaftEventKind, Role};
+pub use status::{HandOver, PeerStatus, RaftEvent, RaftEventKind, Role};
 pub use transport::Transport;
 
 /// Encodes a raft message for the wire.

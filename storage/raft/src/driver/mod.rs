@@ -265,6 +265,9 @@ impl Driver {
             Input::TransferLeader { to, tx } => {
                 let _ = tx.send(self.transfer_leader(to));
             }
+            Input::HandOver { tx } => {
+                let _ = tx.send(self.hand_over());
+            }
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
             // What it woke the driver for is taken by the round.
