@@ -121,6 +121,11 @@ pub(crate) struct Shared {
     snapshot_reports: Mutex<BTreeMap<u64, bool>>,
     /// Set once the peer is dropped: the driver stops.
     stopping: AtomicBool,
+    /// Set, under the write lock, once the stopping driver takes no more
+    /// requests: a request posted afterwards is refused at once instead of
+    /// waiting unanswered in the channel (a bounded channel keeps what it
+    /// holds while any handle lives). Posting holds the read lock.
+    closed: RwLock<bool>,
     /// Set when the node is about to stop: new proposals and reads are
     /// refused.
     draining: AtomicBool,
@@ -150,6 +155,7 @@ impl Shared {
             next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
             snapshot_reports: Mutex::new(BTreeMap::new()),
             stopping: AtomicBool::new(false),
+            closed: RwLock::new(false),
             draining: AtomicBool::new(false),
             requests_in_flight: AtomicUsize::new(0),
         }
@@ -158,6 +164,10 @@ impl Shared {
     /// Posts a client request someone waits on: a full request channel
     /// turns it away as retryable, since nothing was proposed.
     pub(crate) fn submit(&self, input: Input) -> Result<(), ProposeError> {
+        let closed = self.closed.read();
+        if *closed {
+            return Err(ProposeError::Stopped);
+        }
         match self.senders.requests.try_send(input) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => Err(ProposeError::Dropped("raft inbox is full".into())),
@@ -200,6 +210,12 @@ impl Shared {
 
     pub(crate) fn stop_requested(&self) -> bool {
         self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Refuses every later request (see `closed`); once it returns, nothing
+    /// more reaches the request channel.
+    pub(crate) fn close_requests(&self) {
+        *self.closed.write() = true;
     }
 
     /// From now on, proposals and reads are refused before they reach

@@ -128,9 +128,9 @@ impl PeerHandle {
             command,
             tx,
         })?;
-        // The driver answers every proposal it took before it stops; one
-        // whose answer channel closed unanswered was never taken, so
-        // nothing was proposed.
+        // A stopping driver answers every request posted before it closed
+        // its channel; an answer channel closed unanswered means the driver
+        // is gone without having taken it, so nothing was proposed.
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 

@@ -227,7 +227,7 @@ impl Driver {
             }
             self.round(&shared);
         }
-        self.answer_waiters_at_stop();
+        self.stop(&shared);
     }
 
     /// Handles what waits in `channel`, up to a round's worth; false if

@@ -1,19 +1,26 @@
 //! What the driver answers when it stops. A request it never stepped into
 //! raft was certainly not applied, so it is answered `Stopped`, which
-//! callers may retry. A proposal or configuration change already stepped
-//! in may be on the followers by now, and the next leader may commit it:
-//! its outcome is unknown (`StoppedInFlight`), and retrying it could apply
-//! it twice. Reads change nothing and are always safe to retry.
+//! callers may retry: proposals still queued for the next round, and every
+//! request still in the inbox. A proposal or configuration change already
+//! stepped in may be on the followers by now, and the next leader may
+//! commit it: its outcome is unknown (`StoppedInFlight`), and retrying it
+//! could apply it twice. Reads change nothing and are always safe to retry.
 //!
-//! Requests still in the inbox are dropped with it; their callers read the
-//! closed channel as `Stopped` (see `PeerHandle`), which is true of them too.
+//! The request channel is closed first, so that nothing posted later waits
+//! in it unanswered (a bounded channel keeps what it holds while any
+//! handle lives); a request posted afterwards is refused `Stopped` at once.
 
 use super::Driver;
 use crate::error::ProposeError;
+use crate::mailbox::{Input, Shared};
 
 impl Driver {
-    /// Answers every waiter as the driver stops.
-    pub(super) fn answer_waiters_at_stop(&mut self) {
+    /// Closes the request channel and answers every request and waiter.
+    pub(super) fn stop(&mut self, shared: &Shared) {
+        shared.close_requests();
+        for input in self.inbox.requests.try_iter() {
+            refuse(input);
+        }
         for q in std::mem::take(&mut self.queued) {
             q.fail(ProposeError::Stopped);
         }
@@ -24,6 +31,30 @@ impl Driver {
             let _ = tx.send(Err(ProposeError::StoppedInFlight));
         }
         self.reads.fail_all(&ProposeError::Stopped);
+    }
+}
+
+/// Answers a request the driver never took: nothing was done for it.
+fn refuse(input: Input) {
+    let stopped = ProposeError::Stopped;
+    match input {
+        Input::Propose { tx, .. } => {
+            let _ = tx.send(Err(stopped));
+        }
+        Input::Read { tx } => {
+            let _ = tx.send(Err(stopped));
+        }
+        Input::TransferLeader { tx, .. } => {
+            let _ = tx.send(Err(stopped));
+        }
+        Input::HandOver { tx } => {
+            let _ = tx.send(Err(stopped));
+        }
+        Input::ChangeMembers { tx, .. } => {
+            let _ = tx.send(Err(stopped));
+        }
+        // Raft's own inputs come on the other channel; no one waits on them.
+        Input::Step(_) | Input::Unreachable(_) | Input::Wake | Input::Job(_) => {}
     }
 }
 
@@ -98,20 +129,30 @@ mod tests {
     }
 
     // Proves the answers at stop: a proposal stepped into raft (its entry
-    // appended, maybe already sent) is answered "outcome unknown", one
-    // still queued and a read are answered "stopped", which callers may
-    // retry because nothing was proposed for them.
+    // appended, maybe already sent) is answered "outcome unknown"; one
+    // still queued, one still in the inbox and a read are answered
+    // "stopped", which callers may retry because nothing was proposed for
+    // them; and a request posted after the stop is refused at once rather
+    // than left waiting in the channel.
     #[test]
-    fn stop_answers_stepped_proposals_unknown_and_queued_ones_stopped() {
+    fn stop_answers_stepped_proposals_unknown_and_the_rest_stopped() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (mut driver, _shared) = sole_leader(dir.path());
+        let (mut driver, shared) = sole_leader(dir.path());
         let mut stepped = propose(&mut driver, 1);
         driver.propose_queued();
         let mut queued = propose(&mut driver, 2);
         let (read_tx, mut read) = oneshot::channel();
         driver.handle(Input::Read { tx: read_tx });
+        let (tx, mut in_inbox) = oneshot::channel();
+        shared
+            .submit(Input::Propose {
+                request_id: 3,
+                command: Command::Delete { key: b"k".to_vec() },
+                tx,
+            })
+            .expect("the inbox takes it");
 
-        driver.answer_waiters_at_stop();
+        driver.stop(&shared);
         assert!(
             matches!(stepped.try_recv(), Ok(Err(ProposeError::StoppedInFlight))),
             "a stepped proposal"
@@ -121,8 +162,18 @@ mod tests {
             "a queued proposal"
         );
         assert!(
+            matches!(in_inbox.try_recv(), Ok(Err(ProposeError::Stopped))),
+            "a proposal in the inbox"
+        );
+        assert!(
             matches!(read.try_recv(), Ok(Err(ProposeError::Stopped))),
             "a read"
+        );
+        let (tx, _rx) = oneshot::channel();
+        let late = shared.submit(Input::Read { tx });
+        assert!(
+            matches!(late, Err(ProposeError::Stopped)),
+            "a later request"
         );
     }
 }
