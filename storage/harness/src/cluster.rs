@@ -205,6 +205,32 @@ impl Cluster {
         }
     }
 
+    /// Stops node `id` as an operator or orchestrator does: SIGTERM, then
+    /// waits up to `timeout` for it to exit by itself. Returns how long that
+    /// took; an error if it did not exit in time (it is killed then).
+    pub async fn stop(&mut self, id: u64, timeout: Duration) -> Result<Duration> {
+        let node = self.node_mut(id)?;
+        let Some(mut child) = node.child.take() else {
+            return Ok(Duration::ZERO);
+        };
+        let started = Instant::now();
+        crate::run_dir::send(child.id(), Signal::TERM)?;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                if !status.success() {
+                    bail!("node {id} exited with {status} after SIGTERM");
+                }
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() > timeout {
+                child.kill()?;
+                child.wait()?;
+                bail!("node {id} still ran {timeout:?} after SIGTERM; killed it");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// `kill -9` of node `id`.
     pub fn kill(&mut self, id: u64) -> Result<()> {
         let node = self.node_mut(id)?;

@@ -72,9 +72,15 @@ pub enum ProposeError {
     /// leadership to a node that is not a voter).
     #[error("invalid request: {0}")]
     Invalid(String),
-    /// The node is shutting down.
+    /// The node is shutting down and the request never reached raft:
+    /// nothing was proposed, so it may be sent again (to another node).
     #[error("node is shutting down")]
     Stopped,
+    /// The node stopped after the write was stepped into raft: its entry
+    /// may already be on the followers, and the next leader may still
+    /// commit it. Unlike [`Stopped`](Self::Stopped), not safe to retry.
+    #[error("the node stopped while the write was in flight; it may or may not be applied")]
+    StoppedInFlight,
 }
 
 /// Why a peer's storage stopped it. A peer keeps the first one and gives

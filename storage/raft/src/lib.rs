@@ -29,7 +29,8 @@
 //!   `leadership` take the requests (`read_ids` names the ReadIndex
 //!   requests); `apply` applies committed entries and answers their
 //!   waiters; `snapshots` builds, installs and compacts; `failure` is the
-//!   storage failure policy; `publish` computes and publishes the status.
+//!   storage failure policy; `stop` answers the waiters left at stop;
+//!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
 //! - `log/`: the raft log on disk. `state_machine`, `command`, `keys`:
 //!   applying commands to the engine, their encoding, the engine key layout.
@@ -93,7 +94,7 @@ pub use raft::eraftpb::{
 };
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
-pub use status::{PeerStatus, RaftEvent, RaftEventKind, Role};
+pub use status::{HandOver, PeerStatus, RaftEvent, RaftEventKind, Role};
 pub use transport::Transport;
 
 /// Encodes a raft message for the wire.

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Mutex, RwLock};
@@ -29,7 +29,7 @@ use crate::command::{ApplyResult, Command};
 use crate::error::ProposeError;
 use crate::snapshot::{JobDone, SnapshotDirs};
 use crate::state_machine::StateMachine;
-use crate::status::{PeerStatus, RaftEvent};
+use crate::status::{HandOver, PeerStatus, RaftEvent};
 
 /// Where a proposal's outcome goes: the index it was applied at and its
 /// result.
@@ -40,7 +40,7 @@ pub(crate) type ReadTx = oneshot::Sender<Result<u64, ProposeError>>;
 pub(crate) type ConfTx = oneshot::Sender<Result<u64, ProposeError>>;
 
 /// Inputs to the driver. Client requests (`Propose`, `Read`,
-/// `TransferLeader`, `ChangeMembers`) come on the request channel,
+/// `TransferLeader`, `HandOver`, `ChangeMembers`) come on the request channel,
 /// everything else on the raft channel.
 pub(crate) enum Input {
     Propose {
@@ -56,6 +56,10 @@ pub(crate) enum Input {
     TransferLeader {
         to: u64,
         tx: oneshot::Sender<Result<(), ProposeError>>,
+    },
+    /// Hand leadership to the most caught-up voter (the leader is stopping).
+    HandOver {
+        tx: oneshot::Sender<Result<Option<HandOver>, ProposeError>>,
     },
     /// Something was left in `Shared` for the driver's next round.
     Wake,
@@ -117,6 +121,17 @@ pub(crate) struct Shared {
     snapshot_reports: Mutex<BTreeMap<u64, bool>>,
     /// Set once the peer is dropped: the driver stops.
     stopping: AtomicBool,
+    /// Set, under the write lock, once the stopping driver takes no more
+    /// requests: a request posted afterwards is refused at once instead of
+    /// waiting unanswered in the channel (a bounded channel keeps what it
+    /// holds while any handle lives). Posting holds the read lock.
+    closed: RwLock<bool>,
+    /// Set when the node is about to stop: new proposals and reads are
+    /// refused.
+    draining: AtomicBool,
+    /// Proposals, configuration changes and reads the driver has taken
+    /// and not yet answered, as of its last round.
+    pub(crate) requests_in_flight: AtomicUsize,
 }
 
 impl Shared {
@@ -140,12 +155,19 @@ impl Shared {
             next_request_id: AtomicU64::new(rand::random::<u64>() >> 1),
             snapshot_reports: Mutex::new(BTreeMap::new()),
             stopping: AtomicBool::new(false),
+            closed: RwLock::new(false),
+            draining: AtomicBool::new(false),
+            requests_in_flight: AtomicUsize::new(0),
         }
     }
 
     /// Posts a client request someone waits on: a full request channel
     /// turns it away as retryable, since nothing was proposed.
     pub(crate) fn submit(&self, input: Input) -> Result<(), ProposeError> {
+        let closed = self.closed.read();
+        if *closed {
+            return Err(ProposeError::Stopped);
+        }
         match self.senders.requests.try_send(input) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => Err(ProposeError::Dropped("raft inbox is full".into())),
@@ -188,6 +210,27 @@ impl Shared {
 
     pub(crate) fn stop_requested(&self) -> bool {
         self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Refuses every later request (see `closed`); once it returns, nothing
+    /// more reaches the request channel.
+    pub(crate) fn close_requests(&self) {
+        *self.closed.write() = true;
+    }
+
+    /// From now on, proposals and reads are refused before they reach
+    /// the driver.
+    pub(crate) fn drain(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Client requests posted and not yet taken by the driver.
+    pub(crate) fn requests_waiting(&self) -> usize {
+        self.senders.requests.len()
     }
 
     /// A request id not used before by this peer.

@@ -15,7 +15,7 @@ use crate::fail_stop::fail_stop;
 use crate::mailbox::Input;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
-use crate::status::{PeerStatus, RaftEvent};
+use crate::status::{HandOver, PeerStatus, RaftEvent};
 use crate::transport::Transport;
 
 use crate::config::PeerConfig;
@@ -109,6 +109,9 @@ impl PeerHandle {
     /// The caller bounds the wait; a caller that gives up must report the
     /// outcome as unknown.
     pub async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
+        if self.inner.draining() {
+            return Err(ProposeError::Stopped);
+        }
         let status = self.status();
         if let Some(f) = status.failure {
             return Err(ProposeError::Storage(f));
@@ -125,6 +128,36 @@ impl PeerHandle {
             command,
             tx,
         })?;
+        // A stopping driver answers every request posted before it closed
+        // its channel; an answer channel closed unanswered means the driver
+        // is gone without having taken it, so nothing was proposed.
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
+    /// Refuses every later proposal and read at once with
+    /// [`ProposeError::Stopped`] (nothing done: safe to send to another
+    /// node), as a node about to stop does; requests taken before carry on.
+    pub fn drain(&self) {
+        self.inner.drain();
+    }
+
+    pub fn draining(&self) -> bool {
+        self.inner.draining()
+    }
+
+    /// Requests taken and not yet answered: the proposals, configuration
+    /// changes and reads the driver holds, and the client requests it has
+    /// not taken yet.
+    pub fn requests_in_flight(&self) -> usize {
+        self.inner.requests_in_flight.load(Ordering::Relaxed) + self.inner.requests_waiting()
+    }
+
+    /// If this node leads and another voter exists, starts handing
+    /// leadership to the voter whose log matches furthest and says which;
+    /// the caller watches [`status`](Self::status) for the outcome.
+    pub async fn hand_over_leadership(&self) -> Result<Option<HandOver>, ProposeError> {
+        let (tx, rx) = oneshot::channel();
+        self.inner.submit(Input::HandOver { tx })?;
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
@@ -132,6 +165,9 @@ impl PeerHandle {
     /// call (a ReadIndex round), so a read of local state afterwards is
     /// linearizable. Returns the applied index.
     pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        if self.inner.draining() {
+            return Err(ProposeError::Stopped);
+        }
         let status = self.status();
         if let Some(f) = status.failure {
             return Err(ProposeError::Storage(f));

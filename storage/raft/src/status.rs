@@ -71,6 +71,17 @@ impl PeerStatus {
     }
 }
 
+/// A leadership hand-over a leader started: to whom, and how far that
+/// voter's log matched the leader's when it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandOver {
+    pub to: u64,
+    /// The last index known to be in `to`'s log.
+    pub match_index: u64,
+    /// The leader's last index.
+    pub last_index: u64,
+}
+
 /// Something that happened to a peer, for the event stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RaftEvent {

@@ -2,11 +2,12 @@
 //! transport that hands each message straight to its target and can
 //! withhold the followers' acknowledgements of appends: the leader's
 //! entries then stay uncommitted while it keeps leading (heartbeats and
-//! their answers still pass).
+//! their answers still pass). Also how a leader hands its office over
+//! before it stops.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
@@ -16,20 +17,27 @@ use strata_raft::{
     Transport,
 };
 
-/// The members' handles, by id, and whether appends are acknowledged.
+/// The members' handles, by id, whether appends are acknowledged, and
+/// which member (if any) is cut off from the others.
 #[derive(Clone, Default)]
 struct Network {
     members: Arc<RwLock<HashMap<u64, PeerHandle>>>,
     withhold_acks: Arc<AtomicBool>,
+    /// The id of the member whose messages are lost both ways; 0 for none.
+    cut_off: Arc<AtomicU64>,
 }
 
 impl Transport for Network {
     fn send(&self, messages: Vec<Message>) {
         let members = self.members.read();
+        let cut_off = self.cut_off.load(Ordering::Relaxed);
         for m in messages {
             if self.withhold_acks.load(Ordering::Relaxed)
                 && m.get_msg_type() == MessageType::MsgAppendResponse
             {
+                continue;
+            }
+            if cut_off != 0 && (m.to == cut_off || m.from == cut_off) {
                 continue;
             }
             if let Some(to) = members.get(&m.to) {
@@ -159,4 +167,133 @@ async fn leader_refuses_proposals_beyond_its_uncommitted_budget() {
         applied,
         "exactly the applied proposals are held"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_leader_with_a_replicated_write_leaves_its_outcome_unknown() {
+    // Proves that a leader stopped while a write it stepped into raft is
+    // waiting for its commit does not answer that write as certainly not
+    // applied: the followers already hold the entry, and once the leader is
+    // gone they elect a successor that commits and applies it. Answering
+    // "not applied" (the retryable 503) would have the client apply it twice.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let mut peers = start_group(dir.path(), &net, |_| {});
+    let leader = leader(&peers).await;
+    let (first, _) = leader
+        .propose(put(0, 1))
+        .await
+        .expect("a first write commits");
+    net.withhold_acks.store(true, Ordering::Relaxed);
+
+    let write = tokio::spawn({
+        let leader = leader.clone();
+        async move { leader.propose(put(1, 8)).await }
+    });
+    // Wait until every member holds the entry after the first write's: the
+    // write's own.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !peers.iter().all(|p| p.handle().status().last_index > first) {
+        assert!(
+            Instant::now() < deadline,
+            "the write never reached the followers"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        !write.is_finished(),
+        "the write committed with acks withheld"
+    );
+
+    let position = peers
+        .iter()
+        .position(|p| p.handle().status().id == leader.status().id)
+        .expect("the leader is a member");
+    drop(peers.remove(position));
+    let outcome = tokio::time::timeout(Duration::from_secs(5), write)
+        .await
+        .expect("a stopped leader answers its waiters")
+        .expect("the task ran");
+    net.withhold_acks.store(false, Ordering::Relaxed);
+
+    // The survivors commit the write the stopped leader left behind.
+    let key = b"k0001";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !peers
+        .iter()
+        .all(|p| p.handle().state_machine().get(key).expect("read").is_some())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the survivors never applied the write (answer was {outcome:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        matches!(outcome, Err(ProposeError::StoppedInFlight)),
+        "the write was applied by the survivors, yet the stopped leader answered \
+         {outcome:?} rather than that its outcome is unknown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_leader_hands_over_to_the_most_caught_up_voter() {
+    // Proves the hand-over a leader makes before it stops: it refuses new
+    // writes and reads at once as not done (`Stopped`), counts the ones it
+    // took until they are answered, picks the voter whose log matches its
+    // own, not one that fell behind, and that voter leads afterwards; a
+    // member that does not lead has nothing to hand over.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let peers = start_group(dir.path(), &net, |_| {});
+    let leader = leader(&peers).await;
+    let id = leader.status().id;
+    let followers: Vec<u64> = (1..=3).filter(|f| *f != id).collect();
+    let (behind, ahead) = (followers[0], followers[1]);
+    net.cut_off.store(behind, Ordering::Relaxed);
+    for i in 0..5 {
+        leader
+            .propose(put(i, 8))
+            .await
+            .expect("writes commit without the cut-off member");
+    }
+
+    leader.drain();
+    assert!(
+        matches!(leader.propose(put(9, 8)).await, Err(ProposeError::Stopped)),
+        "a write after the drain began was taken"
+    );
+    assert!(
+        matches!(leader.read_index().await, Err(ProposeError::Stopped)),
+        "a read after the drain began was taken"
+    );
+    // The count is published at the end of the driver's round.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while leader.requests_in_flight() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the answered writes are still counted"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let follower = peers[(behind - 1) as usize].handle();
+    assert_eq!(
+        follower.hand_over_leadership().await.expect("answered"),
+        None
+    );
+    let hand_over = leader
+        .hand_over_leadership()
+        .await
+        .expect("answered")
+        .expect("a leader with voters hands over");
+    assert_eq!(hand_over.to, ahead, "{hand_over:?}");
+    assert_eq!(hand_over.match_index, hand_over.last_index, "{hand_over:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while leader.status().leader_id != ahead {
+        assert!(
+            Instant::now() < deadline,
+            "leadership did not move to {ahead}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }

@@ -163,6 +163,10 @@ impl ApiError {
             ProposeError::Storage(failure) => Self::storage(&failure),
             ProposeError::Invalid(why) => Self::invalid(why),
             ProposeError::Stopped => Self::unavailable("the node is shutting down"),
+            ProposeError::StoppedInFlight => Self::new(
+                ErrorCode::OutcomeUnknown,
+                "the node stopped while the write was in flight; it may or may not be applied",
+            ),
         }
     }
 
@@ -283,6 +287,28 @@ mod tests {
         let resp = e.into_response();
         assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
         assert!(resp.headers().get(RETRYABLE_HEADER).is_none());
+    }
+
+    #[test]
+    fn a_stop_answers_unknown_for_writes_in_raft_and_retryable_for_the_rest() {
+        // Proves the two answers of a stopping node: a write it had stepped
+        // into raft is OUTCOME_UNKNOWN on both edges (504, DEADLINE_EXCEEDED,
+        // not retryable), since the next leader may commit it; a request
+        // that never reached raft is UNAVAILABLE and retryable.
+        let in_flight = ApiError::from_propose(ProposeError::StoppedInFlight, true);
+        assert_eq!(in_flight.code, ErrorCode::OutcomeUnknown);
+        let status = tonic::Status::from(in_flight.clone());
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        assert!(status.metadata().get(RETRYABLE_HEADER).is_none());
+        let resp = in_flight.into_response();
+        assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
+        assert!(resp.headers().get(RETRYABLE_HEADER).is_none());
+
+        let never_proposed = ApiError::from_propose(ProposeError::Stopped, true);
+        assert_eq!(never_proposed.code, ErrorCode::Unavailable);
+        let resp = never_proposed.into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[RETRYABLE_HEADER], "true");
     }
 
     #[test]

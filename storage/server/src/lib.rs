@@ -15,6 +15,7 @@ pub mod member_status;
 pub mod membership;
 pub mod node;
 pub mod rest;
+pub mod shutdown;
 pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;

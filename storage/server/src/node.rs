@@ -195,6 +195,17 @@ impl Node {
         };
         let why = stop.as_ref().map_err(|lost| lost.kind);
         tracing::info!(id = config.id, stop = ?why, "shutting down");
+        // While everything still runs (the raft transport above all, which
+        // the requests in flight need), refuse new requests, let those in
+        // flight finish and hand leadership over. A member that lost its
+        // state has stopped its raft peer already: nothing to drain.
+        if stop.is_ok() {
+            crate::shutdown::drain_and_hand_over(core.peer(), &config.timing).await;
+        }
+        tracing::info!(
+            grace_ms = SHUTDOWN_GRACE.as_millis() as u64,
+            "shutdown: closing the API and the raft transport"
+        );
         let _ = stop_tx.send(());
         let _ = stopping.send(true);
         // Requests in flight get a grace period; whatever is left after it
@@ -204,6 +215,9 @@ impl Node {
             .await
             .is_err()
         {
+            tracing::warn!(
+                "shutdown: requests still in flight after the grace period; dropping them"
+            );
             server.abort();
             let _ = server.await;
         }
@@ -213,11 +227,15 @@ impl Node {
             let _ = joining.await;
         }
         drop(core);
+        // Its waiters are answered as the driver stops: "not applied" for
+        // what never reached raft, "outcome unknown" for what did.
         drop(peer);
+        tracing::info!("shutdown: raft peer stopped");
         // A clean stop flushes, so the next start need not replay the log.
         if let Err(e) = engine.flush() {
             tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");
         }
+        tracing::info!("shutdown: stopped");
         Ok(stop?)
     }
 }

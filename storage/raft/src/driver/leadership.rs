@@ -1,11 +1,15 @@
-//! Leadership in the driver: handing it over on request, and answering the
-//! requests a change of role or leader leaves without an answer.
+//! Leadership in the driver: handing it over on request (to a given voter,
+//! or to the most caught-up one when the leader is about to stop), and
+//! answering the requests a change of role or leader leaves without an
+//! answer.
+
+use std::cmp::Reverse;
 
 use raft::{SoftState, StateRole};
 
 use super::Driver;
 use crate::error::ProposeError;
-use crate::status::Role;
+use crate::status::{HandOver, Role};
 
 impl Driver {
     pub(super) fn transfer_leader(&mut self, to: u64) -> Result<(), ProposeError> {
@@ -25,6 +29,35 @@ impl Driver {
             self.node.transfer_leader(to);
         }
         Ok(())
+    }
+
+    /// Starts handing leadership to the voter whose log matches this
+    /// leader's furthest (among those recently heard from, if any are), so
+    /// that it can take over at once, as a leader does before it stops.
+    /// `None` when this node does not lead or is the only voter.
+    pub(super) fn hand_over(&mut self) -> Result<Option<HandOver>, ProposeError> {
+        if let Some(refusal) = self.storage_refusal() {
+            return Err(refusal);
+        }
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return Ok(None);
+        }
+        let voters = raft.prs().conf().voters().ids();
+        let best = raft
+            .prs()
+            .iter()
+            .filter(|(id, _)| **id != self.id && voters.contains(**id))
+            .max_by_key(|(id, pr)| (pr.recent_active, pr.matched, Reverse(**id)))
+            .map(|(id, pr)| HandOver {
+                to: *id,
+                match_index: pr.matched,
+                last_index: raft.raft_log.last_index(),
+            });
+        if let Some(h) = best {
+            self.node.transfer_leader(h.to);
+        }
+        Ok(best)
     }
 
     /// Called with a Ready's new soft state, before anything else of it.

@@ -11,7 +11,8 @@
 //! messages screened before they are stepped), `proposals`, `reads`,
 //! `membership` and `leadership` (the requests), `apply` (committed entries
 //! and their waiters), `snapshots` (snapshots and log compaction),
-//! `failure` (the storage failure policy) and `publish` (status and events).
+//! `failure` (the storage failure policy), `stop` (the answers at stop) and
+//! `publish` (status and events).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
 use crate::config::PeerConfig;
-use crate::error::{ProposeError, StartError, StorageFailure};
+use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
@@ -44,6 +45,7 @@ mod read_ids;
 mod reads;
 mod recovery;
 mod snapshots;
+mod stop;
 
 /// The most inputs taken from each channel before the next Ready, bounding
 /// one round's work.
@@ -227,7 +229,7 @@ impl Driver {
             }
             self.round(&shared);
         }
-        self.fail_all_waiters(ProposeError::Stopped);
+        self.stop(&shared);
     }
 
     /// Handles what waits in `channel`, up to a round's worth; false if
@@ -262,6 +264,9 @@ impl Driver {
             Input::Unreachable(id) => self.node.report_unreachable(id),
             Input::TransferLeader { to, tx } => {
                 let _ = tx.send(self.transfer_leader(to));
+            }
+            Input::HandOver { tx } => {
+                let _ = tx.send(self.hand_over());
             }
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),

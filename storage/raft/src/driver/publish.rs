@@ -1,6 +1,9 @@
 //! Status publishing: after every round the driver computes the peer's
 //! status and, when it changed or events were noted, hands it to the
-//! handles together with the events the change implies.
+//! handles together with the events the change implies, and counts the
+//! requests it holds in flight.
+
+use std::sync::atomic::Ordering;
 
 use super::Driver;
 use crate::mailbox::Shared;
@@ -35,6 +38,11 @@ impl Driver {
     }
 
     pub(super) fn publish(&mut self, shared: &Shared) {
+        let requests = self.queued.len()
+            + self.proposals.len()
+            + self.conf_waiters.len()
+            + self.reads.waiting();
+        shared.requests_in_flight.store(requests, Ordering::Relaxed);
         let status = self.compute_status();
         if status == self.last_status && !self.events.has_noted() {
             return;

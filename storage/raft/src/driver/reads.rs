@@ -154,6 +154,13 @@ impl Reads {
         }
     }
 
+    /// How many readers wait, at any stage.
+    pub(super) fn waiting(&self) -> usize {
+        let issued: usize = self.issued.values().map(|w| w.readers.len()).sum();
+        let ready: usize = self.ready.iter().map(|(_, w)| w.readers.len()).sum();
+        self.unissued.len() + issued + ready
+    }
+
     /// Answers every reader, whatever its stage, with `err`.
     pub(super) fn fail_all(&mut self, err: &ProposeError) {
         for tx in self.unissued.drain(..) {
@@ -236,6 +243,25 @@ mod tests {
             waiting.try_recv(),
             Ok(Err(ProposeError::Dropped(_)))
         ));
+    }
+
+    // Proves that the count of waiting readers (what a stopping node waits
+    // for) covers every stage: not yet issued, issued, and waiting to
+    // apply; answered readers leave it.
+    #[test]
+    fn waiting_readers_are_counted_at_every_stage() {
+        let mut reads = Reads::new(1, TIMEOUT_TICKS);
+        let _first = reader(&mut reads);
+        let ctx = reads.issue().expect("a request");
+        let _second = reader(&mut reads);
+        let _third = reader(&mut reads);
+        reads.issue().expect("a request");
+        let _fourth = reader(&mut reads);
+        assert_eq!(reads.waiting(), 4);
+        reads.take_read_states(vec![answer_for(&ctx, 50)]);
+        assert_eq!(reads.waiting(), 4, "waiting to apply is still waiting");
+        reads.answer(50);
+        assert_eq!(reads.waiting(), 3);
     }
 
     // Proves that an answer to a request of an earlier life of this member

@@ -100,6 +100,19 @@ impl Core {
         if let Some(f) = st.failure {
             return Err(ApiError::storage(&f));
         }
+        if self.peer.draining() {
+            // The node is stopping: it neither proposes nor forwards, and
+            // the gateway sends the request on to the leader.
+            let leader = if st.leader_id == self.id {
+                0
+            } else {
+                st.leader_id
+            };
+            return Err(
+                ApiError::unavailable(format!("node {} is shutting down; retry", self.id))
+                    .with_leader(leader, self.channels.address(leader)),
+            );
+        }
         if st.leader_id == self.id {
             return Ok(Route::Here);
         }
