@@ -151,6 +151,13 @@ impl Node {
         self.app.clone()
     }
 
+    /// Refuses new requests from now on (503, certainly not applied) and
+    /// reports the node not ready: the first step of a graceful stop, which
+    /// [`serve`](Self::serve) takes itself on shutdown.
+    pub fn drain(&self) {
+        self.core.peer().drain();
+    }
+
     /// Serves the API on `listener` until `shutdown` resolves, until a
     /// node whose disk filled up sees space again, or until it finds it
     /// lost its data (an error); then stops the node.

@@ -193,7 +193,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * 200 only on the leader whose storage is healthy
+         * 200 only on the leader whose storage is healthy and that is not stopping
          * @description Envoy's leader-only cluster health-checks this path.
          */
         get: operations["healthLeader"];
@@ -212,7 +212,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** 200 when the node knows a leader and its storage is healthy */
+        /**
+         * 200 when the node knows a leader, its storage is healthy and it is not
+         *     stopping
+         */
         get: operations["healthReady"];
         put?: never;
         post?: never;
@@ -791,8 +794,10 @@ export interface components {
             };
         };
         /**
-         * @description OUTCOME_UNKNOWN: proposed but not confirmed in time; the write may or may
-         *     not have been applied. Do not blindly retry non-idempotent operations.
+         * @description OUTCOME_UNKNOWN: the write reached raft but its outcome was not learned:
+         *     not confirmed in time, leadership lost, or the node stopped while it
+         *     waited. It may or may not have been applied (the next leader may commit
+         *     it). Do not blindly retry non-idempotent operations.
          */
         OutcomeUnknown: {
             headers: {

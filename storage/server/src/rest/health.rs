@@ -3,6 +3,9 @@
 //! - `/health/leader`: 200 only on the leader whose storage is healthy;
 //! - `/health/ready`: 200 when a leader is known and storage is healthy;
 //! - `/health/live`: 200 while storage is healthy.
+//!
+//! A node that is stopping (draining) fails `leader` and `ready`, so
+//! health checks take it out of rotation, but stays live.
 
 use axum::Json;
 use axum::extract::State;
@@ -13,6 +16,19 @@ use super::model::cluster::Role;
 use super::model::health::{Check, HealthStatus};
 use super::responses::Unavailable;
 use crate::error::{ApiError, ErrorCode};
+
+/// The node's status if it takes requests: the 503 to answer when its
+/// storage failed or it is stopping.
+fn serving_status(s: &AppState) -> Result<NodeStatus, ApiError> {
+    let st = healthy_status(s)?;
+    if s.core.peer().draining() {
+        return Err(ApiError::unavailable(format!(
+            "node {} is shutting down",
+            st.id
+        )));
+    }
+    Ok(st)
+}
 
 /// The node's own status, or the 503 to answer when its storage failed.
 fn healthy_status(s: &AppState) -> Result<NodeStatus, ApiError> {
@@ -27,7 +43,7 @@ fn healthy_status(s: &AppState) -> Result<NodeStatus, ApiError> {
     }
 }
 
-/// 200 only on the leader whose storage is healthy
+/// 200 only on the leader whose storage is healthy and that is not stopping
 ///
 /// Envoy's leader-only cluster health-checks this path.
 #[utoipa::path(
@@ -41,7 +57,7 @@ fn healthy_status(s: &AppState) -> Result<NodeStatus, ApiError> {
     ),
 )]
 pub async fn leader(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
-    let st = healthy_status(&s)?;
+    let st = serving_status(&s)?;
     if st.leader_id != st.id {
         let role = Role::from_proto(st.role).as_str();
         return Err(ApiError::unavailable(format!("node {} is a {role}", st.id))
@@ -54,7 +70,8 @@ pub async fn leader(State(s): State<AppState>) -> Result<Json<HealthStatus>, Api
     }))
 }
 
-/// 200 when the node knows a leader and its storage is healthy
+/// 200 when the node knows a leader, its storage is healthy and it is not
+/// stopping
 #[utoipa::path(
     get,
     path = "/health/ready",
@@ -66,7 +83,7 @@ pub async fn leader(State(s): State<AppState>) -> Result<Json<HealthStatus>, Api
     ),
 )]
 pub async fn ready(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiError> {
-    let st = healthy_status(&s)?;
+    let st = serving_status(&s)?;
     if st.leader_id == 0 {
         return Err(ApiError::unavailable("no leader is known"));
     }

@@ -43,8 +43,10 @@ pub struct Internal(pub ErrorBody);
 ))]
 pub struct Unavailable(pub ErrorBody);
 
-/// OUTCOME_UNKNOWN: proposed but not confirmed in time; the write may or may
-/// not have been applied. Do not blindly retry non-idempotent operations.
+/// OUTCOME_UNKNOWN: the write reached raft but its outcome was not learned:
+/// not confirmed in time, leadership lost, or the node stopped while it
+/// waited. It may or may not have been applied (the next leader may commit
+/// it). Do not blindly retry non-idempotent operations.
 #[derive(ToResponse)]
 pub struct OutcomeUnknown(pub ErrorBody);
 

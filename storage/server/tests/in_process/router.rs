@@ -498,6 +498,54 @@ async fn health_and_cluster_routes_describe_the_one_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_draining_node_leaves_rotation_and_refuses_writes_as_not_applied() {
+    // Proves: once a node starts its graceful stop, the health checks the
+    // gateway and orchestrators use take it out of rotation (leader and
+    // ready fail, live holds), and a write is refused as certainly not
+    // applied: 503, marked retryable, and absent afterwards.
+    let n = one_node(Limits::default()).await;
+    let doc = document();
+    let app = &n.app;
+    n.node.drain();
+    for (path, status) in [
+        ("/health/leader", StatusCode::SERVICE_UNAVAILABLE),
+        ("/health/ready", StatusCode::SERVICE_UNAVAILABLE),
+        ("/health/live", StatusCode::OK),
+    ] {
+        let answer = call(app, Method::GET, path, &[], Bytes::new()).await;
+        assert_eq!(answer.status, status, "{path}");
+        assert_documented(&doc, "get", path, &answer);
+    }
+    let put = call(app, Method::PUT, "/v1/kv/drained", &[], "v").await;
+    assert_documented(&doc, "put", KEY, &put);
+    assert_eq!(
+        (
+            put.status,
+            put.error_code(),
+            put.header("x-strata-retryable")
+        ),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNAVAILABLE".into(),
+            Some("true")
+        )
+    );
+    let stale = call(
+        app,
+        Method::GET,
+        "/v1/kv/drained?consistency=stale",
+        &[],
+        Bytes::new(),
+    )
+    .await;
+    assert_ne!(
+        stale.status,
+        StatusCode::OK,
+        "the refused write was applied"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_stream_opens_with_the_cluster_status() {
     // Proves: `/v1/cluster/events` is an event stream whose first event is
     // a `status` event carrying a ClusterStatus.

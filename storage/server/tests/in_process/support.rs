@@ -18,7 +18,7 @@ use tower::ServiceExt;
 /// A started node that serves nowhere; its router is called directly.
 pub struct OneNode {
     pub app: Router,
-    _node: Node,
+    pub node: Node,
     _dir: TempDir,
 }
 
@@ -32,7 +32,7 @@ pub async fn one_node(limits: Limits) -> OneNode {
     wait_leader(&app).await;
     OneNode {
         app,
-        _node: node,
+        node,
         _dir: dir,
     }
 }
