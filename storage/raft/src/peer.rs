@@ -13,6 +13,7 @@ use crate::driver::Driver;
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
 use crate::mailbox::Input;
+use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
@@ -70,7 +71,13 @@ impl Peer {
             jobs_rx,
         )
         .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;
-        let shared = Arc::new(Shared::new(senders, driver.status(), state_machine, dirs));
+        let shared = Arc::new(Shared::new(
+            senders,
+            driver.status(),
+            state_machine,
+            dirs,
+            driver.metrics().clone(),
+        ));
         let handle = PeerHandle { inner: shared };
         let thread_handle = handle.clone();
         let thread = std::thread::Builder::new()
@@ -233,9 +240,14 @@ impl PeerHandle {
         self.inner.events.subscribe()
     }
 
+    /// What this peer counts, for the node's `/metrics`.
+    pub fn metrics(&self) -> &RaftMetrics {
+        &self.inner.metrics
+    }
+
     /// How many times this peer has fsynced its raft log since it started.
     pub fn log_sync_count(&self) -> u64 {
-        self.inner.log_syncs.load(Ordering::Relaxed)
+        self.inner.metrics.log_syncs.get()
     }
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {
@@ -284,7 +296,13 @@ mod tests {
                 failure: None,
             };
             let handle = PeerHandle {
-                inner: Arc::new(Shared::new(senders, status, sm, dirs)),
+                inner: Arc::new(Shared::new(
+                    senders,
+                    status,
+                    sm,
+                    dirs,
+                    RaftMetrics::default(),
+                )),
             };
             IdlePeer {
                 handle,

@@ -13,6 +13,7 @@ pub mod join;
 pub mod lost_state;
 pub mod member_status;
 pub mod membership;
+pub mod metrics;
 pub mod node;
 pub mod rest;
 pub mod shutdown;

@@ -16,7 +16,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -29,6 +28,7 @@ use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
 use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
+use crate::metrics::RaftMetrics;
 use crate::snapshot::{Job, SnapshotDirs};
 use crate::state_machine::StateMachine;
 use crate::status::PeerStatus;
@@ -83,6 +83,7 @@ pub(crate) struct Driver {
     compact_keep_entries: u64,
     members: Members,
     events: EventLog,
+    metrics: RaftMetrics,
 }
 
 impl Driver {
@@ -119,6 +120,7 @@ impl Driver {
         raft_config.validate()?;
         let node = RawNode::new(&raft_config, store, &raft_logger(config.id))?;
         let mut driver = Driver {
+            metrics: RaftMetrics::default(),
             id: config.id,
             group_id: config.group_id,
             node,
@@ -179,7 +181,7 @@ impl Driver {
         // (a follower's acknowledgement or a leader's own vote would promise
         // durability it no longer has), and the others carry on without it.
         if self.failure.is_none() {
-            self.on_ready(shared);
+            self.on_ready();
         }
         self.publish(shared);
     }
@@ -275,7 +277,7 @@ impl Driver {
         }
     }
 
-    fn on_ready(&mut self, shared: &Shared) {
+    fn on_ready(&mut self) {
         while self.node.has_ready() {
             let mut ready = self.node.ready();
             if let Some(ss) = ready.ss() {
@@ -303,9 +305,15 @@ impl Driver {
             if let Some(hs) = ready.hs() {
                 store.set_hard_state(hs);
             }
+            let appending = (ready.entries().len() as u64, store.pending_bytes() as u64);
+            let started = Instant::now();
             match store.persist() {
                 Ok(true) => {
-                    shared.log_syncs.fetch_add(1, Ordering::Relaxed);
+                    let m = &self.metrics;
+                    m.append_seconds.observe(started.elapsed().as_secs_f64());
+                    m.log_syncs.inc();
+                    m.appended_entries.inc_by(appending.0);
+                    m.appended_bytes.inc_by(appending.1);
                 }
                 Ok(false) => {}
                 Err(e) => {

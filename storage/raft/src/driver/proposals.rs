@@ -12,6 +12,8 @@
 //! refuses the rest as retryable, so one large proposal does not cost the
 //! small ones beside it their place.
 
+use std::time::Instant;
+
 use raft::StateRole;
 use raft::eraftpb::{Entry, Message, MessageType};
 
@@ -32,6 +34,8 @@ pub(super) struct Queued {
 pub(super) struct Pending {
     pub(super) request_id: u64,
     pub(super) tx: ProposeTx,
+    /// When it was stepped into raft, for the commit latency.
+    pub(super) proposed_at: Instant,
 }
 
 impl Queued {
@@ -115,6 +119,7 @@ impl Driver {
         }
         let mut waiters = Vec::with_capacity(queued.len());
         let mut entries = Vec::with_capacity(queued.len());
+        let proposed_at = Instant::now();
         for q in queued {
             entries.push(Entry {
                 data: q.data.into(),
@@ -123,6 +128,7 @@ impl Driver {
             waiters.push(Pending {
                 request_id: q.request_id,
                 tx: q.tx,
+                proposed_at,
             });
         }
         let mut m = Message::default();
@@ -132,6 +138,9 @@ impl Driver {
         let before = self.node.raft.raft_log.last_index();
         match self.node.raft.step(m) {
             Ok(()) => {
+                let stepped = waiters.len() as u64;
+                self.metrics.proposals.inc_by(stepped);
+                self.metrics.proposal_batch.observe(stepped as f64);
                 let last = self.node.raft.raft_log.last_index();
                 debug_assert_eq!(
                     last,

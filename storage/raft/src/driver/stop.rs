@@ -106,7 +106,13 @@ mod tests {
             jobs,
         )
         .expect("driver");
-        let shared = Arc::new(Shared::new(senders, driver.status(), sm, dirs));
+        let shared = Arc::new(Shared::new(
+            senders,
+            driver.status(),
+            sm,
+            dirs,
+            driver.metrics().clone(),
+        ));
         driver.raw_mut().campaign().expect("campaign");
         for _ in 0..10 {
             driver.round(&shared);

@@ -28,6 +28,7 @@ impl Core {
         F: FnOnce(Channel, tonic::Request<T>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
+        self.forwarded.inc();
         call(leader, self.forward_request(body))
             .await
             .map(tonic::Response::into_inner)
