@@ -82,6 +82,7 @@ mod sim;
 pub mod snapshot;
 pub mod state_machine;
 mod status;
+mod trace;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
@@ -98,6 +99,7 @@ pub use raft::eraftpb::{
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
 pub use status::{HandOver, PeerStatus, RaftEvent, RaftEventKind, Role};
+pub use trace::TraceParent;
 pub use transport::Transport;
 
 /// Encodes a raft message for the wire.

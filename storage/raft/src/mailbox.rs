@@ -31,6 +31,7 @@ use crate::metrics::RaftMetrics;
 use crate::snapshot::{JobDone, SnapshotDirs};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
+use crate::trace::TraceParent;
 
 /// Where a proposal's outcome goes: the index it was applied at and its
 /// result.
@@ -47,6 +48,8 @@ pub(crate) enum Input {
     Propose {
         request_id: u64,
         command: Command,
+        /// The sampled trace it was proposed in, carried in its entry.
+        trace: Option<TraceParent>,
         tx: ProposeTx,
     },
     Read {

@@ -73,6 +73,9 @@ pub struct RaftMetrics {
     pub commit_seconds: Histogram,
     /// Entries applied to the state machine.
     pub applied_entries: Counter,
+    /// Time a linearizable read waited before it could read local state:
+    /// the ReadIndex round and the apply up to its index.
+    pub read_index_seconds: Histogram,
     /// For a leader, each other member's match index (how far its log is
     /// known to agree with the leader's); cleared when leadership ends.
     pub member_match_index: Family<MemberLabels, Gauge>,
@@ -93,6 +96,7 @@ impl Default for RaftMetrics {
             proposal_batch: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             commit_seconds: Histogram::new(exponential_buckets(50e-6, 2.0, 19)),
             applied_entries: Counter::default(),
+            read_index_seconds: Histogram::new(exponential_buckets(50e-6, 2.0, 19)),
             member_match_index: Family::default(),
             member_lag_entries: Family::default(),
         }
@@ -157,6 +161,12 @@ impl RaftMetrics {
             "applied_entries",
             "Entries applied to the state machine",
             self.applied_entries.clone(),
+        );
+        registry.register_with_unit(
+            "read_index",
+            "Time a linearizable read waited for its ReadIndex round and the apply up to its index",
+            Unit::Seconds,
+            self.read_index_seconds.clone(),
         );
         registry.register(
             "member_match_index",

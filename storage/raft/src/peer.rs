@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 
 use raft::eraftpb::Message;
 use tokio::sync::{broadcast, oneshot};
+use tracing::Instrument;
 
 use crate::command::{ApplyResult, Command};
 use crate::driver::Driver;
@@ -17,6 +18,7 @@ use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
+use crate::trace::TraceParent;
 use crate::transport::Transport;
 
 use crate::config::PeerConfig;
@@ -115,7 +117,15 @@ impl PeerHandle {
     ///
     /// The caller bounds the wait; a caller that gives up must report the
     /// outcome as unknown.
+    ///
+    /// It runs inside a `raft.propose` span; in a sampled trace the entry
+    /// carries that span, so every member's append and apply spans join it.
     pub async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
+        let span = tracing::info_span!("raft", otel.name = "raft.propose");
+        self.propose_in(command).instrument(span).await
+    }
+
+    async fn propose_in(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
         if self.inner.draining() {
             return Err(ProposeError::Stopped);
         }
@@ -133,6 +143,7 @@ impl PeerHandle {
         self.inner.submit(Input::Propose {
             request_id,
             command,
+            trace: TraceParent::current(),
             tx,
         })?;
         // A stopping driver answers every request posted before it closed
@@ -170,8 +181,18 @@ impl PeerHandle {
 
     /// Waits until this node has applied everything committed before the
     /// call (a ReadIndex round), so a read of local state afterwards is
-    /// linearizable. Returns the applied index.
+    /// linearizable. Returns the applied index. Runs inside a
+    /// `raft.read_index` span, and its time is counted.
     pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        let span = tracing::info_span!("raft", otel.name = "raft.read_index");
+        let started = std::time::Instant::now();
+        let index = self.read_index_in().instrument(span).await?;
+        let waited = started.elapsed().as_secs_f64();
+        self.inner.metrics.read_index_seconds.observe(waited);
+        Ok(index)
+    }
+
+    async fn read_index_in(&self) -> Result<u64, ProposeError> {
         if self.inner.draining() {
             return Err(ProposeError::Stopped);
         }
@@ -325,6 +346,7 @@ mod tests {
                 let posted = self.handle.inner.submit(Input::Propose {
                     request_id: taken as u64,
                     command: Command::Delete { key: b"k".to_vec() },
+                    trace: None,
                     tx,
                 });
                 match posted {

@@ -19,6 +19,7 @@ use crate::grpc::kv::KvService;
 use crate::grpc::one_message::{OneMessage, Requests};
 use crate::grpc::raft::RaftService;
 use crate::metrics::track;
+use crate::request_span::trace_request;
 use crate::rest::{self, AppState};
 
 /// Largest message of the internal raft transport (a batch of entries or a
@@ -68,10 +69,12 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
-    // Outermost, so every answer is counted, the fallback's included.
+    // Outermost, so every answer is counted and traced, the fallback's
+    // included; the span encloses the counting.
     Ok(app
         .fallback(fallback)
-        .layer(axum::middleware::from_fn_with_state(metrics, track)))
+        .layer(axum::middleware::from_fn_with_state(metrics, track))
+        .layer(axum::middleware::from_fn(trace_request)))
 }
 
 /// Mounts a tonic service at `/{package.Service}/*`; methods that take one

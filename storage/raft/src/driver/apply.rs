@@ -12,6 +12,7 @@ use crate::command::Proposal;
 use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
 use crate::state_machine::{Applied, Committed};
+use crate::trace;
 
 impl Driver {
     pub(super) fn apply(&mut self, entries: Vec<Entry>) {
@@ -58,7 +59,10 @@ impl Driver {
             });
         }
         let last = entries.last().map_or(0, |e| e.index);
-        match self.state_machine.apply(&batch) {
+        let traced = trace::spans(&entries, "raft.apply");
+        let applied = self.state_machine.apply(&batch);
+        drop(traced);
+        match applied {
             Ok(results) => {
                 self.metrics.applied_entries.inc_by(entries.len() as u64);
                 self.answer_conf_changes(last, &applied_conf);

@@ -32,6 +32,7 @@ use crate::metrics::RaftMetrics;
 use crate::snapshot::{Job, SnapshotDirs};
 use crate::state_machine::StateMachine;
 use crate::status::PeerStatus;
+use crate::trace;
 use crate::transport::Transport;
 
 mod amnesia;
@@ -252,8 +253,9 @@ impl Driver {
             Input::Propose {
                 request_id,
                 command,
+                trace,
                 tx,
-            } => self.propose(request_id, command, tx),
+            } => self.propose(request_id, command, trace, tx),
             Input::Read { tx } => self.read(tx),
             Input::Step(_) if self.failure.is_some() => {}
             Input::Step(m) => {
@@ -306,8 +308,13 @@ impl Driver {
                 store.set_hard_state(hs);
             }
             let appending = (ready.entries().len() as u64, store.pending_bytes() as u64);
+            // Each traced entry's `raft.append` span covers the write and
+            // the fsync, on the leader and on every follower alike.
+            let traced = trace::spans(ready.entries(), "raft.append");
             let started = Instant::now();
-            match store.persist() {
+            let persisted = store.persist();
+            drop(traced);
+            match persisted {
                 Ok(true) => {
                     let m = &self.metrics;
                     m.append_seconds.observe(started.elapsed().as_secs_f64());

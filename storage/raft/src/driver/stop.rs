@@ -129,6 +129,7 @@ mod tests {
         driver.handle(Input::Propose {
             request_id,
             command: Command::Delete { key: b"k".to_vec() },
+            trace: None,
             tx,
         });
         rx
@@ -154,6 +155,7 @@ mod tests {
             .submit(Input::Propose {
                 request_id: 3,
                 command: Command::Delete { key: b"k".to_vec() },
+                trace: None,
                 tx,
             })
             .expect("the inbox takes it");

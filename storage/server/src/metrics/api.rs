@@ -1,20 +1,17 @@
 //! The API's own counters: requests by route and outcome, their latency,
 //! those in flight, and writes a follower forwarded to the leader.
 //!
-//! Routes are labelled by their template (`PUT /v1/kv/{key}`) or gRPC
-//! method (`/strata.v1.KV/Put`), never by a client's raw path, so a client
-//! cannot make the label set grow: an unknown route counts as `unmatched`.
-//! The internal raft transport is not counted here; the raft families
-//! cover it.
+//! Routes are labelled as `crate::route` names them, so a client cannot
+//! make the label set grow. The internal raft transport is not counted
+//! here; the raft families cover it.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -22,14 +19,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use super::NodeMetrics;
-
-/// Which front end took a request.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
-#[allow(non_camel_case_types)]
-pub enum Protocol {
-    rest,
-    grpc,
-}
+use crate::route::{Protocol, Route, UNMATCHED};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -115,30 +105,14 @@ impl Drop for InFlight {
 
 /// Middleware counting every API request (see the module's notes).
 pub async fn track(State(metrics): State<Arc<NodeMetrics>>, req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    if path.starts_with("/strata.v1.Raft/") {
+    if Route::is_raft_transport(&req) {
         return next.run(req).await;
     }
-    let grpc = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/grpc"));
-    let matched = req.extensions().get::<MatchedPath>().is_some();
-    let route = match (grpc, matched) {
-        (true, true) => path.to_string(),
-        // The documented template: `/v1/kv/{key}`, not the router's
-        // `/v1/kv/{*key}`.
-        (false, true) => format!(
-            "{} {}",
-            req.method(),
-            req.extensions()
-                .get::<MatchedPath>()
-                .map_or(String::new(), |p| p.as_str().replace("{*", "{"))
-        ),
-        (_, false) => "unmatched".to_string(),
-    };
-    let protocol = if grpc { Protocol::grpc } else { Protocol::rest };
+    let Route {
+        protocol,
+        name: route,
+    } = Route::of(&req);
+    let grpc = protocol == Protocol::grpc;
     let api = &metrics.api;
     let gauge = api
         .in_flight
@@ -181,7 +155,7 @@ fn grpc_outcome(response: &Response, route: String) -> (String, String) {
         .and_then(|v| v.parse::<i32>().ok())
         .map_or(tonic::Code::Ok, tonic::Code::from);
     let route = if code == tonic::Code::Unimplemented {
-        "unmatched".to_string()
+        UNMATCHED.to_string()
     } else {
         route
     };
