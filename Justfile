@@ -30,7 +30,7 @@ default:
     @just --list
 
 # The gate (what CI runs, through .ci/run): setup, lints, then every test.
-test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
+test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-metrics test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
 
 # Install everything the project needs into project-local folders (no root needed).
 setup: setup-k6 setup-console
@@ -128,6 +128,31 @@ test-deploy:
     set -euo pipefail
     command -v docker-compose >/dev/null || { echo "test-deploy: docker-compose is missing; run ./dev setup-system (as root)" >&2; exit 1; }
     ENVOY="{{envoy}}" bash deploy/validate.sh
+
+# Install the scrape test's Python packages (pinned in deploy/monitoring/requirements.txt) into the project venv.
+setup-monitoring:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    stamp="{{venv}}/.monitoring-requirements.sha"
+    want="$(sha256sum deploy/monitoring/requirements.txt | cut -d' ' -f1)"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+      "{{venv}}/bin/pip" install --quiet --disable-pip-version-check -r deploy/monitoring/requirements.txt
+      echo "$want" > "$stamp"
+    fi
+
+# (The nodes flush and compact early, so a few hundred writes move every engine family.)
+# Scrape a fresh cluster's nodes and Envoy with Prometheus' own parsers; check the dashboard's names.
+test-metrics: setup-monitoring
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd storage && cargo build --bins && cd ..
+    dir="{{run}}/metrics"
+    trap '"{{cluster}}" down --run-dir "$dir"' EXIT
+    "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
+        --base-port 17301 --gateway-port 18380 --admin-port 19931 -- --compact-log-entries 100
+    STRATA_URL=http://127.0.0.1:18380 STRATA_ENVOY_ADMIN=http://127.0.0.1:19931 \
+    STRATA_NODES=http://127.0.0.1:17301,http://127.0.0.1:17302,http://127.0.0.1:17303 \
+        "{{venv}}/bin/python" -m unittest discover -s deploy/monitoring -p 'test_*.py' -v
 
 # k6 smoke scenarios (REST and gRPC) against a fresh cluster behind Envoy.
 test-smoke: setup-k6

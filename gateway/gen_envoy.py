@@ -589,8 +589,12 @@ def build(args: argparse.Namespace) -> dict:
         }],
     }
     if args.otlp:
+        # The tracer starts or continues a trace (W3C traceparent) and sends it upstream, so the
+        # nodes' spans join it. Envoy's tracer needs an exporter, so it exists only with a collector;
+        # without one, a client's own traceparent still passes through to the nodes unchanged.
         hcm["tracing"] = {
-            "random_sampling": {"value": 100.0},
+            "random_sampling": {"value": args.trace_sampling},
+            "spawn_upstream_span": True,
             "provider": {
                 "name": "envoy.tracers.opentelemetry",
                 "typed_config": {
@@ -706,7 +710,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port (default 127.0.0.1:5173)")
     p.add_argument("--k6", help="k6 REST API host:port, proxied under /k6/ (default 127.0.0.1:6565)")
-    p.add_argument("--otlp", help="OTLP/gRPC collector host:port; adds the OpenTelemetry tracer")
+    p.add_argument("--otlp", help="OTLP/gRPC collector host:port; adds the OpenTelemetry tracer, which exports there")
+    p.add_argument("--trace-sampling", type=float, default=100.0,
+                   help="percent of requests without a sampled traceparent that start a sampled trace (default 100)")
     p.add_argument("--access-log", help="access log file path, or - for stdout (default: none)")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",

@@ -262,12 +262,21 @@ class Routing(unittest.TestCase):
         r = route_for(self.config, "/v1/cluster/events")["route"]
         self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
 
-    def test_optional_tracing_and_access_log(self):
+    def test_tracer_with_a_collector_samples_as_asked(self):
+        self.assertNotIn("tracing", hcm(self.config))
         self.assertNotIn("otel_collector", [c["name"] for c in self.config["static_resources"]["clusters"]])
-        cfg = build("--otlp", "jaeger:4317", "--access-log", "-")
-        hcm = cfg["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-        self.assertEqual(hcm["tracing"]["provider"]["name"], "envoy.tracers.opentelemetry")
+        cfg = build("--otlp", "jaeger:4317", "--trace-sampling", "1")
+        tracing = hcm(cfg)["tracing"]
+        self.assertEqual(tracing["provider"]["name"], "envoy.tracers.opentelemetry")
+        self.assertEqual(tracing["provider"]["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"], "otel_collector")
+        self.assertEqual(tracing["random_sampling"], {"value": 1.0})
+        self.assertEqual(build("--otlp", "jaeger:4317")["static_resources"]["listeners"][0]["filter_chains"][0]
+                         ["filters"][0]["typed_config"]["tracing"]["random_sampling"], {"value": 100.0})
         self.assertEqual(endpoints(cluster(cfg, "otel_collector")), ["jaeger:4317"])
+
+    def test_optional_access_log(self):
+        cfg = build("--access-log", "-")
+        hcm = cfg["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
         self.assertEqual(hcm["access_log"][0]["name"], "envoy.access_loggers.stdout")
 
 

@@ -37,6 +37,15 @@ pub struct EngineStats {
     pub bloom_useful: u64,
     /// Probes the bloom filter passed but the table did not hold the key.
     pub bloom_false_positives: u64,
+    /// Time spent in flushes since open, in microseconds.
+    pub flush_micros: u64,
+    /// Time spent in compactions since open, in microseconds.
+    pub compaction_micros: u64,
+    /// Data blocks found in the block cache.
+    pub block_cache_hits: u64,
+    /// Data blocks read from a table because the cache lacked them (0
+    /// when the cache is off).
+    pub block_cache_misses: u64,
     /// Total time writers waited on a full stop, in microseconds.
     pub stall_micros: u64,
     /// Total time writers were slowed down, in microseconds.
@@ -105,6 +114,8 @@ pub(crate) struct Counters {
     pub(crate) flush_bytes_written: AtomicU64,
     pub(crate) compaction_bytes_read: AtomicU64,
     pub(crate) compaction_bytes_written: AtomicU64,
+    pub(crate) flush_micros: AtomicU64,
+    pub(crate) compaction_micros: AtomicU64,
     pub(crate) gets: AtomicU64,
     pub(crate) table_probes: AtomicU64,
     pub(crate) bloom_useful: AtomicU64,
@@ -121,6 +132,8 @@ impl Counters {
         stats.flush_bytes_written = get(&self.flush_bytes_written);
         stats.compaction_bytes_read = get(&self.compaction_bytes_read);
         stats.compaction_bytes_written = get(&self.compaction_bytes_written);
+        stats.flush_micros = get(&self.flush_micros);
+        stats.compaction_micros = get(&self.compaction_micros);
         stats.gets = get(&self.gets);
         stats.table_probes = get(&self.table_probes);
         stats.bloom_useful = get(&self.bloom_useful);

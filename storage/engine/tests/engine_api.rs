@@ -137,6 +137,14 @@ fn data_survives_reopen_with_memtable_tables_and_compaction() {
     engine.compact().expect("compact");
     let stats = engine.stats();
     assert!(stats.compaction_count > 0, "{stats:?}");
+    assert!(
+        stats.compaction_micros > 0 && stats.flush_micros > 0,
+        "the time flushes and compactions took is counted: {stats:?}"
+    );
+    assert!(
+        stats.compaction_bytes_read > 0 && stats.compaction_bytes_written > 0,
+        "{stats:?}"
+    );
     assert_eq!(stats.levels[0].file_count, 0);
     assert!(stats.levels[1].file_count > 1, "{stats:?}");
     // More writes land in fresh L0 tables and the memtable.

@@ -35,6 +35,8 @@ pub struct Cluster {
     http: reqwest::Client,
     /// Extra flags for every node start.
     node_args: Vec<String>,
+    /// The OTLP collector Envoy and the nodes export traces to, if any.
+    otlp: Option<String>,
 }
 
 impl Cluster {
@@ -45,6 +47,20 @@ impl Cluster {
 
     /// Like [`start`](Self::start), passing `node_args` to every node.
     pub async fn start_with_args(n: usize, node_args: &[&str]) -> Result<Cluster> {
+        Self::start_configured(n, node_args, None).await
+    }
+
+    /// Like [`start`](Self::start), with Envoy and every node exporting
+    /// their spans to the OTLP/gRPC collector at `otlp` (`host:port`).
+    pub async fn start_traced(n: usize, otlp: &str) -> Result<Cluster> {
+        Self::start_configured(n, &[], Some(otlp.to_string())).await
+    }
+
+    async fn start_configured(
+        n: usize,
+        node_args: &[&str],
+        otlp: Option<String>,
+    ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
             .prefix("strata-cluster-")
             .tempdir()?;
@@ -67,6 +83,7 @@ impl Cluster {
                 .pool_max_idle_per_host(0)
                 .build()?,
             node_args: node_args.iter().map(|a| a.to_string()).collect(),
+            otlp,
         };
         for id in 1..=n as u64 {
             cluster.start_node(id)?;
@@ -113,6 +130,9 @@ impl Cluster {
         spec.join = join;
         spec.log = NODE_LOG.into();
         spec.extra_args = self.node_args.clone();
+        if let Some(otlp) = &self.otlp {
+            spec.extra_env.extend(command::otlp_env(otlp));
+        }
         let child = self
             .spawn_logged(&format!("node{id}"), &spec.command_line(&bin))
             .context("spawning strata-node")?;
@@ -132,6 +152,7 @@ impl Cluster {
             admin: format!("127.0.0.1:{}", self.admin_port),
             console: format!("127.0.0.1:{}", free_port()),
             k6: None,
+            otlp: self.otlp.clone(),
         }
         .write_config(&cfg)?;
         let child = self

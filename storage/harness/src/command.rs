@@ -60,6 +60,9 @@ pub struct NodeSpec {
     pub log: String,
     /// Further flags, passed last.
     pub extra_args: Vec<String>,
+    /// Further environment variables (e.g. the `OTEL_*` ones).
+    #[serde(default)]
+    pub extra_env: BTreeMap<String, String>,
 }
 
 impl NodeSpec {
@@ -77,6 +80,7 @@ impl NodeSpec {
             io_threads: None,
             log: std::env::var("STRATA_LOG").unwrap_or_else(|_| DEFAULT_NODE_LOG.to_string()),
             extra_args: Vec::new(),
+            extra_env: BTreeMap::new(),
         }
     }
 
@@ -107,9 +111,24 @@ impl NodeSpec {
         CommandLine {
             program: bin.to_path_buf(),
             args,
-            env: BTreeMap::from([("STRATA_LOG".to_string(), self.log.clone())]),
+            env: BTreeMap::from([("STRATA_LOG".to_string(), self.log.clone())])
+                .into_iter()
+                .chain(self.extra_env.clone())
+                .collect(),
         }
     }
+}
+
+/// The environment that makes a node export its spans to the OTLP/gRPC
+/// collector at `otlp` (`host:port`), within a fraction of a second.
+pub fn otlp_env(otlp: &str) -> [(String, String); 2] {
+    [
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT".into(),
+            format!("http://{otlp}"),
+        ),
+        ("OTEL_BSP_SCHEDULE_DELAY".into(), "100".into()),
+    ]
 }
 
 /// `--peers` as the node reads it: `1=host:port,2=host:port`.

@@ -20,6 +20,10 @@ pub struct GatewaySpec {
     pub console: String,
     /// k6's REST API, routed under `/k6/` (the generator's default when `None`).
     pub k6: Option<String>,
+    /// An OTLP/gRPC collector: Envoy then traces every request and exports
+    /// its spans there.
+    #[serde(default)]
+    pub otlp: Option<String>,
 }
 
 impl GatewaySpec {
@@ -34,6 +38,9 @@ impl GatewaySpec {
             .args(["--console", &self.console]);
         if let Some(k6) = &self.k6 {
             cmd.args(["--k6", k6]);
+        }
+        if let Some(otlp) = &self.otlp {
+            cmd.args(["--otlp", otlp]);
         }
         let output = cmd
             .arg("--out")
@@ -75,6 +82,7 @@ mod tests {
             admin: "127.0.0.1:19901".into(),
             console: "127.0.0.1:15173".into(),
             k6: Some("127.0.0.1:16565".into()),
+            otlp: None,
         }
         .write_config(&out)
         .unwrap();
@@ -97,6 +105,7 @@ mod tests {
             admin: "127.0.0.1:19901".into(),
             console: "127.0.0.1:15173".into(),
             k6: None,
+            otlp: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

@@ -26,6 +26,7 @@ mod cluster;
 pub mod command;
 pub mod gateway;
 pub mod local;
+pub mod otlp;
 pub mod run_dir;
 
 pub use cluster::Cluster;

@@ -41,6 +41,9 @@ pub struct UpOptions {
     pub envoy_bin: PathBuf,
     /// Further flags for every node.
     pub node_args: Vec<String>,
+    /// An OTLP/gRPC collector (`host:port`) Envoy and every node export
+    /// their spans to.
+    pub otlp: Option<String>,
 }
 
 /// Everything needed to start, restart or extend the cluster.
@@ -81,6 +84,9 @@ impl Layout {
                 );
                 spec.io_threads = opts.threads;
                 spec.extra_args = opts.node_args.clone();
+                if let Some(otlp) = &opts.otlp {
+                    spec.extra_env.extend(command::otlp_env(otlp));
+                }
                 spec
             })
             .collect();
@@ -95,6 +101,7 @@ impl Layout {
                 admin: format!("{ADDR}:{}", opts.admin_port),
                 console: format!("{ADDR}:{}", opts.console_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
+                otlp: opts.otlp.clone(),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -287,6 +294,7 @@ mod tests {
             node_bin: "/b/strata-node".into(),
             envoy_bin: "envoy".into(),
             node_args: vec!["--read-mode".into(), "lease".into()],
+            otlp: None,
         }
     }
 

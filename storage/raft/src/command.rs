@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! version u8 (=1) | request_id u64 | tag u8 | body
+//! version u8 (=2) | request_id u64 | trace (trace id 16, span id 8, flags u8) | tag u8 | body
 //! Put:    key | value          Delete: key
 //! Batch:  count u32 | (op_tag u8 | key [| value])*
 //! Cas:    key | has_expected u8 [| expected] | has_value u8 [| value]
@@ -9,7 +10,11 @@
 //! Byte strings are a u32 length followed by the bytes; integers are
 //! little-endian. Decoding checks every length against the buffer.
 
+use crate::trace::TraceParent;
+
 const VERSION: u8 = 1;
+/// The same, with the proposing request's trace context after the id.
+const VERSION_TRACED: u8 = 2;
 const TAG_PUT: u8 = 1;
 const TAG_DELETE: u8 = 2;
 const TAG_BATCH: u8 = 3;
@@ -80,9 +85,22 @@ fn put_opt(out: &mut Vec<u8>, b: &Option<Vec<u8>>) {
 
 impl Proposal {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(32 + self.command.approximate_size());
-        out.push(VERSION);
+        self.encode_traced(None)
+    }
+
+    /// The entry's bytes, carrying `trace` when the proposal was made in a
+    /// sampled trace (see `crate::trace`).
+    pub fn encode_traced(&self, trace: Option<&TraceParent>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.command.approximate_size());
+        out.push(if trace.is_some() {
+            VERSION_TRACED
+        } else {
+            VERSION
+        });
         out.extend_from_slice(&self.request_id.to_le_bytes());
+        if let Some(t) = trace {
+            t.encode(&mut out);
+        }
         match &self.command {
             Command::Put { key, value } => {
                 out.push(TAG_PUT);
@@ -124,12 +142,26 @@ impl Proposal {
         out
     }
 
+    /// The trace context an encoded proposal carries, if any, read without
+    /// decoding the rest.
+    pub fn trace_of(buf: &[u8]) -> Option<TraceParent> {
+        match buf.first() {
+            Some(&VERSION_TRACED) => TraceParent::decode(buf.get(9..)?),
+            _ => None,
+        }
+    }
+
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader { buf };
-        if r.u8()? != VERSION {
-            return Err(DecodeError("unknown command version"));
-        }
+        let traced = match r.u8()? {
+            VERSION => false,
+            VERSION_TRACED => true,
+            _ => return Err(DecodeError("unknown command version")),
+        };
         let request_id = r.u64()?;
+        if traced {
+            r.take(crate::trace::ENCODED_LEN)?;
+        }
         let command = match r.u8()? {
             TAG_PUT => Command::Put {
                 key: r.bytes()?,
@@ -278,6 +310,21 @@ mod tests {
         fn proposals_round_trip(request_id in any::<u64>(), command in command()) {
             let p = Proposal { request_id, command };
             prop_assert_eq!(Proposal::decode(&p.encode()).unwrap(), p);
+        }
+
+        #[test]
+        fn traced_proposals_round_trip_and_name_their_trace(
+            request_id in any::<u64>(),
+            command in command(),
+            ids in proptest::collection::vec(any::<u8>(), crate::trace::ENCODED_LEN),
+        ) {
+            let trace = TraceParent::decode(&ids).unwrap();
+            let p = Proposal { request_id, command };
+            let enc = p.encode_traced(Some(&trace));
+            prop_assert_eq!(Proposal::trace_of(&enc), Some(trace));
+            prop_assert_eq!(Proposal::decode(&enc).unwrap(), p.clone());
+            prop_assert_eq!(Proposal::trace_of(&p.encode()), None);
+            prop_assert_eq!(p.encode_traced(None), p.encode());
         }
 
         #[test]

@@ -45,8 +45,9 @@
 //! - A new kind of request: a variant of `Input`, a [`PeerHandle`] method
 //!   that submits it, and a module under `driver/` that handles it
 //!   (`Driver::handle` dispatches to it).
-//! - Metrics: counters in `Shared` (like `log_syncs`), counted by the
-//!   driver and read through [`PeerHandle`]. Trace context: carried in the
+//! - Metrics: a family in `metrics::RaftMetrics` (Prometheus names and
+//!   units), updated by the driver and read through [`PeerHandle::metrics`];
+//!   the node registers them. Trace context: carried in the
 //!   request's `Input` variant; the driver is a plain thread, so its module
 //!   enters the span itself.
 //! - Watch: `apply` is the one place that sees every applied entry in
@@ -74,18 +75,21 @@ pub mod log;
 mod logger;
 mod mailbox;
 pub mod members;
+pub mod metrics;
 mod peer;
 #[cfg(test)]
 mod sim;
 pub mod snapshot;
 pub mod state_machine;
 mod status;
+mod trace;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
 pub use config::PeerConfig;
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use members::Members;
+pub use metrics::RaftMetrics;
 pub use peer::{Peer, PeerHandle};
 pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
@@ -95,6 +99,7 @@ pub use raft::eraftpb::{
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
 pub use status::{HandOver, PeerStatus, RaftEvent, RaftEventKind, Role};
+pub use trace::TraceParent;
 pub use transport::Transport;
 
 /// Encodes a raft message for the wire.

@@ -27,9 +27,11 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::command::{ApplyResult, Command};
 use crate::error::ProposeError;
+use crate::metrics::RaftMetrics;
 use crate::snapshot::{JobDone, SnapshotDirs};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
+use crate::trace::TraceParent;
 
 /// Where a proposal's outcome goes: the index it was applied at and its
 /// result.
@@ -46,6 +48,8 @@ pub(crate) enum Input {
     Propose {
         request_id: u64,
         command: Command,
+        /// The sampled trace it was proposed in, carried in its entry.
+        trace: Option<TraceParent>,
         tx: ProposeTx,
     },
     Read {
@@ -113,8 +117,8 @@ pub(crate) struct Shared {
     pub(crate) events: broadcast::Sender<RaftEvent>,
     pub(crate) state_machine: Arc<StateMachine>,
     pub(crate) snapshot_dirs: SnapshotDirs,
-    /// How many times the raft log was fsynced.
-    pub(crate) log_syncs: AtomicU64,
+    /// The driver's counters (the same families it updates).
+    pub(crate) metrics: RaftMetrics,
     next_request_id: AtomicU64,
     /// How the latest snapshot send to each member ended, until the
     /// driver takes it: raft waits for it before sending that member more.
@@ -140,6 +144,7 @@ impl Shared {
         status: PeerStatus,
         state_machine: Arc<StateMachine>,
         snapshot_dirs: SnapshotDirs,
+        metrics: RaftMetrics,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
         Shared {
@@ -148,7 +153,7 @@ impl Shared {
             events,
             state_machine,
             snapshot_dirs,
-            log_syncs: AtomicU64::new(0),
+            metrics,
             // Request ids only need to be unique per proposer and restart:
             // start from a random point so a restarted node does not reuse
             // old ids.

@@ -7,15 +7,18 @@ use std::thread::JoinHandle;
 
 use raft::eraftpb::Message;
 use tokio::sync::{broadcast, oneshot};
+use tracing::Instrument;
 
 use crate::command::{ApplyResult, Command};
 use crate::driver::Driver;
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
 use crate::mailbox::Input;
+use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
+use crate::trace::TraceParent;
 use crate::transport::Transport;
 
 use crate::config::PeerConfig;
@@ -70,7 +73,13 @@ impl Peer {
             jobs_rx,
         )
         .map_err(|e| StartError::Config(format!("cannot start snapshot thread: {e}")))?;
-        let shared = Arc::new(Shared::new(senders, driver.status(), state_machine, dirs));
+        let shared = Arc::new(Shared::new(
+            senders,
+            driver.status(),
+            state_machine,
+            dirs,
+            driver.metrics().clone(),
+        ));
         let handle = PeerHandle { inner: shared };
         let thread_handle = handle.clone();
         let thread = std::thread::Builder::new()
@@ -108,7 +117,15 @@ impl PeerHandle {
     ///
     /// The caller bounds the wait; a caller that gives up must report the
     /// outcome as unknown.
+    ///
+    /// It runs inside a `raft.propose` span; in a sampled trace the entry
+    /// carries that span, so every member's append and apply spans join it.
     pub async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
+        let span = tracing::info_span!("raft", otel.name = "raft.propose");
+        self.propose_in(command).instrument(span).await
+    }
+
+    async fn propose_in(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
         if self.inner.draining() {
             return Err(ProposeError::Stopped);
         }
@@ -126,6 +143,7 @@ impl PeerHandle {
         self.inner.submit(Input::Propose {
             request_id,
             command,
+            trace: TraceParent::current(),
             tx,
         })?;
         // A stopping driver answers every request posted before it closed
@@ -163,8 +181,18 @@ impl PeerHandle {
 
     /// Waits until this node has applied everything committed before the
     /// call (a ReadIndex round), so a read of local state afterwards is
-    /// linearizable. Returns the applied index.
+    /// linearizable. Returns the applied index. Runs inside a
+    /// `raft.read_index` span, and its time is counted.
     pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        let span = tracing::info_span!("raft", otel.name = "raft.read_index");
+        let started = std::time::Instant::now();
+        let index = self.read_index_in().instrument(span).await?;
+        let waited = started.elapsed().as_secs_f64();
+        self.inner.metrics.read_index_seconds.observe(waited);
+        Ok(index)
+    }
+
+    async fn read_index_in(&self) -> Result<u64, ProposeError> {
         if self.inner.draining() {
             return Err(ProposeError::Stopped);
         }
@@ -233,9 +261,14 @@ impl PeerHandle {
         self.inner.events.subscribe()
     }
 
+    /// What this peer counts, for the node's `/metrics`.
+    pub fn metrics(&self) -> &RaftMetrics {
+        &self.inner.metrics
+    }
+
     /// How many times this peer has fsynced its raft log since it started.
     pub fn log_sync_count(&self) -> u64 {
-        self.inner.log_syncs.load(Ordering::Relaxed)
+        self.inner.metrics.log_syncs.get()
     }
 
     pub fn state_machine(&self) -> &Arc<StateMachine> {
@@ -284,7 +317,13 @@ mod tests {
                 failure: None,
             };
             let handle = PeerHandle {
-                inner: Arc::new(Shared::new(senders, status, sm, dirs)),
+                inner: Arc::new(Shared::new(
+                    senders,
+                    status,
+                    sm,
+                    dirs,
+                    RaftMetrics::default(),
+                )),
             };
             IdlePeer {
                 handle,
@@ -307,6 +346,7 @@ mod tests {
                 let posted = self.handle.inner.submit(Input::Propose {
                     request_id: taken as u64,
                     command: Command::Delete { key: b"k".to_vec() },
+                    trace: None,
                     tx,
                 });
                 match posted {

@@ -18,6 +18,8 @@ use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
 use crate::grpc::one_message::{OneMessage, Requests};
 use crate::grpc::raft::RaftService;
+use crate::metrics::track;
+use crate::request_span::trace_request;
 use crate::rest::{self, AppState};
 
 /// Largest message of the internal raft transport (a batch of entries or a
@@ -40,6 +42,7 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 /// `raft`, gRPC health and reflection, and a fallback for anything else.
 pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
     let core = state.core.clone();
+    let metrics = state.metrics.clone();
     let max_msg = core.limits().max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
@@ -66,7 +69,12 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
-    Ok(app.fallback(fallback))
+    // Outermost, so every answer is counted and traced, the fallback's
+    // included; the span encloses the counting.
+    Ok(app
+        .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(metrics, track))
+        .layer(axum::middleware::from_fn(trace_request)))
 }
 
 /// Mounts a tonic service at `/{package.Service}/*`; methods that take one

@@ -13,12 +13,16 @@ pub mod join;
 pub mod lost_state;
 pub mod member_status;
 pub mod membership;
+pub mod metrics;
 pub mod node;
+pub mod request_span;
 pub mod rest;
+pub mod route;
 pub mod shutdown;
 pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;
+pub mod telemetry;
 pub mod transport;
 pub mod validate;
 

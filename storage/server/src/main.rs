@@ -3,8 +3,8 @@
 use std::os::unix::process::CommandExt;
 
 use clap::Parser;
+use strata_server::telemetry::{LogFormat, Telemetry};
 use strata_server::{NodeConfig, Stop};
-use tracing_subscriber::EnvFilter;
 
 // The request path allocates small, short-lived buffers (HTTP/2 frames,
 // protobuf messages) on several threads at once: mimalloc's thread-local
@@ -13,19 +13,33 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The node's settings, and how it logs.
+#[derive(Parser)]
+#[command(name = "strata-node", about = "One storage node of a Strata cluster")]
+struct Cli {
+    #[command(flatten)]
+    node: NodeConfig,
+    /// How log lines are written (the level comes from STRATA_LOG or
+    /// RUST_LOG). Traces are exported when OTEL_EXPORTER_OTLP_ENDPOINT is
+    /// set.
+    #[arg(long, env = "STRATA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
 fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_env("STRATA_LOG")
-                .unwrap_or_else(|_| EnvFilter::new("info,raft=warn")),
-        )
-        .init();
-    let config = NodeConfig::parse();
+    let Cli {
+        node: config,
+        log_format,
+    } = Cli::parse();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(threads) = config.io_threads {
         runtime.worker_threads(threads.into());
     }
-    let stop = runtime.enable_all().build()?.block_on(async {
+    let runtime = runtime.enable_all().build()?;
+    let stop = runtime.block_on(async {
+        // Flushes the spans still buffered when it drops, at the end of
+        // this block, while the runtime still runs.
+        let _telemetry = Telemetry::init(log_format, config.id)?;
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         strata_server::run(listener, config, shutdown_signal()).await
     })?;

@@ -17,6 +17,7 @@ use crate::config::NodeConfig;
 use crate::core::Core;
 use crate::grpc::raft::RaftService;
 use crate::member_status::spawn_watch;
+use crate::metrics::NodeMetrics;
 use crate::rest::AppState;
 use crate::transport::GrpcTransport;
 
@@ -120,11 +121,17 @@ impl Node {
         let handle = peer.handle();
         let _ = slot.set(handle.clone());
 
+        let metrics = Arc::new(NodeMetrics::new(
+            engine.clone(),
+            handle.clone(),
+            config.data_dir.clone(),
+        ));
         let core = Arc::new(Core::new(
             handle.clone(),
             channels,
             config.limits.clone(),
             config.timing.clone(),
+            metrics.api.forwarded.clone(),
         ));
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
@@ -132,6 +139,7 @@ impl Node {
         let state = AppState {
             core: core.clone(),
             cluster,
+            metrics,
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx);
         let app = crate::app::router(state, raft).await?;

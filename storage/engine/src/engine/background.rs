@@ -179,10 +179,15 @@ fn flush_frozen(inner: &Inner, frozen: &Arc<Frozen>) -> Result<()> {
         .counters
         .flush_bytes_written
         .fetch_add(bytes_out, Ordering::Relaxed);
+    let duration = started.elapsed();
+    inner
+        .counters
+        .flush_micros
+        .fetch_add(duration.as_micros() as u64, Ordering::Relaxed);
     inner.events.publish(EngineEvent::FlushFinished {
         table_number: number,
         bytes_out,
-        duration: started.elapsed(),
+        duration,
     });
     if inner.opts.wal != WalMode::Disabled {
         // Best effort: a leftover segment below the log number is deleted
@@ -309,6 +314,11 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
         .counters
         .compaction_bytes_written
         .fetch_add(bytes_out, Ordering::Relaxed);
+    let duration = started.elapsed();
+    inner
+        .counters
+        .compaction_micros
+        .fetch_add(duration.as_micros() as u64, Ordering::Relaxed);
     inner.events.publish(EngineEvent::CompactionFinished {
         level: task.level,
         output_level: task.output_level(),
@@ -317,7 +327,7 @@ fn compact(inner: &Inner, view: &ReadView, task: &CompactionTask) -> Result<()> 
         files_out,
         bytes_out,
         trivial_move: false,
-        duration: started.elapsed(),
+        duration,
     });
     for (_, number) in &edit.deleted_files {
         // Readers holding an older view keep their open handles; unlinking

@@ -227,6 +227,9 @@ impl Inner {
             ..EngineStats::default()
         };
         self.counters.fill(&mut stats);
+        if let Some(cache) = &self.block_cache {
+            (stats.block_cache_hits, stats.block_cache_misses) = cache.hits_and_misses();
+        }
         stats
     }
 }

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -35,6 +36,8 @@ struct Shard {
 pub(crate) struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     shard_capacity: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl BlockCache {
@@ -42,6 +45,8 @@ impl BlockCache {
         BlockCache {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             shard_capacity: capacity_bytes / SHARDS,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -50,11 +55,24 @@ impl BlockCache {
         &self.shards[(h.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 60) as usize % SHARDS]
     }
 
+    /// The cached block, counting a hit or a miss.
     pub(crate) fn get(&self, table: u64, offset: u64) -> Option<Arc<Block>> {
         let mut shard = self.shard((table, offset)).lock();
-        let entry = shard.map.get_mut(&(table, offset))?;
+        let Some(entry) = shard.map.get_mut(&(table, offset)) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
         entry.referenced = true;
+        self.hits.fetch_add(1, Ordering::Relaxed);
         Some(Arc::clone(&entry.block))
+    }
+
+    /// Lookups answered from the cache, and lookups that missed.
+    pub(crate) fn hits_and_misses(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
     /// Caches `block` (of `charge` bytes), evicting until it fits. A block
@@ -111,6 +129,18 @@ mod tests {
 
     fn block() -> Arc<Block> {
         Arc::new(Block::decode(vec![0, 0, 0, 0, 1, 0, 0, 0]).expect("valid empty block"))
+    }
+
+    // Proves that every lookup counts as a hit or a miss, and which.
+    #[test]
+    fn lookups_count_hits_and_misses() {
+        let cache = BlockCache::new(SHARDS * 1000);
+        assert!(cache.get(1, 0).is_none());
+        cache.insert(1, 0, block(), 100);
+        assert!(cache.get(1, 0).is_some());
+        assert!(cache.get(1, 0).is_some());
+        assert!(cache.get(2, 0).is_none());
+        assert_eq!(cache.hits_and_misses(), (2, 2));
     }
 
     // Proves that the cache stays within its budget, returns what it holds,

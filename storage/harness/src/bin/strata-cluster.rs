@@ -89,6 +89,10 @@ struct Up {
     /// Seconds to wait for a healthy cluster.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// An OTLP/gRPC collector (HOST:PORT): Envoy traces every request, and
+    /// Envoy and every node export their spans there.
+    #[arg(long)]
+    otlp: Option<String>,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -151,6 +155,9 @@ enum Line {
         console: String,
         #[arg(long)]
         k6: Option<String>,
+        /// An OTLP/gRPC collector the tracer exports to.
+        #[arg(long)]
+        otlp: Option<String>,
         #[arg(long)]
         concurrency: Option<usize>,
     },
@@ -236,6 +243,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             admin,
             console,
             k6,
+            otlp,
             concurrency,
         } => {
             GatewaySpec {
@@ -244,6 +252,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 admin,
                 console,
                 k6,
+                otlp,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -285,6 +294,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         node_bin: std::path::absolute(node_bin)?,
         envoy_bin,
         node_args: up.node_args,
+        otlp: up.otlp,
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;

@@ -12,6 +12,7 @@ use crate::command::Proposal;
 use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
 use crate::state_machine::{Applied, Committed};
+use crate::trace;
 
 impl Driver {
     pub(super) fn apply(&mut self, entries: Vec<Entry>) {
@@ -58,8 +59,12 @@ impl Driver {
             });
         }
         let last = entries.last().map_or(0, |e| e.index);
-        match self.state_machine.apply(&batch) {
+        let traced = trace::spans(&entries, "raft.apply");
+        let applied = self.state_machine.apply(&batch);
+        drop(traced);
+        match applied {
             Ok(results) => {
+                self.metrics.applied_entries.inc_by(entries.len() as u64);
                 self.answer_conf_changes(last, &applied_conf);
                 self.answer_proposals(last, results);
             }
@@ -110,6 +115,8 @@ impl Driver {
             }
             let outcome = match results.peek() {
                 Some(r) if r.index == index && r.request_id == p.request_id => {
+                    let waited = p.proposed_at.elapsed().as_secs_f64();
+                    self.metrics.commit_seconds.observe(waited);
                     Ok((index, r.result.clone()))
                 }
                 _ => Err(ProposeError::Dropped(format!(

@@ -16,7 +16,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
@@ -29,9 +28,11 @@ use crate::log::RaftLogStore;
 use crate::logger::raft_logger;
 use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
+use crate::metrics::RaftMetrics;
 use crate::snapshot::{Job, SnapshotDirs};
 use crate::state_machine::StateMachine;
 use crate::status::PeerStatus;
+use crate::trace;
 use crate::transport::Transport;
 
 mod amnesia;
@@ -83,6 +84,7 @@ pub(crate) struct Driver {
     compact_keep_entries: u64,
     members: Members,
     events: EventLog,
+    metrics: RaftMetrics,
 }
 
 impl Driver {
@@ -119,6 +121,7 @@ impl Driver {
         raft_config.validate()?;
         let node = RawNode::new(&raft_config, store, &raft_logger(config.id))?;
         let mut driver = Driver {
+            metrics: RaftMetrics::default(),
             id: config.id,
             group_id: config.group_id,
             node,
@@ -179,7 +182,7 @@ impl Driver {
         // (a follower's acknowledgement or a leader's own vote would promise
         // durability it no longer has), and the others carry on without it.
         if self.failure.is_none() {
-            self.on_ready(shared);
+            self.on_ready();
         }
         self.publish(shared);
     }
@@ -250,8 +253,9 @@ impl Driver {
             Input::Propose {
                 request_id,
                 command,
+                trace,
                 tx,
-            } => self.propose(request_id, command, tx),
+            } => self.propose(request_id, command, trace, tx),
             Input::Read { tx } => self.read(tx),
             Input::Step(_) if self.failure.is_some() => {}
             Input::Step(m) => {
@@ -275,7 +279,7 @@ impl Driver {
         }
     }
 
-    fn on_ready(&mut self, shared: &Shared) {
+    fn on_ready(&mut self) {
         while self.node.has_ready() {
             let mut ready = self.node.ready();
             if let Some(ss) = ready.ss() {
@@ -303,9 +307,20 @@ impl Driver {
             if let Some(hs) = ready.hs() {
                 store.set_hard_state(hs);
             }
-            match store.persist() {
+            let appending = (ready.entries().len() as u64, store.pending_bytes() as u64);
+            // Each traced entry's `raft.append` span covers the write and
+            // the fsync, on the leader and on every follower alike.
+            let traced = trace::spans(ready.entries(), "raft.append");
+            let started = Instant::now();
+            let persisted = store.persist();
+            drop(traced);
+            match persisted {
                 Ok(true) => {
-                    shared.log_syncs.fetch_add(1, Ordering::Relaxed);
+                    let m = &self.metrics;
+                    m.append_seconds.observe(started.elapsed().as_secs_f64());
+                    m.log_syncs.inc();
+                    m.appended_entries.inc_by(appending.0);
+                    m.appended_bytes.inc_by(appending.1);
                 }
                 Ok(false) => {}
                 Err(e) => {

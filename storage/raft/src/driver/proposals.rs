@@ -12,6 +12,8 @@
 //! refuses the rest as retryable, so one large proposal does not cost the
 //! small ones beside it their place.
 
+use std::time::Instant;
+
 use raft::StateRole;
 use raft::eraftpb::{Entry, Message, MessageType};
 
@@ -19,6 +21,7 @@ use super::Driver;
 use crate::command::{Command, Proposal};
 use crate::error::ProposeError;
 use crate::mailbox::ProposeTx;
+use crate::trace::TraceParent;
 
 /// A proposal taken from the inbox, not yet stepped into raft.
 pub(super) struct Queued {
@@ -32,6 +35,8 @@ pub(super) struct Queued {
 pub(super) struct Pending {
     pub(super) request_id: u64,
     pub(super) tx: ProposeTx,
+    /// When it was stepped into raft, for the commit latency.
+    pub(super) proposed_at: Instant,
 }
 
 impl Queued {
@@ -54,7 +59,13 @@ impl Driver {
     /// Takes a client proposal; it reaches raft at the start of the next
     /// round. Refused at once if this peer cannot lead it now, or if its
     /// entry would be larger than an entry may be.
-    pub(super) fn propose(&mut self, request_id: u64, command: Command, tx: ProposeTx) {
+    pub(super) fn propose(
+        &mut self,
+        request_id: u64,
+        command: Command,
+        trace: Option<TraceParent>,
+        tx: ProposeTx,
+    ) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
             return;
@@ -63,7 +74,7 @@ impl Driver {
             request_id,
             command,
         }
-        .encode();
+        .encode_traced(trace.as_ref());
         if data.len() > self.max_entry_bytes {
             let _ = tx.send(Err(ProposeError::Invalid(format!(
                 "the write makes an entry of {} bytes; the limit is {}",
@@ -115,6 +126,7 @@ impl Driver {
         }
         let mut waiters = Vec::with_capacity(queued.len());
         let mut entries = Vec::with_capacity(queued.len());
+        let proposed_at = Instant::now();
         for q in queued {
             entries.push(Entry {
                 data: q.data.into(),
@@ -123,6 +135,7 @@ impl Driver {
             waiters.push(Pending {
                 request_id: q.request_id,
                 tx: q.tx,
+                proposed_at,
             });
         }
         let mut m = Message::default();
@@ -132,6 +145,9 @@ impl Driver {
         let before = self.node.raft.raft_log.last_index();
         match self.node.raft.step(m) {
             Ok(()) => {
+                let stepped = waiters.len() as u64;
+                self.metrics.proposals.inc_by(stepped);
+                self.metrics.proposal_batch.observe(stepped as f64);
                 let last = self.node.raft.raft_log.last_index();
                 debug_assert_eq!(
                     last,

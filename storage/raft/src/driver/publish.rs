@@ -7,9 +7,15 @@ use std::sync::atomic::Ordering;
 
 use super::Driver;
 use crate::mailbox::Shared;
+use crate::metrics::{MemberLabels, RaftMetrics};
 use crate::status::{PeerStatus, Role};
 
 impl Driver {
+    /// What this peer counts; `Shared` holds the same families.
+    pub(crate) fn metrics(&self) -> &RaftMetrics {
+        &self.metrics
+    }
+
     /// The status as last published.
     pub(crate) fn status(&self) -> PeerStatus {
         self.last_status.clone()
@@ -44,15 +50,48 @@ impl Driver {
             + self.reads.waiting();
         shared.requests_in_flight.store(requests, Ordering::Relaxed);
         let status = self.compute_status();
+        self.publish_progress(&status);
         if status == self.last_status && !self.events.has_noted() {
             return;
         }
         let events = self.events.events(&self.last_status, &status);
         *shared.status.write() = status.clone();
         for e in events {
+            self.metrics.event(e.kind);
             let _ = shared.events.send(e);
         }
         self.last_status = status;
+    }
+}
+
+impl Driver {
+    /// On a leader, each other member's match index and lag; elsewhere
+    /// none, since only a leader knows them. Refreshed every round, as a
+    /// member catches up without the status changing.
+    fn publish_progress(&self, status: &PeerStatus) {
+        let m = &self.metrics;
+        let members_changed = status.voters != self.last_status.voters
+            || status.learners != self.last_status.learners;
+        if status.role != Role::Leader || members_changed {
+            m.member_match_index.clear();
+            m.member_lag_entries.clear();
+        }
+        if status.role != Role::Leader {
+            return;
+        }
+        let last = status.last_index;
+        for (&id, pr) in self.node.raft.prs().iter() {
+            if id == self.id {
+                continue;
+            }
+            let member = MemberLabels { member: id };
+            m.member_match_index
+                .get_or_create(&member)
+                .set(pr.matched as i64);
+            m.member_lag_entries
+                .get_or_create(&member)
+                .set(last.saturating_sub(pr.matched) as i64);
+        }
     }
 }
 

@@ -106,7 +106,13 @@ mod tests {
             jobs,
         )
         .expect("driver");
-        let shared = Arc::new(Shared::new(senders, driver.status(), sm, dirs));
+        let shared = Arc::new(Shared::new(
+            senders,
+            driver.status(),
+            sm,
+            dirs,
+            driver.metrics().clone(),
+        ));
         driver.raw_mut().campaign().expect("campaign");
         for _ in 0..10 {
             driver.round(&shared);
@@ -123,6 +129,7 @@ mod tests {
         driver.handle(Input::Propose {
             request_id,
             command: Command::Delete { key: b"k".to_vec() },
+            trace: None,
             tx,
         });
         rx
@@ -148,6 +155,7 @@ mod tests {
             .submit(Input::Propose {
                 request_id: 3,
                 command: Command::Delete { key: b"k".to_vec() },
+                trace: None,
                 tx,
             })
             .expect("the inbox takes it");

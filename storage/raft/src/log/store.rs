@@ -430,6 +430,11 @@ impl RaftLogStore {
     /// Writes every pending record and fsyncs once. Returns whether it
     /// synced (nothing was pending otherwise; a deferred commit index alone
     /// is not worth a sync).
+    /// Bytes of records framed and waiting for the next [`persist`](Self::persist).
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
     pub fn persist(&mut self) -> Result<bool, LogError> {
         if self.pending.is_empty() {
             return Ok(false);

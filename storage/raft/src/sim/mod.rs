@@ -264,6 +264,7 @@ impl Sim {
             live.driver.handle(Input::Propose {
                 request_id: self.next_key,
                 command,
+                trace: None,
                 tx,
             });
             self.pending.push((key, value, rx));

@@ -135,7 +135,13 @@ impl SimNode {
             jobs_tx,
         )
         .expect("driver starts");
-        let shared = Arc::new(Shared::new(senders, driver.status(), sm, dirs));
+        let shared = Arc::new(Shared::new(
+            senders,
+            driver.status(),
+            sm,
+            dirs,
+            driver.metrics().clone(),
+        ));
         let events = shared.events.subscribe();
         self.generation += 1;
         self.live = Some(Live {

@@ -50,6 +50,7 @@ impl Sim {
                 key: key.as_bytes().to_vec(),
                 value: b"v".to_vec(),
             },
+            trace: None,
             tx,
         });
         rx

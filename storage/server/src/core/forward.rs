@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tonic::Code;
 use tonic::transport::Channel;
+use tracing::Instrument;
 
 use super::Core;
 use crate::error::{ApiError, ErrorCode};
@@ -28,10 +29,20 @@ impl Core {
         F: FnOnce(Channel, tonic::Request<T>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
-        call(leader, self.forward_request(body))
-            .await
-            .map(tonic::Response::into_inner)
-            .map_err(|s| forward_error(&s))
+        self.forwarded.inc();
+        let span = tracing::info_span!(
+            "forward",
+            otel.name = "forward to leader",
+            otel.kind = "client"
+        );
+        async {
+            call(leader, self.forward_request(body))
+                .await
+                .map(tonic::Response::into_inner)
+                .map_err(|s| forward_error(&s))
+        }
+        .instrument(span)
+        .await
     }
 
     fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
@@ -40,6 +51,7 @@ impl Core {
             FORWARDED_HEADER,
             tonic::metadata::MetadataValue::from(self.id),
         );
+        crate::request_span::inject_current(req.metadata_mut());
         req.set_timeout(self.timing.request_timeout() + Duration::from_millis(500));
         req
     }

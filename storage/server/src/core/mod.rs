@@ -16,6 +16,8 @@ mod transfer;
 use std::sync::Arc;
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+
 use strata_proto::v1::ResponseHeader;
 use strata_raft::{ApplyResult, Command, PeerHandle, ProposeError};
 use tonic::transport::Channel;
@@ -41,6 +43,8 @@ pub struct Core {
     channels: Arc<MemberChannels>,
     limits: Limits,
     timing: Timing,
+    /// Requests sent on to the leader (`strata_api_forwarded_total`).
+    forwarded: Counter,
 }
 
 /// Where a write goes.
@@ -55,6 +59,7 @@ impl Core {
         channels: Arc<MemberChannels>,
         limits: Limits,
         timing: Timing,
+        forwarded: Counter,
     ) -> Self {
         Core {
             id: channels.self_id(),
@@ -62,6 +67,7 @@ impl Core {
             channels,
             limits,
             timing,
+            forwarded,
         }
     }
 

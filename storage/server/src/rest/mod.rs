@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod encoding;
 pub mod health;
 pub mod kv;
+pub mod metrics;
 pub mod model;
 pub mod openapi;
 pub mod parse;
@@ -24,6 +25,7 @@ use utoipa_axum::routes;
 
 use crate::core::Core;
 use crate::error::{ApiError, ErrorCode};
+use crate::metrics::NodeMetrics;
 
 /// What every REST handler can reach.
 #[derive(Clone)]
@@ -31,6 +33,7 @@ pub struct AppState {
     pub core: Arc<Core>,
     /// The latest cluster-wide status, refreshed in the background.
     pub cluster: watch::Receiver<StatusResponse>,
+    pub metrics: Arc<NodeMetrics>,
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -57,6 +60,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(health::ready))
         .routes(routes!(health::live))
         .routes(routes!(openapi::serve))
+        .routes(routes!(metrics::scrape))
         .routes(routes!(cluster::remove_member))
         .routes(routes!(cluster::promote_member))
 }

@@ -546,6 +546,51 @@ async fn a_draining_node_leaves_rotation_and_refuses_writes_as_not_applied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_each_answer_under_its_route_template() {
+    // Proves: `/metrics` answers OpenMetrics text, as documented, and
+    // counts answered requests under the documented route template and
+    // outcome code (a 400 apart from a 200), and raft's proposals with them.
+    let n = one_node(Limits::default()).await;
+    let doc = document();
+    let app = &n.app;
+    for key in ["a", "b/c"] {
+        let put = call(app, Method::PUT, &format!("/v1/kv/{key}"), &[], "v").await;
+        assert_eq!(put.status, StatusCode::OK);
+    }
+    let bad = call(
+        app,
+        Method::GET,
+        "/v1/kv/a?consistency=bogus",
+        &[],
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let scrape = call(app, Method::GET, "/metrics", &[], Bytes::new()).await;
+    assert_eq!(scrape.status, StatusCode::OK);
+    assert_documented(&doc, "get", "/metrics", &scrape);
+    assert!(
+        scrape
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/openmetrics-text")),
+        "{:?}",
+        scrape.header("content-type")
+    );
+    let text = String::from_utf8(scrape.body.to_vec()).unwrap();
+    for line in [
+        r#"strata_api_requests_total{protocol="rest",route="PUT /v1/kv/{key}",code="200"} 2"#,
+        r#"strata_api_requests_total{protocol="rest",route="GET /v1/kv/{key}",code="400"} 1"#,
+        "strata_raft_proposals_total 2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    assert!(
+        text.ends_with("# EOF\n"),
+        "an OpenMetrics scrape ends with # EOF"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_event_stream_opens_with_the_cluster_status() {
     // Proves: `/v1/cluster/events` is an event stream whose first event is
     // a `status` event carrying a ClusterStatus.
