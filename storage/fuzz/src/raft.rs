@@ -42,10 +42,15 @@ pub fn record_decode(data: &[u8]) {
 }
 
 /// Command decoding: the encoding is canonical, so whatever decodes
-/// re-encodes to exactly the input.
+/// re-encodes, with the trace context it carried, to exactly the input.
 pub fn proposal_decode(data: &[u8]) {
     if let Ok(p) = Proposal::decode(data) {
-        assert_eq!(p.encode(), data, "proposal does not round-trip");
+        let trace = Proposal::trace_of(data);
+        assert_eq!(
+            p.encode_traced(trace.as_ref()),
+            data,
+            "proposal does not round-trip"
+        );
     }
 }
 

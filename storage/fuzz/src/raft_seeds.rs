@@ -51,7 +51,7 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
             value: Some(b"new".to_vec()),
         },
     ];
-    commands
+    let plain: Vec<Vec<u8>> = commands
         .into_iter()
         .enumerate()
         .map(|(i, command)| {
@@ -61,7 +61,19 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
             }
             .encode()
         })
-        .collect()
+        .collect();
+    // The same, as a sampled request carries them: version 2, with a trace
+    // context (trace id, span id, flags) after the request id.
+    let traced: Vec<Vec<u8>> = plain
+        .iter()
+        .map(|p| {
+            let mut t = p.clone();
+            t[0] = 2;
+            t.splice(9..9, [7u8; 24].into_iter().chain([1]));
+            t
+        })
+        .collect();
+    plain.into_iter().chain(traced).collect()
 }
 
 /// An append carrying one entry, and a heartbeat.

@@ -20,9 +20,20 @@ use strata_server::validate;
 #[test]
 fn proposal_seeds_decode_and_re_encode_exactly() {
     // Proves the proposal seeds are canonical encodings, so mutations start
-    // from inputs the decoder accepts.
-    for s in strata_fuzz::raft_seeds::proposal_seeds() {
-        assert_eq!(Proposal::decode(&s).expect("seed decodes").encode(), s);
+    // from inputs the decoder accepts; half of them carry a trace context.
+    let seeds = strata_fuzz::raft_seeds::proposal_seeds();
+    let traced = seeds
+        .iter()
+        .filter(|s| Proposal::trace_of(s).is_some())
+        .count();
+    assert_eq!(
+        traced * 2,
+        seeds.len(),
+        "as many traced seeds as plain ones"
+    );
+    for s in seeds {
+        let p = Proposal::decode(&s).expect("seed decodes");
+        assert_eq!(p.encode_traced(Proposal::trace_of(&s).as_ref()), s);
     }
 }
 
