@@ -153,6 +153,7 @@ impl Cluster {
             console: format!("127.0.0.1:{}", free_port()),
             k6: None,
             otlp: self.otlp.clone(),
+            trace_sampling: None,
         }
         .write_config(&cfg)?;
         let child = self

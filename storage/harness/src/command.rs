@@ -131,6 +131,21 @@ pub fn otlp_env(otlp: &str) -> [(String, String); 2] {
     ]
 }
 
+/// The environment that makes a node sample `percent` of the traces it
+/// starts itself, and follow its caller's decision otherwise.
+pub fn sampling_env(percent: f64) -> [(String, String); 2] {
+    [
+        (
+            "OTEL_TRACES_SAMPLER".into(),
+            "parentbased_traceidratio".into(),
+        ),
+        (
+            "OTEL_TRACES_SAMPLER_ARG".into(),
+            (percent / 100.0).to_string(),
+        ),
+    ]
+}
+
 /// `--peers` as the node reads it: `1=host:port,2=host:port`.
 pub fn peers_arg(peers: &[(u64, String)]) -> String {
     peers

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 /// Where Envoy listens and what it routes to; every address is `host:port`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewaySpec {
     /// Every storage node, including any that may join later.
     pub nodes: Vec<String>,
@@ -24,6 +24,10 @@ pub struct GatewaySpec {
     /// its spans there.
     #[serde(default)]
     pub otlp: Option<String>,
+    /// With `otlp`: the percent of requests Envoy traces (the generator's
+    /// default, 100, when `None`).
+    #[serde(default)]
+    pub trace_sampling: Option<f64>,
 }
 
 impl GatewaySpec {
@@ -41,6 +45,9 @@ impl GatewaySpec {
         }
         if let Some(otlp) = &self.otlp {
             cmd.args(["--otlp", otlp]);
+        }
+        if let Some(percent) = self.trace_sampling {
+            cmd.args(["--trace-sampling", &percent.to_string()]);
         }
         let output = cmd
             .arg("--out")
@@ -83,6 +90,7 @@ mod tests {
             console: "127.0.0.1:15173".into(),
             k6: Some("127.0.0.1:16565".into()),
             otlp: None,
+            trace_sampling: None,
         }
         .write_config(&out)
         .unwrap();
@@ -106,6 +114,7 @@ mod tests {
             console: "127.0.0.1:15173".into(),
             k6: None,
             otlp: None,
+            trace_sampling: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

@@ -44,10 +44,12 @@ pub struct UpOptions {
     /// An OTLP/gRPC collector (`host:port`) Envoy and every node export
     /// their spans to.
     pub otlp: Option<String>,
+    /// The percent of requests traced when exporting.
+    pub trace_sampling: f64,
 }
 
 /// Everything needed to start, restart or extend the cluster.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Layout {
     pub node_bin: PathBuf,
     pub envoy_bin: PathBuf,
@@ -86,6 +88,8 @@ impl Layout {
                 spec.extra_args = opts.node_args.clone();
                 if let Some(otlp) = &opts.otlp {
                     spec.extra_env.extend(command::otlp_env(otlp));
+                    spec.extra_env
+                        .extend(command::sampling_env(opts.trace_sampling));
                 }
                 spec
             })
@@ -102,6 +106,7 @@ impl Layout {
                 console: format!("{ADDR}:{}", opts.console_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
                 otlp: opts.otlp.clone(),
+                trace_sampling: opts.otlp.as_ref().map(|_| opts.trace_sampling),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -295,6 +300,7 @@ mod tests {
             envoy_bin: "envoy".into(),
             node_args: vec!["--read-mode".into(), "lease".into()],
             otlp: None,
+            trace_sampling: 100.0,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::Result;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
@@ -34,8 +35,13 @@ impl ReceivedSpan {
     }
 }
 
+/// The spans received, or only their number.
 #[derive(Default, Clone)]
-struct Store(Arc<Mutex<Vec<ReceivedSpan>>>);
+struct Store {
+    spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    count: Arc<AtomicU64>,
+    keep: bool,
+}
 
 #[tonic::async_trait]
 impl TraceService for Store {
@@ -43,8 +49,19 @@ impl TraceService for Store {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let mut kept = self.0.lock();
-        for rs in request.into_inner().resource_spans {
+        let request = request.into_inner();
+        let n: usize = request
+            .resource_spans
+            .iter()
+            .flat_map(|rs| &rs.scope_spans)
+            .map(|ss| ss.spans.len())
+            .sum();
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        if !self.keep {
+            return Ok(tonic::Response::new(ExportTraceServiceResponse::default()));
+        }
+        let mut kept = self.spans.lock();
+        for rs in request.resource_spans {
             let attrs = rs.resource.map(|r| r.attributes).unwrap_or_default();
             let service = attrs
                 .iter()
@@ -84,11 +101,20 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// Starts listening on a free port.
+    /// Starts listening on a free port of 127.0.0.1, keeping every span.
     pub async fn start() -> Result<Receiver> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::bind("127.0.0.1:0", true).await
+    }
+
+    /// Starts listening on `addr`; keeps the spans, or (`keep` false, as a
+    /// sink for benchmarks) only counts them.
+    pub async fn bind(addr: &str, keep: bool) -> Result<Receiver> {
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let store = Store::default();
+        let store = Store {
+            keep,
+            ..Store::default()
+        };
         let service = TraceServiceServer::new(store.clone());
         let task = tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
@@ -108,9 +134,14 @@ impl Receiver {
         self.addr.to_string()
     }
 
-    /// Every span received so far.
+    /// Every span received so far (none when not keeping them).
     pub fn spans(&self) -> Vec<ReceivedSpan> {
-        self.store.0.lock().clone()
+        self.store.spans.lock().clone()
+    }
+
+    /// How many spans were received.
+    pub fn count(&self) -> u64 {
+        self.store.count.load(Ordering::Relaxed)
     }
 }
 

@@ -8,6 +8,7 @@ pub mod channels;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod event_log;
 pub mod grpc;
 pub mod join;
 pub mod lost_state;

@@ -120,6 +120,7 @@ impl Node {
             Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
         let handle = peer.handle();
         let _ = slot.set(handle.clone());
+        crate::event_log::spawn(&handle, &engine).context("starting the event log")?;
 
         let metrics = Arc::new(NodeMetrics::new(
             engine.clone(),

@@ -45,6 +45,13 @@ enum Cmd {
     /// Print a command line as JSON (program, args, env) without running it.
     #[command(subcommand)]
     Command(Line),
+    /// Receive OTLP/gRPC spans on --listen and count them, until SIGTERM or
+    /// Ctrl-C: a collector that keeps nothing, for measuring the cost of
+    /// exporting traces.
+    OtlpSink {
+        #[arg(long, default_value = "127.0.0.1:4317")]
+        listen: String,
+    },
 }
 
 #[derive(Args)]
@@ -89,10 +96,15 @@ struct Up {
     /// Seconds to wait for a healthy cluster.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// An OTLP/gRPC collector (HOST:PORT): Envoy traces every request, and
-    /// Envoy and every node export their spans there.
+    /// An OTLP/gRPC collector (HOST:PORT): Envoy traces requests, and Envoy
+    /// and every node export their spans there.
     #[arg(long)]
     otlp: Option<String>,
+    /// With --otlp: the percent of requests traced (Envoy starts sampled
+    /// traces at this rate; a node samples the traces it starts itself at
+    /// the same rate and follows its caller's decision otherwise).
+    #[arg(long, default_value_t = 100.0, requires = "otlp")]
+    trace_sampling: f64,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -198,6 +210,17 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string(&command_line(line)?)?);
             Ok(())
         }
+        Cmd::OtlpSink { listen } => block_on(async move {
+            let sink = strata_harness::otlp::Receiver::bind(&listen, false).await?;
+            println!("receiving OTLP/gRPC spans on {}", sink.address());
+            let mut term = signal(SignalKind::terminate())?;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            println!("received {} spans", sink.count());
+            Ok(())
+        }),
     }
 }
 
@@ -253,6 +276,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 console,
                 k6,
                 otlp,
+                trace_sampling: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -295,6 +319,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         envoy_bin,
         node_args: up.node_args,
         otlp: up.otlp,
+        trace_sampling: up.trace_sampling,
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;
