@@ -38,7 +38,9 @@ func (n *nemesis) snapshotRace() (func(), string) {
 	building := waitFor(10*time.Second, func() bool { return n.countInLogs("snapshot ready") > builtBefore })
 	broke := "link not proxied, not broken"
 	more := make(chan int)
-	go func() { more <- n.writeFiller(2*compactLogEntries+compactKeepEntries, fmt.Sprintf("race/%d/", n.rng.Int63())) }()
+	go func() {
+		more <- n.writeFiller(2*compactLogEntries+compactKeepEntries, fmt.Sprintf("race/%d/", n.rng.Int63()))
+	}()
 	if link != nil && building {
 		time.Sleep(300 * time.Millisecond)
 		link.Cut()
