@@ -48,7 +48,9 @@ func (n *nemesis) maxSize() (func(), string) {
 		n.w.addKey(k)
 		big = append(big, history.Op{Client: n.client, Key: k, Value: bigValue(fmt.Sprintf("%s.%d", tag, i), maxValueBytes)})
 	}
+	leaderBefore, termBefore := n.leaderTerm()
 	issueBatch(kv, rec, big, n.w.batches.Add(1))
+	leaderAfter, termAfter := n.leaderTerm()
 
 	many := make([]history.Op, maxBatchOps)
 	batchID := n.w.batches.Add(1)
@@ -64,9 +66,19 @@ func (n *nemesis) maxSize() (func(), string) {
 		n.w.addKey(op.Key)
 		rec.Add(op)
 	}
-	return func() {}, fmt.Sprintf("over %s: put of %d bytes %s; batch of %d × %d bytes %s; batch of %d puts %s",
-		kv.Kind(), maxValueBytes, outcomeNote(put), bigBatchValues, maxValueBytes, outcomeNote(big[0]), maxBatchOps,
-		outcomeNote(many[0]))
+	return func() {}, fmt.Sprintf("over %s: put of %d bytes %s; batch of %d × %d bytes %s (leader %d term %d before, leader %d term %d after); batch of %d puts %s",
+		kv.Kind(), maxValueBytes, outcomeNote(put), bigBatchValues, maxValueBytes, outcomeNote(big[0]),
+		leaderBefore, termBefore, leaderAfter, termAfter, maxBatchOps, outcomeNote(many[0]))
+}
+
+// leaderTerm is the leader the gateway reaches and its term (0 when none).
+func (n *nemesis) leaderTerm() (int, uint64) {
+	l := n.cl.Leader()
+	if l == 0 {
+		return 0, 0
+	}
+	s, _ := localStatus(n.cl, l)
+	return l, s.Term
 }
 
 func outcomeNote(op history.Op) string {
