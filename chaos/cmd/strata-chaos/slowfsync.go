@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/strata/chaos/history"
 )
 
 // fsyncDelayMicros is how long each fsync and fdatasync of the slowed node
@@ -22,9 +24,9 @@ func (n *nemesis) slowFsync() (func(), string) {
 	if err != nil {
 		return noop, "skipped: strace is not installed (./dev setup-system installs it)"
 	}
-	victim := n.follower()
+	victim, role := n.follower(), "a follower"
 	if n.rng.Intn(2) == 0 {
-		victim = n.leader()
+		victim, role = n.leader(), "the leader"
 	}
 	pid := n.cl.Pid(victim)
 	if pid == 0 {
@@ -56,5 +58,11 @@ func (n *nemesis) slowFsync() (func(), string) {
 	}
 	atExit(func() { _ = cmd.Process.Kill() })
 	time.Sleep(2 * time.Second)
-	return detach, fmt.Sprintf("every fsync/fdatasync of node %d delayed by %d ms", victim, fsyncDelayMicros/1000)
+	// One write shows the delay took: through a slowed leader it cannot
+	// be acknowledged in less than the delay.
+	probe := history.Op{Kind: history.Put, Key: "probe/slow-fsync", Value: "x"}
+	began := time.Now()
+	gatewayClient(n.cl, 6*time.Second).Put(&probe)
+	return detach, fmt.Sprintf("every fsync/fdatasync of node %d (%s) delayed by %d ms; 2 s later node %d led and a write took %v (%s)",
+		victim, role, fsyncDelayMicros/1000, n.cl.Leader(), time.Since(began).Round(time.Millisecond), probe.Result)
 }

@@ -53,6 +53,11 @@ func (n *nemesis) snapshotRace() (func(), string) {
 	n.cl.HealLinks()
 	installed := waitFor(20*time.Second, func() bool { return countInFile(logPath, "snapshot installed") > installedBefore })
 	n.snapshots += boolInt(installed)
+	// A follower that failed to install reports its storage failed (and
+	// stays so until restarted): say so here, where it happened.
+	if code, body := n.cl.Get(n.cl.NodeURL(victim)+"/health/live", time.Second); code == 503 {
+		n.problem("snapshot-race: node %d is unhealthy after catching up by snapshot: %s", victim, truncate(string(body), 300))
+	}
 	built := n.countInLogs("snapshot ready") - builtBefore
 	how := fmt.Sprintf("installed %d snapshot(s)", countInFile(logPath, "snapshot installed")-installedBefore)
 	if !installed {
