@@ -391,6 +391,34 @@ func (c *Cluster) Kill(id int) {
 	<-exited
 }
 
+// Terminate sends SIGTERM to node id (a graceful stop: the node drains and
+// hands leadership over) and waits up to grace for it to exit, then kills
+// it. It returns how long the node took and whether it exited on its own.
+func (c *Cluster) Terminate(id int, grace time.Duration) (time.Duration, bool) {
+	c.mu.Lock()
+	n := c.nodes[id-1]
+	cmd, exited, paused := n.cmd, n.exited, n.paused
+	n.cmd, n.paused = nil, false
+	c.mu.Unlock()
+	if cmd == nil {
+		return 0, true
+	}
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if paused {
+		// A stopped process only sees the signal once it runs again.
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-exited:
+		return time.Since(start), true
+	case <-time.After(grace):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		return time.Since(start), false
+	}
+}
+
 // Pause sends SIGSTOP to node id; Resume sends SIGCONT.
 func (c *Cluster) Pause(id int) {
 	c.mu.Lock()

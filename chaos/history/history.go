@@ -5,7 +5,10 @@
 package history
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -56,6 +59,33 @@ type Op struct {
 	Note string `json:"note,omitempty"`
 	// Node is the node that answered (x-strata-node), when known.
 	Node string `json:"node,omitempty"`
+	// Via is the front end the client used: "rest" or "grpc".
+	Via string `json:"via,omitempty"`
+	// Batch numbers the atomic batch a put belonged to (0: none). A batch
+	// is recorded as one put per key, all with the batch's call and return
+	// times and outcome: on each key it took effect at one point in that
+	// window, or (ambiguous) maybe never.
+	Batch int64 `json:"batch,omitempty"`
+}
+
+// compactAbove is the length above which a value is recorded by digest.
+const compactAbove = 256
+
+// CompactValue is v, or for a long value (the max-size nemesis writes
+// values of a MiB) "big:<length>:<sha-256 prefix>", so that histories stay
+// small while equal values stay equal and different ones different.
+func CompactValue(v string) string {
+	if len(v) <= compactAbove {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return fmt.Sprintf("big:%d:%s", len(v), hex.EncodeToString(sum[:12]))
+}
+
+// Compact is op with its values compacted (CompactValue).
+func Compact(op Op) Op {
+	op.Value, op.Expected, op.Got = CompactValue(op.Value), CompactValue(op.Expected), CompactValue(op.Got)
+	return op
 }
 
 // Recorder collects operations from many goroutines. Times come from one

@@ -2,6 +2,7 @@ package history
 
 import (
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -51,5 +52,18 @@ func TestRecorderConcurrentLimitAndRoundTrip(t *testing.T) {
 	}
 	if c := Counts(ops); c[Ok] != 50 {
 		t.Fatalf("counts %v", c)
+	}
+}
+
+// Long values are recorded by length and digest: equal values stay equal,
+// different ones of the same length differ, short ones are kept as they are.
+func TestCompactValue_keepsEqualityOfLongValues(t *testing.T) {
+	a := strings.Repeat("a", 1<<20)
+	b := strings.Repeat("a", 1<<20-1) + "b"
+	if CompactValue(a) != CompactValue(strings.Clone(a)) || CompactValue(a) == CompactValue(b) {
+		t.Errorf("compacted %q and %q", CompactValue(a), CompactValue(b))
+	}
+	if len(CompactValue(a)) > 64 || CompactValue("1.2") != "1.2" {
+		t.Errorf("compacted %q, %q", CompactValue(a), CompactValue("1.2"))
 	}
 }

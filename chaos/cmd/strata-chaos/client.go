@@ -142,6 +142,41 @@ func (c *kvClient) Cas(op *history.Op) {
 	}
 }
 
+// Kind names the front end.
+func (c *kvClient) Kind() string { return "rest" }
+
+// Batch writes every op (all puts) in one atomic POST /v1/batch and gives
+// each the batch's outcome.
+func (c *kvClient) Batch(ops []history.Op) {
+	type batchOp struct {
+		Op    string `json:"op"`
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	req := struct {
+		Ops      []batchOp `json:"ops"`
+		Encoding string    `json:"encoding"`
+	}{Encoding: "utf8"}
+	for _, op := range ops {
+		req.Ops = append(req.Ops, batchOp{Op: "put", Key: op.Key, Value: op.Value})
+	}
+	b, _ := json.Marshal(req)
+	st, body, node, err := c.do(http.MethodPost, "/v1/batch", b, "application/json")
+	var result history.Outcome
+	var note string
+	switch {
+	case err != nil:
+		result, note = history.Unknown, errNote(err)
+	case st == 200:
+		result = history.Ok
+	default:
+		result, note = classify(st, body)
+	}
+	for i := range ops {
+		ops[i].Result, ops[i].Note, ops[i].Node = result, note, node
+	}
+}
+
 func isCode(body []byte, code string) bool {
 	var e apiError
 	return json.Unmarshal(body, &e) == nil && e.Code == code

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -16,11 +17,17 @@ import (
 
 type linearOpts struct {
 	common
-	runs      int
-	duration  time.Duration
-	clients   int
-	regKeys   int
-	listKeys  int
+	runs     int
+	duration time.Duration
+	clients  int
+	regKeys  int
+	listKeys int
+	// counterKeys are incremented by read + CAS (double-application check).
+	counterKeys int
+	// grpcClients of the clients speak gRPC, the others REST.
+	grpcClients int
+	// readMode is the nodes' --read-mode (safe or lease).
+	readMode  string
 	maxOps    int
 	faults    string
 	interval  time.Duration
@@ -44,6 +51,12 @@ type runResult struct {
 	SnapshotCatchUps int   `json:"snapshot_catchups"`
 	VotersReplaced   int   `json:"voters_replaced"`
 	Members          []int `json:"members"`
+	// Via counts operations by front end (rest, grpc); Duplicates counts
+	// increments or list elements applied more than once.
+	Via        map[string]int          `json:"via"`
+	Duplicates int                     `json:"duplicates"`
+	Counters   map[string]counterTally `json:"counters"`
+	ReadMode   string                  `json:"read_mode"`
 }
 
 func cmdLinear(args []string) int {
@@ -54,27 +67,45 @@ func cmdLinear(args []string) int {
 	fs.IntVar(&o.clients, "clients", 6, "concurrent clients")
 	fs.IntVar(&o.regKeys, "reg-keys", 4, "register keys (get/put/cas)")
 	fs.IntVar(&o.listKeys, "list-keys", 2, "list-append keys (CAS read-modify-write)")
+	fs.IntVar(&o.counterKeys, "counter-keys", 2, "counter keys (read + CAS increments; must equal the acknowledged ones)")
+	fs.IntVar(&o.grpcClients, "grpc-clients", -1, "how many of the clients speak gRPC (default: half, rounded down)")
+	fs.StringVar(&o.readMode, "read-mode", "safe", "the nodes' --read-mode: safe or lease")
 	fs.IntVar(&o.maxOps, "max-ops", 20000, "bound on recorded operations per run")
 	fs.StringVar(&o.faults, "faults", "kill-leader,kill-follower,kill-random,pause-leader,pause-random,"+
-		"partition-leader,partition-random,partition-one-way,delay-link,restart-all,membership-change,snapshot-catchup",
+		"partition-leader,partition-random,partition-one-way,delay-link,restart-all,membership-change,snapshot-catchup,"+
+		"sigterm-leader,sigterm-random,rolling-restart,slow-fsync,snapshot-race,max-size",
 		"nemesis faults (comma list, or none)")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "time between the start of two faults")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 6*time.Second, "client timeout per operation (then ambiguous)")
 	o.parse(fs, args)
-	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients, faults %s; run dir %s\n",
-		o.runs, o.duration, o.clients, o.faults, o.runDir)
-	failed := 0
+	if o.grpcClients < 0 {
+		o.grpcClients = o.clients / 2
+	}
+	if o.grpcClients > o.clients {
+		fatalf("-grpc-clients %d is more than -clients %d", o.grpcClients, o.clients)
+	}
+	if o.readMode != "safe" && o.readMode != "lease" {
+		fatalf("-read-mode must be safe or lease, not %q", o.readMode)
+	}
+	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients (%d gRPC, %d REST), read mode %s, faults %s; run dir %s\n",
+		o.runs, o.duration, o.clients, o.grpcClients, o.clients-o.grpcClients, o.readMode, o.faults, o.runDir)
+	failed, duplicates := 0, 0
 	var results []runResult
 	for i := 0; i < o.runs; i++ {
 		r := o.run(i, o.seed+int64(i))
 		results = append(results, r)
+		duplicates += r.Duplicates
 		status := "ok"
 		if len(r.Violations) > 0 {
 			status = "VIOLATION"
 			failed++
 		}
-		fmt.Printf("run %d seed %d: %s — %d ops %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s (%.0f s)\n",
-			i, r.Seed, status, r.Ops, r.Outcomes, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict, r.DurationSec)
+		fmt.Printf("run %d seed %d: %s — %d ops %v via %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s, %d duplicates (%.0f s)\n",
+			i, r.Seed, status, r.Ops, r.Outcomes, r.Via, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict,
+			r.Duplicates, r.DurationSec)
+		for _, f := range r.Faults {
+			fmt.Printf("  fault %s\n", f)
+		}
 		for _, v := range r.Violations {
 			fmt.Printf("  violation: %s\n", v)
 		}
@@ -84,7 +115,7 @@ func cmdLinear(args []string) int {
 	}
 	summary := filepath.Join(o.runDir, "summary.json")
 	writeJSON(summary, results)
-	fmt.Printf("summary: %d run(s), %d with violations; %s\n", o.runs, failed, summary)
+	fmt.Printf("summary: %d run(s), %d with violations, %d duplicates; %s\n", o.runs, failed, duplicates, summary)
 	if failed > 0 {
 		return 1
 	}
@@ -94,13 +125,13 @@ func cmdLinear(args []string) int {
 func (o *linearOpts) run(i int, seed int64) runResult {
 	start := time.Now()
 	sub := fmt.Sprintf("run-%d-seed-%d", i, seed)
-	res := runResult{Run: i, Seed: seed, Command: commandLine(seed), Dir: filepath.Join(o.runDir, sub)}
+	res := runResult{Run: i, Seed: seed, Command: commandLine(seed), Dir: filepath.Join(o.runDir, sub), ReadMode: o.readMode}
 	cfg := o.config(sub, 3)
 	// Three more node slots for membership changes, and a small log
 	// compaction policy so that snapshots are frequent.
 	cfg.Slots = 6
 	cfg.NodeArgs = []string{"--compact-log-entries", fmt.Sprint(compactLogEntries),
-		"--compact-keep-entries", fmt.Sprint(compactKeepEntries)}
+		"--compact-keep-entries", fmt.Sprint(compactKeepEntries), "--read-mode", o.readMode}
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		res.Violations = append(res.Violations, "cluster did not start: "+err.Error())
@@ -111,19 +142,33 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	rng := rand.New(rand.NewSource(seed))
 	rec := history.NewRecorder(o.maxOps)
 	kv := gatewayClient(cl, o.opTimeout)
+	gk, err := dialGRPC(cl.GatewayAddr(), o.opTimeout)
+	if err != nil {
+		res.Violations = append(res.Violations, "gRPC client: "+err.Error())
+		return res
+	}
+	defer gk.Close()
+	stores := []kvStore{kv, gk}
 
-	// Clients run until the deadline; the nemesis runs beside them.
+	// Clients run until the deadline; the nemesis runs beside them. The
+	// first grpcClients clients speak gRPC, the others REST.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	acked := &ackedAppends{elems: map[string]map[string]bool{}}
+	w := &workload{rec: rec, acked: &ackedAppends{elems: map[string]map[string]bool{}}, counters: newCounters(),
+		extra: map[string]bool{}}
 	for c := 0; c < o.clients; c++ {
+		var store kvStore = kv
+		if c < o.grpcClients {
+			store = gk
+		}
 		wg.Add(1)
 		go func(c int, seed int64) {
 			defer wg.Done()
-			o.client(c, rand.New(rand.NewSource(seed)), kv, rec, acked, stop)
+			o.client(c, rand.New(rand.NewSource(seed)), store, w, stop)
 		}(c, rng.Int63())
 	}
 	nem := newNemesis(cl, rand.New(rand.NewSource(rng.Int63())), o.faults)
+	nem.w, nem.stores, nem.client = w, stores, o.clients+1
 	nemDone := make(chan struct{})
 	go func() { defer close(nemDone); nem.run(o.interval, stop) }()
 	time.Sleep(o.duration)
@@ -131,6 +176,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	wg.Wait()
 	<-nemDone
 	res.Faults = nem.log
+	res.Violations = append(res.Violations, nem.problems...)
 	res.SnapshotCatchUps = nem.snapshots
 	res.VotersReplaced = nem.replaced
 	res.Members = cl.IDs()
@@ -146,16 +192,19 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	if err != nil {
 		res.Violations = append(res.Violations, "nodes did not converge after healing: "+err.Error())
 	}
-	final := o.finalReads(kv, rec)
+	final := o.finalReads(kv, w)
 	if dead := cl.Exited(); len(dead) > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("nodes %v exited on their own", dead))
 	}
 
 	ops := rec.Ops()
 	res.Ops = len(ops)
-	res.Outcomes = map[string]int{}
+	res.Outcomes, res.Via = map[string]int{}, map[string]int{}
 	for k, v := range history.Counts(ops) {
 		res.Outcomes[string(k)] = v
+	}
+	for _, op := range ops {
+		res.Via[op.Via]++
 	}
 	_ = history.Save(filepath.Join(res.Dir, "history.json"), ops)
 	lin, err := history.CheckLinearizable(ops, 2*time.Minute, filepath.Join(res.Dir, "history.html"))
@@ -169,7 +218,12 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	case lin.Verdict == porcupine.Unknown:
 		res.Violations = append(res.Violations, "linearizability check timed out (inconclusive)")
 	}
-	res.Violations = append(res.Violations, acked.check(final, state)...)
+	appendViolations, appendDups := w.acked.check(final, state)
+	res.Violations = append(res.Violations, appendViolations...)
+	counterViolations, counterDups := w.counters.check(final)
+	res.Violations = append(res.Violations, counterViolations...)
+	res.Duplicates = appendDups + counterDups
+	res.Counters = w.counters.snapshot()
 	res.DurationSec = time.Since(start).Seconds()
 	writeResult(res.Dir, res)
 	return res
@@ -178,10 +232,30 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 func regKey(i int) string  { return fmt.Sprintf("reg/%d", i) }
 func listKey(i int) string { return fmt.Sprintf("list/%d", i) }
 
-// client issues random operations until stop: on register keys get, put and
-// CAS; on list keys appends, each a read followed by CAS attempts.
-func (o *linearOpts) client(c int, rng *rand.Rand, kv *kvClient, rec *history.Recorder, acked *ackedAppends,
-	stop chan struct{}) {
+// workload is what every client shares in one run: the recorder and the
+// tallies the checks after healing compare the final state with.
+type workload struct {
+	rec      *history.Recorder
+	acked    *ackedAppends
+	counters *counters
+	batches  atomic.Int64
+	// extra are further keys written during the run (by the max-size
+	// nemesis) that the final reads cover.
+	mu    sync.Mutex
+	extra map[string]bool
+}
+
+func (w *workload) addKey(k string) {
+	w.mu.Lock()
+	w.extra[k] = true
+	w.mu.Unlock()
+}
+
+// client issues random operations through kv until stop: on register keys
+// get, put, CAS and batches of puts; on list keys appends, each a read
+// followed by CAS attempts; on counter keys increments, each a read
+// followed by CAS attempts.
+func (o *linearOpts) client(c int, rng *rand.Rand, kv kvStore, w *workload, stop chan struct{}) {
 	seq := 0
 	for {
 		select {
@@ -190,57 +264,54 @@ func (o *linearOpts) client(c int, rng *rand.Rand, kv *kvClient, rec *history.Re
 		default:
 		}
 		seq++
-		if o.listKeys > 0 && rng.Intn(2) == 0 {
-			if !o.appendOnce(c, rng, kv, rec, acked, listKey(rng.Intn(o.listKeys)), fmt.Sprintf("%d.%d", c, seq)) {
+		switch r := rng.Intn(10); {
+		case o.listKeys > 0 && r < 4:
+			if !o.appendOnce(c, rng, kv, w, listKey(rng.Intn(o.listKeys)), fmt.Sprintf("%d.%d", c, seq)) {
+				return
+			}
+			continue
+		case o.counterKeys > 0 && r < 6:
+			if !w.counters.increment(c, kv, w.rec, counterKey(rng.Intn(o.counterKeys))) {
 				return
 			}
 			continue
 		}
 		op := history.Op{Client: c, Key: regKey(rng.Intn(o.regKeys))}
-		switch r := rng.Intn(10); {
-		case r < 4:
+		switch r := rng.Intn(20); {
+		case r < 6:
 			op.Kind = history.Get
-		case r < 7:
+		case r < 11:
 			op.Kind, op.Value = history.Put, fmt.Sprintf("%d.%d", c, seq)
-		default:
+		case r < 17:
 			op.Kind, op.Value = history.Cas, fmt.Sprintf("%d.%d", c, seq)
 			if rng.Intn(4) == 0 {
 				op.ExpectedAbsent = true
 			} else {
 				op.Expected = fmt.Sprintf("%d.%d", rng.Intn(o.clients), seq-rng.Intn(8))
 			}
+		default:
+			// A batch of puts on two or more distinct register keys.
+			var ops []history.Op
+			for _, k := range rng.Perm(o.regKeys)[:min(o.regKeys, 2+rng.Intn(2))] {
+				ops = append(ops, history.Op{Client: c, Key: regKey(k), Value: fmt.Sprintf("%d.%d.b", c, seq)})
+			}
+			if !issueBatch(kv, w.rec, ops, w.batches.Add(1)) {
+				return
+			}
+			continue
 		}
-		if !issue(kv, rec, &op) {
+		if !issue(kv, w.rec, &op) {
 			return
 		}
 	}
-}
-
-// issue runs one operation and records it; false when the recorder is full.
-func issue(kv *kvClient, rec *history.Recorder, op *history.Op) bool {
-	op.Call = rec.Now()
-	switch op.Kind {
-	case history.Get:
-		kv.Get(op)
-	case history.Put:
-		kv.Put(op)
-	case history.Cas:
-		kv.Cas(op)
-	}
-	op.Return = rec.Now()
-	if op.Result != history.Ok {
-		// Back off a little, as the retry hint says.
-		time.Sleep(50 * time.Millisecond)
-	}
-	return rec.Add(*op)
 }
 
 // appendOnce appends elem to the list at key: read, then CAS from what was
 // read to that plus elem, again from the current value if the CAS lost, at
 // most 8 attempts. The append takes effect exactly when one CAS succeeds;
 // an ambiguous CAS ends the attempt (the element may or may not be there).
-func (o *linearOpts) appendOnce(c int, rng *rand.Rand, kv *kvClient, rec *history.Recorder, acked *ackedAppends,
-	key, elem string) bool {
+func (o *linearOpts) appendOnce(c int, rng *rand.Rand, kv kvStore, w *workload, key, elem string) bool {
+	rec, acked := w.rec, w.acked
 	read := history.Op{Client: c, Kind: history.Get, Key: key}
 	if !issue(kv, rec, &read) {
 		return false
@@ -276,7 +347,8 @@ func (o *linearOpts) appendOnce(c int, rng *rand.Rand, kv *kvClient, rec *histor
 
 // finalReads reads every key through the gateway after healing and records
 // the reads (client id -1 → shown as a separate client).
-func (o *linearOpts) finalReads(kv *kvClient, rec *history.Recorder) map[string]history.Op {
+func (o *linearOpts) finalReads(kv kvStore, w *workload) map[string]history.Op {
+	rec := w.rec
 	out := map[string]history.Op{}
 	var keys []string
 	for i := 0; i < o.regKeys; i++ {
@@ -285,14 +357,25 @@ func (o *linearOpts) finalReads(kv *kvClient, rec *history.Recorder) map[string]
 	for i := 0; i < o.listKeys; i++ {
 		keys = append(keys, listKey(i))
 	}
+	for i := 0; i < o.counterKeys; i++ {
+		keys = append(keys, counterKey(i))
+	}
+	w.mu.Lock()
+	for k := range w.extra {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	sort.Strings(keys[o.regKeys+o.listKeys+o.counterKeys:])
 	for _, k := range keys {
 		for attempt := 0; attempt < 20; attempt++ {
 			op := history.Op{Client: o.clients, Kind: history.Get, Key: k}
 			op.Call = rec.Now()
 			kv.Get(&op)
-			op.Return = rec.Now()
+			op.Return, op.Via = rec.Now(), kv.Kind()
 			if op.Result == history.Ok {
-				rec.Add(op)
+				// The history holds long values by digest; the checks
+				// below need the whole value.
+				rec.Add(history.Compact(op))
 				out[k] = op
 				break
 			}
@@ -325,10 +408,9 @@ func (a *ackedAppends) set(key, elem string, ack bool) {
 // check: every acknowledged element is in the final list exactly once, no
 // element appears that was never attempted, and the converged state of the
 // nodes agrees with the final linearizable reads.
-func (a *ackedAppends) check(final map[string]history.Op, state map[string]string) []string {
+func (a *ackedAppends) check(final map[string]history.Op, state map[string]string) (v []string, duplicates int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var v []string
 	var keys []string
 	for k := range a.elems {
 		keys = append(keys, k)
@@ -357,7 +439,8 @@ func (a *ackedAppends) check(final map[string]history.Op, state map[string]strin
 		}
 		for e, n := range seen {
 			if n > 1 {
-				v = append(v, fmt.Sprintf("%s: element %q appears %d times", k, e, n))
+				duplicates += n - 1
+				v = append(v, fmt.Sprintf("%s: DUPLICATE: element %q appears %d times", k, e, n))
 			}
 			if _, ok := a.elems[k][e]; !ok {
 				v = append(v, fmt.Sprintf("%s: element %q was never appended", k, e))
@@ -373,5 +456,5 @@ func (a *ackedAppends) check(final map[string]history.Op, state map[string]strin
 			}
 		}
 	}
-	return v
+	return v, duplicates
 }

@@ -5,6 +5,7 @@
 //	strata-chaos crashloop kill -9 / restart cycles under write load
 //	strata-chaos diskfull  ENOSPC on small tmpfs data directories
 //	strata-chaos diskfault fsync fails (EIO) under a follower, then the leader
+//	strata-chaos snapfull  a follower's disk fills while it installs a snapshot
 //	strata-chaos hostile   malformed and oversized gRPC / raft messages
 //	strata-chaos exec      start a cluster, run a command against it, stop
 //	strata-chaos check     re-check a saved history
@@ -130,6 +131,7 @@ var commands = []struct {
 	{"crashloop", cmdCrashLoop},
 	{"diskfull", cmdDiskFull},
 	{"diskfault", cmdDiskFault},
+	{"snapfull", cmdSnapshotFull},
 	{"hostile", cmdHostile},
 	{"exec", cmdExec},
 	{"check", cmdCheck},

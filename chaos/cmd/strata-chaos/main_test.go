@@ -39,11 +39,15 @@ func TestAckedAppendsCheck(t *testing.T) {
 	a.add("l", "2")
 	a.ambiguous("l", "3")
 	final := map[string]history.Op{"l": {Found: true, Got: "1 2"}}
-	if v := a.check(final, map[string]string{"l": "1 2"}); len(v) != 0 {
-		t.Fatalf("clean history flagged: %v", v)
+	if v, d := a.check(final, map[string]string{"l": "1 2"}); len(v) != 0 || d != 0 {
+		t.Fatalf("clean history flagged: %v, %d duplicates", v, d)
 	}
 	bad := map[string]history.Op{"l": {Found: true, Got: "1 1 9"}}
-	v := strings.Join(a.check(bad, map[string]string{"l": "1 2"}), "\n")
+	violations, dups := a.check(bad, map[string]string{"l": "1 2"})
+	if dups != 1 {
+		t.Errorf("%d duplicates, want 1", dups)
+	}
+	v := strings.Join(violations, "\n")
 	for _, want := range []string{`"2" lost`, `"1" appears 2 times`, `"9" was never appended`, "differs from the converged state"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("missing %q in:\n%s", want, v)

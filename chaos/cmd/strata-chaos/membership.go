@@ -22,6 +22,7 @@ import (
 // nodeStatus is the part of GET /v1/cluster/status a nemesis needs.
 type nodeStatus struct {
 	ID      int    `json:"id"`
+	Term    uint64 `json:"term"`
 	Applied uint64 `json:"applied_index"`
 	Commit  uint64 `json:"commit_index"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata/chaos/cluster"
@@ -66,6 +67,12 @@ var faults = map[string]fault{
 	}},
 	"membership-change": {"membership-change", func(n *nemesis) (func(), string) { return n.replaceVoter() }},
 	"snapshot-catchup":  {"snapshot-catchup", func(n *nemesis) (func(), string) { return n.snapshotCatchUp() }},
+	"sigterm-leader":    {"sigterm-leader", func(n *nemesis) (func(), string) { return n.terminate(n.leader()) }},
+	"sigterm-random":    {"sigterm-random", func(n *nemesis) (func(), string) { return n.terminate(n.random()) }},
+	"rolling-restart":   {"rolling-restart", func(n *nemesis) (func(), string) { return n.rollingRestart() }},
+	"slow-fsync":        {"slow-fsync", func(n *nemesis) (func(), string) { return n.slowFsync() }},
+	"snapshot-race":     {"snapshot-race", func(n *nemesis) (func(), string) { return n.snapshotRace() }},
+	"max-size":          {"max-size", func(n *nemesis) (func(), string) { return n.maxSize() }},
 }
 
 type nemesis struct {
@@ -77,6 +84,15 @@ type nemesis struct {
 	// snapshots counts the snapshot-catchup faults that saw an install;
 	// replaced the membership changes that swapped a voter.
 	snapshots, replaced int
+	// w, stores and client let the max-size nemesis write through both
+	// front ends into the run's history, as client number client.
+	w      *workload
+	stores []kvStore
+	client int
+	// problems are failures of the cluster a fault revealed beyond what
+	// the clients saw (a node that hung on SIGTERM); each fails the run.
+	mu       sync.Mutex
+	problems []string
 }
 
 func newNemesis(cl *cluster.Cluster, rng *rand.Rand, names string) *nemesis {
