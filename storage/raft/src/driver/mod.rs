@@ -259,6 +259,9 @@ impl Driver {
                     tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
                     return;
                 }
+                if !self.snapshot_was_received(&m) {
+                    return;
+                }
                 self.step_screened(m);
             }
             Input::Unreachable(id) => self.node.report_unreachable(id),

@@ -4,7 +4,7 @@
 
 use protobuf::Message as _;
 use raft::SnapshotStatus;
-use raft::eraftpb::{ConfState, Snapshot, SnapshotMetadata};
+use raft::eraftpb::{ConfState, Message, MessageType, Snapshot, SnapshotMetadata};
 
 use super::Driver;
 use crate::error::StorageFailure;
@@ -96,6 +96,27 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Whether `m` may be stepped: a `MsgSnapshot` only if the transport
+    /// received its snapshot whole and verified it (staged with its
+    /// manifest). Raft must not install a snapshot that arrived any other
+    /// way, such as on the plain message stream, or before its files.
+    pub(super) fn snapshot_was_received(&self, m: &Message) -> bool {
+        if m.get_msg_type() != MessageType::MsgSnapshot {
+            return true;
+        }
+        let meta = m.get_snapshot().get_metadata();
+        let verified = self.dirs.verified_incoming(meta.index, meta.term).is_some();
+        if !verified {
+            tracing::warn!(
+                from = m.from,
+                index = meta.index,
+                term = meta.term,
+                "dropping a snapshot message without a verified transfer"
+            );
+        }
+        verified
     }
 
     /// The transport finished (or failed) sending a snapshot to `to`; raft
