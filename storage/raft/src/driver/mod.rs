@@ -76,7 +76,8 @@ pub(crate) struct Driver {
     last_status: PeerStatus,
     dirs: SnapshotDirs,
     jobs: crossbeam_channel::Sender<Job>,
-    snapshot_building: bool,
+    /// The applied index when the snapshot being built was asked for.
+    snapshot_building: Option<u64>,
     durable_pending: bool,
     compact_log_entries: u64,
     compact_log_bytes: u64,
@@ -142,7 +143,7 @@ impl Driver {
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
             jobs,
-            snapshot_building: false,
+            snapshot_building: None,
             durable_pending: false,
             compact_log_entries: config.compact_log_entries,
             compact_log_bytes: config.compact_log_bytes,

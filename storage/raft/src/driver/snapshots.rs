@@ -3,8 +3,8 @@
 //! hearing how sending one ended.
 
 use protobuf::Message as _;
-use raft::SnapshotStatus;
 use raft::eraftpb::{ConfState, Message, MessageType, Snapshot, SnapshotMetadata};
+use raft::{ProgressState, SnapshotStatus, StateRole};
 
 use super::Driver;
 use crate::error::StorageFailure;
@@ -23,10 +23,13 @@ impl Driver {
         if self.failure.is_some() {
             return;
         }
-        if self.node.store().take_snapshot_request() && !self.snapshot_building {
-            self.snapshot_building = self.jobs.send(Job::Build).is_ok();
-        }
         let applied = self.node.raft.raft_log.applied;
+        if self.node.store().take_snapshot_request()
+            && self.snapshot_building.is_none()
+            && self.jobs.send(Job::Build).is_ok()
+        {
+            self.snapshot_building = Some(applied);
+        }
         let first = self.node.store().first_index();
         let applied_entries = applied.saturating_sub(first);
         let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
@@ -39,7 +42,7 @@ impl Driver {
     pub(super) fn on_job(&mut self, done: JobDone) {
         match done {
             JobDone::Built { name, result } => {
-                self.snapshot_building = false;
+                self.snapshot_building = None;
                 let info = match result {
                     Ok(info) => info,
                     Err(e) => {
@@ -84,11 +87,14 @@ impl Driver {
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
                 // Keep `compact_keep_entries`, but never more than half the
                 // byte budget: large entries must not keep the log heavy.
-                let to = index.saturating_sub(self.compact_keep_entries).max(
-                    self.node
-                        .store()
-                        .discard_point_for_bytes(index, self.compact_log_bytes / 2),
-                );
+                let to = index
+                    .saturating_sub(self.compact_keep_entries)
+                    .max(
+                        self.node
+                            .store()
+                            .discard_point_for_bytes(index, self.compact_log_bytes / 2),
+                    )
+                    .min(self.snapshot_floor());
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {
@@ -96,6 +102,35 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The highest index the log may be compacted to while a follower is
+    /// being caught up: not past the applied index a snapshot being built
+    /// started from (or its term is gone and the build is wasted), nor past
+    /// the index of one being sent, nor past the entry before those a
+    /// follower being probed (as after a snapshot) is sent next, while it
+    /// answers. Under heavy writes with aggressive compaction, any of these
+    /// would have a follower sent snapshot after snapshot, never catching
+    /// up. A follower that stops answering no longer holds compaction back
+    /// once the leader's quorum check marks it inactive.
+    fn snapshot_floor(&self) -> u64 {
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return self.snapshot_building.unwrap_or(u64::MAX);
+        }
+        let followers = raft
+            .prs()
+            .iter()
+            .filter(|&(&id, _)| id != self.id)
+            .filter_map(|(_, p)| match p.state {
+                ProgressState::Snapshot => Some(p.pending_snapshot),
+                ProgressState::Probe if p.recent_active => Some(p.next_idx.saturating_sub(1)),
+                _ => None,
+            });
+        followers
+            .chain(self.snapshot_building)
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Whether `m` may be stepped: a `MsgSnapshot` only if the transport

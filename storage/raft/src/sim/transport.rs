@@ -24,8 +24,8 @@ use super::net::Envelope;
 use crate::mailbox::Input;
 use crate::snapshot::{Manifest, SnapshotDirs};
 
-/// How often a snapshot stream is cut short.
-const CUT_SHORT_PROBABILITY: f64 = 0.15;
+/// How often a snapshot stream is cut short, unless a test says otherwise.
+pub const CUT_SHORT_PROBABILITY: f64 = 0.15;
 
 /// A snapshot's files with their contents, by path relative to it.
 type Files = Vec<(PathBuf, Vec<u8>)>;
@@ -52,7 +52,7 @@ impl Sim {
                 // too, and raft retries with the newer one.
                 match read_snapshot(&live.shared.snapshot_dirs, &m) {
                     Ok((manifest, mut files)) => {
-                        if !files.is_empty() && self.rng.random_bool(CUT_SHORT_PROBABILITY) {
+                        if !files.is_empty() && self.rng.random_bool(self.cut_short) {
                             let keep = self.rng.random_range(0..files.len());
                             files.truncate(keep);
                         }
