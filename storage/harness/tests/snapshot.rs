@@ -100,3 +100,146 @@ async fn follower_down_through_compactions_catches_up_by_snapshot() {
         assert_eq!(r.text().await.unwrap(), format!("v{i}"));
     }
 }
+
+/// Puts `count` values of `bytes` each under `<prefix><n>` through the
+/// gateway, four at a time.
+async fn put_large(c: &Cluster, prefix: &str, count: usize, bytes: usize) {
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (http, gw, prefix) = (c.http().clone(), c.gateway_url(), prefix.to_string());
+            tokio::spawn(async move {
+                for i in (w..count).step_by(4) {
+                    let value = format!("{i:08}").repeat(bytes / 8);
+                    let r = http
+                        .put(format!("{gw}/v1/kv/{prefix}{i:05}"))
+                        .body(value)
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+}
+
+/// Waits until `what` appears in node `id`'s log `times` times.
+async fn wait_logged(c: &Cluster, id: u64, what: &str, times: usize, within: Duration) {
+    let deadline = Instant::now() + within;
+    while c.node_log(id).matches(what).count() < times {
+        assert!(
+            Instant::now() < deadline,
+            "node {id} did not log `{what}` {times} times; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshot_built_while_another_is_being_sent_does_not_cut_it_short() {
+    // Proves: while a large snapshot is streaming to a follower (held up
+    // mid-stream by freezing the follower), a new member joins, so the
+    // leader builds a newer snapshot and prunes the older ones; the one
+    // being sent is kept until its transfer ends, and the follower
+    // installs it whole and serves every value.
+    let mut c = Cluster::start_with_args(
+        3,
+        &[
+            "--compact-log-entries",
+            "20",
+            "--compact-keep-entries",
+            "2",
+            "--compact-log-mb",
+            "4",
+        ],
+    )
+    .await
+    .unwrap();
+    let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    // The highest id: the joining node asks the members in id order, and
+    // must not ask the frozen one first.
+    let follower = c
+        .node_ids()
+        .into_iter()
+        .filter(|&id| id != leader)
+        .max()
+        .unwrap();
+    c.kill(follower).unwrap();
+    // 48 MiB: more than the stream, the HTTP/2 windows and the sockets
+    // buffer together, so the sender blocks mid-stream while the
+    // follower is frozen.
+    let (count, bytes) = (96, 512 << 10);
+    put_large(&c, "big/", count, bytes).await;
+
+    c.start_node(follower).unwrap();
+    wait_logged(&c, leader, "sending snapshot", 1, Duration::from_secs(30)).await;
+    c.pause(follower).unwrap();
+    // The new member needs a snapshot whose configuration includes it:
+    // the leader builds one and prunes the others. Resume before the
+    // HTTP/2 keep-alive (5 s + 2 s) gives up on the frozen follower.
+    c.add_joining_node(4).unwrap();
+    let ready_before = c.node_log(leader).matches("snapshot ready").count();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    while c.node_log(leader).matches("snapshot ready").count() <= ready_before
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rebuilt = c.node_log(leader).matches("snapshot ready").count() > ready_before;
+    c.resume(follower).unwrap();
+    assert!(
+        rebuilt,
+        "no newer snapshot was built while the first was being sent; logs in {}",
+        c.log_dir().display()
+    );
+
+    for id in [follower, 4] {
+        let url = format!(
+            "{}/v1/kv?prefix=big/&limit=1000&consistency=stale&keys_only=true",
+            c.node_url(id)
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let r = c.http().get(&url).send().await;
+            if let Ok(r) = r
+                && r.status() == StatusCode::OK
+            {
+                let page: Value = r.json().await.unwrap();
+                if page["kvs"].as_array().map_or(0, Vec::len) == count {
+                    break;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} did not catch up; logs in {}",
+                c.log_dir().display()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        for i in (0..count).step_by(13) {
+            let r = c
+                .http()
+                .get(format!(
+                    "{}/v1/kv/big/{i:05}?consistency=stale",
+                    c.node_url(id)
+                ))
+                .send()
+                .await
+                .unwrap();
+            let value = r.text().await.unwrap();
+            assert!(
+                value == format!("{i:08}").repeat(bytes / 8),
+                "node {id} holds a wrong big/{i:05} ({} bytes)",
+                value.len()
+            );
+        }
+    }
+    assert!(
+        c.node_log(follower).contains("snapshot installed"),
+        "the follower caught up without a snapshot"
+    );
+}

@@ -49,6 +49,13 @@ async fn stream(
     let manifest = Manifest::read(pin.dir())
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("`{name}` has no manifest"))?;
+    tracing::info!(
+        to = message.to,
+        name,
+        files = manifest.files.len(),
+        bytes = manifest.total_bytes(),
+        "sending snapshot"
+    );
     let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
     let header = SnapshotChunk {
         kind: Some(snapshot_chunk::Kind::Header(SnapshotHeader {
