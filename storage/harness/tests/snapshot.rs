@@ -6,11 +6,17 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use strata_harness::Cluster;
 
+/// The tests of this file take turns: the large snapshot's writes load the
+/// machine enough for the other cluster's leader to miss heartbeats, and
+/// its writers count only 200 as success.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn follower_down_through_compactions_catches_up_by_snapshot() {
     // Proves: the leader compacts its log while a follower is down; the
     // restarted follower cannot be sent the entries it missed, gets a
     // snapshot instead, and then serves exactly the same data.
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut c = Cluster::start_with_args(
         3,
         &[
@@ -110,13 +116,27 @@ async fn put_large(c: &Cluster, prefix: &str, count: usize, bytes: usize) {
             tokio::spawn(async move {
                 for i in (w..count).step_by(4) {
                     let value = format!("{i:08}").repeat(bytes / 8);
-                    let r = http
-                        .put(format!("{gw}/v1/kv/{prefix}{i:05}"))
-                        .body(value)
-                        .send()
-                        .await
-                        .unwrap();
-                    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+                    // A put of the same value may be repeated: under two
+                    // clusters' load a large write can time out (504) or
+                    // meet an election (503).
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    loop {
+                        let r = http
+                            .put(format!("{gw}/v1/kv/{prefix}{i:05}"))
+                            .body(value.clone())
+                            .send()
+                            .await
+                            .unwrap();
+                        let status = r.status();
+                        if status == StatusCode::OK {
+                            break;
+                        }
+                        let body = r.text().await.unwrap();
+                        assert!(
+                            matches!(status.as_u16(), 503 | 504) && Instant::now() < deadline,
+                            "{status}: {body}"
+                        );
+                    }
                 }
             })
         })
@@ -146,6 +166,7 @@ async fn snapshot_built_while_another_is_being_sent_does_not_cut_it_short() {
     // leader builds a newer snapshot and prunes the older ones; the one
     // being sent is kept until its transfer ends, and the follower
     // installs it whole and serves every value.
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut c = Cluster::start_with_args(
         3,
         &[
