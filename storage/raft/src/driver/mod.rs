@@ -293,8 +293,8 @@ impl Driver {
                 let meta = ready.snapshot().get_metadata().clone();
                 match self.install_snapshot(&meta) {
                     Ok(dir) => installed = Some(dir),
-                    Err(reason) => {
-                        self.fail_storage(StorageFailure::failed(reason));
+                    Err(failure) => {
+                        self.fail_storage(failure);
                         return;
                     }
                 }

@@ -170,29 +170,37 @@ impl Driver {
     }
 
     /// Installs the staged snapshot raft wants applied; returns its staged
-    /// directory for removal once the raft log records it.
+    /// directory for removal once the raft log records it. A full disk is
+    /// reported as one, so that the node restarts itself once space is back.
     pub(super) fn install_snapshot(
         &mut self,
         meta: &SnapshotMetadata,
-    ) -> Result<std::path::PathBuf, String> {
+    ) -> Result<std::path::PathBuf, StorageFailure> {
         let dir = self.dirs.incoming(meta.index, meta.term);
         let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
-            format!(
-                "installing snapshot {} from {}: {e}",
-                meta.index,
-                dir.display()
+            StorageFailure::new(
+                e.is_no_space(),
+                format!(
+                    "installing snapshot {} from {}: {e}",
+                    meta.index,
+                    dir.display()
+                ),
             )
         })?;
         if info.index != meta.index {
-            return Err(format!(
+            return Err(StorageFailure::failed(format!(
                 "snapshot holds index {} but raft says {}",
                 info.index, meta.index
-            ));
+            )));
         }
         match Members::decode(&info.members) {
             Ok(map) if !map.is_empty() => self.members.replace(map),
             Ok(_) => {}
-            Err(e) => return Err(format!("snapshot member directory: {e}")),
+            Err(e) => {
+                return Err(StorageFailure::failed(format!(
+                    "snapshot member directory: {e}"
+                )));
+            }
         }
         self.node.mut_store().apply_snapshot(meta);
         self.events.note(

@@ -130,6 +130,18 @@ fn install_with_fault(seed: u64, fault: Fault) -> Result<bool, String> {
         }
     }
     let past_install = !failed || sim.installed(f, index);
+    if failed && matches!(fault, Fault::DiskFull) {
+        // A node restarts itself once space is back only if its failure
+        // says the disk was full.
+        let live = sim.nodes[f].live.as_ref().expect("it runs");
+        let status = live.driver.status();
+        if !status.disk_full() {
+            return Err(format!(
+                "a full disk was reported as another failure: {:?}",
+                status.failure
+            ));
+        }
+    }
     if failed {
         sim.nodes[f].crash();
         sim.nodes[f].start();
