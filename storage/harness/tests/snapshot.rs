@@ -1,5 +1,7 @@
 //! Log compaction and catch-up by snapshot, with real processes.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -263,4 +265,168 @@ async fn snapshot_built_while_another_is_being_sent_does_not_cut_it_short() {
         c.node_log(follower).contains("snapshot installed"),
         "the follower caught up without a snapshot"
     );
+}
+
+/// A tmpfs mounted over a directory, of a size that can change; unmounted
+/// when dropped. Mounting needs root.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, mb: u64) -> Tmpfs {
+        let size = format!("size={mb}m");
+        run_mount(&["-t", "tmpfs", "-o", &size, "tmpfs"], dir);
+        Tmpfs(dir.to_path_buf())
+    }
+
+    fn resize(&self, mb: u64) {
+        run_mount(&["-o", &format!("remount,size={mb}m")], &self.0);
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn run_mount(args: &[&str], dir: &Path) {
+    let out = Command::new("mount").args(args).arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "mount {args:?} {} (this test needs root): {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Copies the tree under `from` into `to`; returns the bytes copied.
+fn copy_tree(from: &Path, to: &Path) -> u64 {
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            bytes += copy_tree(&entry.path(), &target);
+        } else {
+            bytes += std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+    bytes
+}
+
+/// How many keys under `prefix` node `id` holds, read locally; `None`
+/// when it does not answer 200.
+async fn count_local(c: &Cluster, id: u64, prefix: &str) -> Option<usize> {
+    let url = format!(
+        "{}/v1/kv?prefix={prefix}&limit=1000&consistency=stale&keys_only=true",
+        c.node_url(id)
+    );
+    let r = c.http().get(&url).send().await.ok()?;
+    if r.status() != StatusCode::OK {
+        return None;
+    }
+    let page: Value = r.json().await.ok()?;
+    page["kvs"].as_array().map(Vec::len)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "mounts a tmpfs: run as root with --ignored"]
+async fn disk_full_during_a_snapshot_install_keeps_the_old_data_and_recovers() {
+    // Proves: a follower whose disk has room to stage a snapshot but not
+    // to install it fails as "disk full", keeps answering stale reads from
+    // its old data only (never part old, part new), and once space is back
+    // restarts itself, finishes the install and holds every value.
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut c = Cluster::start_with_args(
+        3,
+        &[
+            "--compact-log-entries",
+            "20",
+            "--compact-keep-entries",
+            "2",
+            "--compact-log-mb",
+            "4",
+            "--resume-free-mb",
+            "48",
+        ],
+    )
+    .await
+    .unwrap();
+    let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let follower = c
+        .node_ids()
+        .into_iter()
+        .filter(|&id| id != leader)
+        .max()
+        .unwrap();
+    let old = 8;
+    put_large(&c, "old/", old, 64 << 10).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count_local(&c, follower, "old/").await != Some(old) {
+        assert!(
+            Instant::now() < deadline,
+            "the follower never got the old data"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.kill(follower).unwrap();
+
+    // Its data moves onto a tmpfs with room for the snapshot's 24 MiB to be
+    // staged, but not for the install's copy of them as well.
+    let data = c.log_dir().join(format!("node{follower}"));
+    let kept = data.with_extension("kept");
+    std::fs::rename(&data, &kept).unwrap();
+    std::fs::create_dir(&data).unwrap();
+    let disk = Tmpfs::mount(&data, 1024);
+    let used_mb = (copy_tree(&kept, &data) >> 20) + 1;
+    disk.resize(used_mb + 36);
+
+    let (count, bytes) = (48, 512 << 10);
+    put_large(&c, "big/", count, bytes).await;
+    c.start_node(follower).unwrap();
+    wait_logged(&c, follower, "the disk is full", 1, Duration::from_secs(60)).await;
+    assert!(
+        c.node_log(follower).contains("installing snapshot"),
+        "the disk filled up elsewhere than in the install; logs in {}",
+        c.log_dir().display()
+    );
+    // Stale reads, if it answers them, show the old state only.
+    if let (Some(o), Some(b)) = (
+        count_local(&c, follower, "old/").await,
+        count_local(&c, follower, "big/").await,
+    ) {
+        assert_eq!((o, b), (old, 0), "a read saw part of the install");
+    }
+
+    disk.resize(used_mb + 256);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count_local(&c, follower, "big/").await != Some(count)
+        || count_local(&c, follower, "old/").await != Some(old)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the follower did not recover; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for i in (0..count).step_by(7) {
+        let r = c
+            .http()
+            .get(format!(
+                "{}/v1/kv/big/{i:05}?consistency=stale",
+                c.node_url(follower)
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.text().await.unwrap(),
+            format!("{i:08}").repeat(bytes / 8),
+            "big/{i:05}"
+        );
+    }
+    drop(c);
+    drop(disk);
 }

@@ -178,8 +178,17 @@ impl Driver {
     ) -> Result<std::path::PathBuf, StorageFailure> {
         let dir = self.dirs.incoming(meta.index, meta.term);
         let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
+            // The engine's background flush may have met the full disk
+            // first; the install then sees only the poisoned engine, whose
+            // health still names the cause.
+            let full = e.is_no_space()
+                || self
+                    .state_machine
+                    .engine()
+                    .health()
+                    .is_err_and(|h| h.is_no_space());
             StorageFailure::new(
-                e.is_no_space(),
+                full,
                 format!(
                     "installing snapshot {} from {}: {e}",
                     meta.index,
