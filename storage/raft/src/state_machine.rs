@@ -5,13 +5,15 @@
 //! never disagree after a crash. Replaying the raft log from that index
 //! restores anything the engine lost.
 
+mod install;
+
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::Arc;
 
-use std::path::{Path, PathBuf};
-
-use strata_engine::{Engine, EngineError, Options, WriteBatch};
+use parking_lot::RwLock;
+use strata_engine::{Engine, EngineError, Options, ReadPoint, WriteBatch};
 
 use crate::command::{ApplyResult, Command, Op, Proposal};
 use crate::keys;
@@ -38,10 +40,12 @@ pub struct SnapshotInfo {
     pub conf_state: Vec<u8>,
     /// The member directory (see [`crate::Members::encode`]).
     pub members: Vec<u8>,
+    /// How many user keys the group holds.
+    pub keys: u64,
 }
 
-/// Engine keys per batch while copying a snapshot in.
-const INSTALL_BATCH_KEYS: usize = 1024;
+/// Engine keys per batch while counting or copying a group's keys.
+const SCAN_BATCH_KEYS: usize = 1024;
 
 /// The outcome of one applied command.
 #[derive(Debug)]
@@ -62,6 +66,9 @@ pub struct StateMachine {
     conf_key: Vec<u8>,
     members_key: Vec<u8>,
     installing_key: Vec<u8>,
+    /// While an install replaces the group's keys, user reads are served
+    /// at the state from before it began, so they never see part of each.
+    reads_at: RwLock<Option<ReadPoint>>,
 }
 
 impl StateMachine {
@@ -73,6 +80,7 @@ impl StateMachine {
             conf_key: keys::meta_key(group, "conf_state"),
             members_key: keys::meta_key(group, "members"),
             installing_key: keys::meta_key(group, "installing_snapshot"),
+            reads_at: RwLock::new(None),
         }
     }
 
@@ -193,7 +201,7 @@ impl StateMachine {
     ) -> Result<Option<Vec<u8>>, EngineError> {
         match overlay.get(key) {
             Some(v) => Ok(v.clone()),
-            None => self.get(key),
+            None => self.engine.get(&keys::data_key(self.group, key)),
         }
     }
 
@@ -236,110 +244,47 @@ impl StateMachine {
         self.engine.checkpoint(dir)?;
         let copy = Engine::open(dir, Options::default())?;
         let view = StateMachine::new(Arc::new(copy), self.group);
-        let info = SnapshotInfo {
-            index: view.applied_index()?,
-            conf_state: view.conf_state()?.unwrap_or_default(),
-            members: view.members()?.unwrap_or_default(),
-        };
+        let info = view.describe()?;
         drop(view);
         Ok(info)
     }
 
-    /// The term and staged directory of a snapshot install that has not been
-    /// finished ([`finish_install`](Self::finish_install)), if any.
-    pub fn interrupted_install(&self) -> Result<Option<(u64, PathBuf)>, EngineError> {
-        let Some(v) = self.engine.get(&self.installing_key)? else {
-            return Ok(None);
-        };
-        let term = v
-            .get(..8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_be_bytes)
-            .ok_or_else(|| EngineError::Corruption {
-                context: format!(
-                    "install marker of group {} is {} bytes",
-                    self.group,
-                    v.len()
-                ),
-            })?;
-        let path = PathBuf::from(String::from_utf8_lossy(&v[8..]).into_owned());
-        Ok(Some((term, path)))
+    /// What this state machine holds, as a snapshot of it says.
+    pub fn describe(&self) -> Result<SnapshotInfo, EngineError> {
+        Ok(SnapshotInfo {
+            index: self.applied_index()?,
+            conf_state: self.conf_state()?.unwrap_or_default(),
+            members: self.members()?.unwrap_or_default(),
+            keys: self.count_keys()?,
+        })
     }
 
-    /// Replaces this group's data with the checkpoint in `dir` (a snapshot
-    /// taken at raft term `term`). A marker is written first and stays until
-    /// [`finish_install`](Self::finish_install), so a crash at any point is
-    /// finished at the next start. The data is durable when this returns.
-    pub fn install(&self, dir: &Path, term: u64) -> Result<SnapshotInfo, EngineError> {
-        let mut marker = term.to_be_bytes().to_vec();
-        marker.extend_from_slice(dir.to_string_lossy().as_bytes());
-        let mut mark = WriteBatch::default();
-        mark.put(&self.installing_key, &marker);
-        self.engine.write(&mark)?;
-        self.make_durable()?;
-
-        let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
-        // Delete what the group holds now.
+    /// How many user keys the group holds.
+    fn count_keys(&self) -> Result<u64, EngineError> {
+        let (mut from, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+        let mut count = 0u64;
         loop {
-            let old = self.engine.scan(
-                Bound::Included(&lo[..]),
-                Bound::Excluded(&hi[..]),
-                INSTALL_BATCH_KEYS,
-            )?;
-            if old.is_empty() {
-                break;
-            }
-            let mut batch = WriteBatch::default();
-            for (k, _) in &old {
-                batch.delete(k);
-            }
-            self.engine.write(&batch)?;
-        }
-        // Copy the snapshot's data in.
-        let source =
-            StateMachine::new(Arc::new(Engine::open(dir, Options::default())?), self.group);
-        let mut from = lo.clone();
-        loop {
-            let pairs = source.engine.scan(
+            let pairs = self.engine.scan(
                 Bound::Included(&from[..]),
                 Bound::Excluded(&hi[..]),
-                INSTALL_BATCH_KEYS,
+                SCAN_BATCH_KEYS,
             )?;
-            let Some((last, _)) = pairs.last() else { break };
+            let Some((last, _)) = pairs.last() else {
+                return Ok(count);
+            };
+            count += pairs.len() as u64;
             from = last.clone();
             from.push(0);
-            let mut batch = WriteBatch::default();
-            for (k, v) in &pairs {
-                batch.put(k, v);
-            }
-            self.engine.write(&batch)?;
         }
-        let info = SnapshotInfo {
-            index: source.applied_index()?,
-            conf_state: source.conf_state()?.unwrap_or_default(),
-            members: source.members()?.unwrap_or_default(),
-        };
-        drop(source);
-        let mut done = WriteBatch::default();
-        done.put(&self.applied_key, &info.index.to_be_bytes());
-        done.put(&self.conf_key, &info.conf_state);
-        done.put(&self.members_key, &info.members);
-        self.engine.write(&done)?;
-        self.make_durable()?;
-        Ok(info)
-    }
-
-    /// Removes the install marker once the raft log records the snapshot.
-    pub fn finish_install(&self) -> Result<(), EngineError> {
-        let mut batch = WriteBatch::default();
-        batch.delete(&self.installing_key);
-        self.engine.write(&batch)?;
-        self.make_durable()
     }
 
     /// The value of a user key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
-        self.engine.get(&keys::data_key(self.group, key))
+        let key = keys::data_key(self.group, key);
+        match &*self.reads_at.read() {
+            Some(at) => at.get(&key),
+            None => self.engine.get(&key),
+        }
     }
 
     /// User pairs in `[start, end)` (`end = None`: to the end), ascending.
@@ -354,9 +299,11 @@ impl StateMachine {
             Some(e) => keys::data_key(self.group, e),
             None => keys::data_end(self.group),
         };
-        let pairs = self
-            .engine
-            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?;
+        let range = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
+        let pairs = match &*self.reads_at.read() {
+            Some(at) => at.scan(range.0, range.1, limit)?,
+            None => self.engine.scan(range.0, range.1, limit)?,
+        };
         Ok(pairs
             .into_iter()
             .map(|(k, v)| (keys::user_key(&k).to_vec(), v))
@@ -511,13 +458,14 @@ mod tests {
             ])
             .unwrap();
         let snap = dir.path().join("snap");
-        let info = leader.checkpoint(&snap).unwrap();
+        let info = crate::snapshot::seal(&snap, leader.checkpoint(&snap).unwrap()).unwrap();
         assert_eq!(
             info,
             SnapshotInfo {
                 index: 3,
                 conf_state: b"conf".to_vec(),
                 members: b"1=a:1\n".to_vec(),
+                keys: 2,
             }
         );
         // Writes after the checkpoint are not in it.

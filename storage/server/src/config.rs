@@ -61,6 +61,10 @@ pub struct NodeConfig {
     /// leaves the restart to the operator.
     #[arg(long, env = "STRATA_RESUME_FREE_MB", default_value_t = 16)]
     pub resume_free_mb: u64,
+    /// Refuse a received snapshot whose files weigh more than this many
+    /// MiB, before staging any of it: a snapshot must not fill the disk.
+    #[arg(long, env = "STRATA_MAX_SNAPSHOT_MB", default_value_t = 64 << 10)]
+    pub max_snapshot_mb: u64,
 }
 
 /// Bounds on what a request may carry.
@@ -206,6 +210,7 @@ impl NodeConfig {
             compact_keep_entries: 5_000,
             compact_log_mb: 64,
             resume_free_mb: 16,
+            max_snapshot_mb: 64 << 10,
         }
     }
 }

@@ -142,7 +142,8 @@ impl Node {
             cluster,
             metrics,
         };
-        let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx);
+        let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
+            .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
         let app = crate::app::router(state, raft).await?;
         Ok(Node {
             config,

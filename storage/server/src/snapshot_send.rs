@@ -1,12 +1,16 @@
-//! Sending a snapshot: the files of the engine checkpoint named in the raft
-//! message, streamed in chunks over `strata.v1.Raft/InstallSnapshot`, then
-//! the result reported to raft. The bounded channel between the file reader
-//! and the gRPC stream is the flow control.
+//! Sending a snapshot: the engine checkpoint named in the raft message,
+//! pinned so that it stays on disk while it is read, goes out over
+//! `strata.v1.Raft/InstallSnapshot` as its manifest, then every file the
+//! manifest lists in 1 MiB chunks; the result is reported to raft. The
+//! bounded channel between the file reader and the gRPC stream is the flow
+//! control.
+
+use std::path::Path;
 
 use bytes::Bytes;
 use strata_proto::v1::raft_client::RaftClient;
 use strata_proto::v1::{SnapshotChunk, SnapshotFileChunk, SnapshotHeader, snapshot_chunk};
-use strata_raft::snapshot::list_files;
+use strata_raft::snapshot::{Manifest, ManifestFile};
 use strata_raft::{Message, PeerHandle};
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
@@ -36,11 +40,22 @@ async fn stream(
     message: Message,
 ) -> Result<(), String> {
     let name = String::from_utf8_lossy(&message.get_snapshot().data).into_owned();
-    let dir = peer
+    // Held until every file is read: a newer snapshot built meanwhile
+    // must not prune this one from under the stream.
+    let pin = peer
         .snapshot_dirs()
-        .outgoing(&name)
-        .ok_or_else(|| format!("`{name}` is not a snapshot of ours"))?;
-    let files = list_files(&dir).map_err(|e| format!("listing {}: {e}", dir.display()))?;
+        .pin_outgoing(&name)
+        .ok_or_else(|| format!("`{name}` is not a snapshot of ours, or is gone"))?;
+    let manifest = Manifest::read(pin.dir())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("`{name}` has no manifest"))?;
+    tracing::info!(
+        to = message.to,
+        name,
+        files = manifest.files.len(),
+        bytes = manifest.total_bytes(),
+        "sending snapshot"
+    );
     let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
     let header = SnapshotChunk {
         kind: Some(snapshot_chunk::Kind::Header(SnapshotHeader {
@@ -48,44 +63,16 @@ async fn stream(
             from_node: from,
             to_node: message.to,
             message: Bytes::from(strata_raft::encode_message(&message)),
+            manifest: Bytes::from(manifest.encode()),
         })),
     };
     let reader = tokio::spawn(async move {
         if tx.send(header).await.is_err() {
             return Ok(());
         }
-        for rel in files {
-            let mut file = tokio::fs::File::open(dir.join(&rel))
-                .await
-                .map_err(|e| format!("opening {}: {e}", rel.display()))?;
-            let mut crc = crc32fast::Hasher::new();
-            let mut offset = 0u64;
-            loop {
-                let mut buf = vec![0u8; CHUNK_BYTES];
-                let n = file
-                    .read(&mut buf)
-                    .await
-                    .map_err(|e| format!("reading {}: {e}", rel.display()))?;
-                buf.truncate(n);
-                crc.update(&buf);
-                let last = n == 0;
-                let chunk = SnapshotFileChunk {
-                    path: rel.to_string_lossy().into_owned(),
-                    offset,
-                    data: Bytes::from(buf),
-                    last,
-                    crc32: if last { crc.clone().finalize() } else { 0 },
-                };
-                offset += n as u64;
-                let chunk = SnapshotChunk {
-                    kind: Some(snapshot_chunk::Kind::File(chunk)),
-                };
-                if tx.send(chunk).await.is_err() {
-                    return Ok(());
-                }
-                if last {
-                    break;
-                }
+        for f in &manifest.files {
+            if !send_file(&tx, pin.dir(), f).await? {
+                return Ok(());
             }
         }
         Ok::<(), String>(())
@@ -98,4 +85,55 @@ async fn stream(
     read?;
     sent.map(|_| ())
         .map_err(|s| format!("receiver: {}", s.message()))
+}
+
+/// Streams the file `f` lists from `dir`, checking it still is what the
+/// manifest says (a file that changed or shrank ends the stream short,
+/// which the receiver refuses). `Ok(false)` when the receiver went away.
+async fn send_file(
+    tx: &mpsc::Sender<SnapshotChunk>,
+    dir: &Path,
+    f: &ManifestFile,
+) -> Result<bool, String> {
+    let mut file = tokio::fs::File::open(dir.join(&f.path))
+        .await
+        .map_err(|e| format!("opening {}: {e}", f.path))?;
+    let mut crc = crc32fast::Hasher::new();
+    let mut offset = 0u64;
+    loop {
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        let n = file
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("reading {}: {e}", f.path))?;
+        buf.truncate(n);
+        crc.update(&buf);
+        let last = n == 0;
+        if offset + n as u64 > f.size || (last && offset != f.size) {
+            return Err(format!(
+                "{} is no longer the {} bytes its manifest lists",
+                f.path, f.size
+            ));
+        }
+        if last && crc.clone().finalize() != f.crc32 {
+            return Err(format!("{} no longer matches its manifest's CRC", f.path));
+        }
+        let chunk = SnapshotFileChunk {
+            path: f.path.clone(),
+            offset,
+            data: Bytes::from(buf),
+            last,
+            crc32: if last { f.crc32 } else { 0 },
+        };
+        offset += n as u64;
+        let chunk = SnapshotChunk {
+            kind: Some(snapshot_chunk::Kind::File(chunk)),
+        };
+        if tx.send(chunk).await.is_err() {
+            return Ok(false);
+        }
+        if last {
+            return Ok(true);
+        }
+    }
 }

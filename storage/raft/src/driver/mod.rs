@@ -77,7 +77,8 @@ pub(crate) struct Driver {
     last_status: PeerStatus,
     dirs: SnapshotDirs,
     jobs: crossbeam_channel::Sender<Job>,
-    snapshot_building: bool,
+    /// The applied index when the snapshot being built was asked for.
+    snapshot_building: Option<u64>,
     durable_pending: bool,
     compact_log_entries: u64,
     compact_log_bytes: u64,
@@ -145,7 +146,7 @@ impl Driver {
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
             jobs,
-            snapshot_building: false,
+            snapshot_building: None,
             durable_pending: false,
             compact_log_entries: config.compact_log_entries,
             compact_log_bytes: config.compact_log_bytes,
@@ -263,6 +264,9 @@ impl Driver {
                     tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
                     return;
                 }
+                if !self.snapshot_was_received(&m) {
+                    return;
+                }
                 self.step_screened(m);
             }
             Input::Unreachable(id) => self.node.report_unreachable(id),
@@ -293,8 +297,8 @@ impl Driver {
                 let meta = ready.snapshot().get_metadata().clone();
                 match self.install_snapshot(&meta) {
                     Ok(dir) => installed = Some(dir),
-                    Err(reason) => {
-                        self.fail_storage(StorageFailure::failed(reason));
+                    Err(failure) => {
+                        self.fail_storage(failure);
                         return;
                     }
                 }

@@ -3,8 +3,8 @@
 //! hearing how sending one ended.
 
 use protobuf::Message as _;
-use raft::SnapshotStatus;
-use raft::eraftpb::{ConfState, Snapshot, SnapshotMetadata};
+use raft::eraftpb::{ConfState, Message, MessageType, Snapshot, SnapshotMetadata};
+use raft::{ProgressState, SnapshotStatus, StateRole};
 
 use super::Driver;
 use crate::error::StorageFailure;
@@ -23,10 +23,13 @@ impl Driver {
         if self.failure.is_some() {
             return;
         }
-        if self.node.store().take_snapshot_request() && !self.snapshot_building {
-            self.snapshot_building = self.jobs.send(Job::Build).is_ok();
-        }
         let applied = self.node.raft.raft_log.applied;
+        if self.node.store().take_snapshot_request()
+            && self.snapshot_building.is_none()
+            && self.jobs.send(Job::Build).is_ok()
+        {
+            self.snapshot_building = Some(applied);
+        }
         let first = self.node.store().first_index();
         let applied_entries = applied.saturating_sub(first);
         let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
@@ -39,7 +42,7 @@ impl Driver {
     pub(super) fn on_job(&mut self, done: JobDone) {
         match done {
             JobDone::Built { name, result } => {
-                self.snapshot_building = false;
+                self.snapshot_building = None;
                 let info = match result {
                     Ok(info) => info,
                     Err(e) => {
@@ -84,11 +87,14 @@ impl Driver {
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
                 // Keep `compact_keep_entries`, but never more than half the
                 // byte budget: large entries must not keep the log heavy.
-                let to = index.saturating_sub(self.compact_keep_entries).max(
-                    self.node
-                        .store()
-                        .discard_point_for_bytes(index, self.compact_log_bytes / 2),
-                );
+                let to = index
+                    .saturating_sub(self.compact_keep_entries)
+                    .max(
+                        self.node
+                            .store()
+                            .discard_point_for_bytes(index, self.compact_log_bytes / 2),
+                    )
+                    .min(self.snapshot_floor());
                 if to > self.node.store().first_index()
                     && let Err(e) = self.node.mut_store().compact(to)
                 {
@@ -96,6 +102,56 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// The highest index the log may be compacted to while a follower is
+    /// being caught up: not past the applied index a snapshot being built
+    /// started from (or its term is gone and the build is wasted), nor past
+    /// the index of one being sent, nor past the entry before those a
+    /// follower being probed (as after a snapshot) is sent next, while it
+    /// answers. Under heavy writes with aggressive compaction, any of these
+    /// would have a follower sent snapshot after snapshot, never catching
+    /// up. A follower that stops answering no longer holds compaction back
+    /// once the leader's quorum check marks it inactive.
+    fn snapshot_floor(&self) -> u64 {
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return self.snapshot_building.unwrap_or(u64::MAX);
+        }
+        let followers = raft
+            .prs()
+            .iter()
+            .filter(|&(&id, _)| id != self.id)
+            .filter_map(|(_, p)| match p.state {
+                ProgressState::Snapshot => Some(p.pending_snapshot),
+                ProgressState::Probe if p.recent_active => Some(p.next_idx.saturating_sub(1)),
+                _ => None,
+            });
+        followers
+            .chain(self.snapshot_building)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Whether `m` may be stepped: a `MsgSnapshot` only if the transport
+    /// received its snapshot whole and verified it (staged with its
+    /// manifest). Raft must not install a snapshot that arrived any other
+    /// way, such as on the plain message stream, or before its files.
+    pub(super) fn snapshot_was_received(&self, m: &Message) -> bool {
+        if m.get_msg_type() != MessageType::MsgSnapshot {
+            return true;
+        }
+        let meta = m.get_snapshot().get_metadata();
+        let verified = self.dirs.verified_incoming(meta.index, meta.term).is_some();
+        if !verified {
+            tracing::warn!(
+                from = m.from,
+                index = meta.index,
+                term = meta.term,
+                "dropping a snapshot message without a verified transfer"
+            );
+        }
+        verified
     }
 
     /// The transport finished (or failed) sending a snapshot to `to`; raft
@@ -114,29 +170,46 @@ impl Driver {
     }
 
     /// Installs the staged snapshot raft wants applied; returns its staged
-    /// directory for removal once the raft log records it.
+    /// directory for removal once the raft log records it. A full disk is
+    /// reported as one, so that the node restarts itself once space is back.
     pub(super) fn install_snapshot(
         &mut self,
         meta: &SnapshotMetadata,
-    ) -> Result<std::path::PathBuf, String> {
+    ) -> Result<std::path::PathBuf, StorageFailure> {
         let dir = self.dirs.incoming(meta.index, meta.term);
         let info = self.state_machine.install(&dir, meta.term).map_err(|e| {
-            format!(
-                "installing snapshot {} from {}: {e}",
-                meta.index,
-                dir.display()
+            // The engine's background flush may have met the full disk
+            // first; the install then sees only the poisoned engine, whose
+            // health still names the cause.
+            let full = e.is_no_space()
+                || self
+                    .state_machine
+                    .engine()
+                    .health()
+                    .is_err_and(|h| h.is_no_space());
+            StorageFailure::new(
+                full,
+                format!(
+                    "installing snapshot {} from {}: {e}",
+                    meta.index,
+                    dir.display()
+                ),
             )
         })?;
         if info.index != meta.index {
-            return Err(format!(
+            return Err(StorageFailure::failed(format!(
                 "snapshot holds index {} but raft says {}",
                 info.index, meta.index
-            ));
+            )));
         }
         match Members::decode(&info.members) {
             Ok(map) if !map.is_empty() => self.members.replace(map),
             Ok(_) => {}
-            Err(e) => return Err(format!("snapshot member directory: {e}")),
+            Err(e) => {
+                return Err(StorageFailure::failed(format!(
+                    "snapshot member directory: {e}"
+                )));
+            }
         }
         self.node.mut_store().apply_snapshot(meta);
         self.events.note(

@@ -75,7 +75,8 @@ impl Invariants {
         self.committed.get(&index)
     }
 
-    /// No storage failure (but lost state on a wiped member); at most one
+    /// No storage failure (but lost state on a wiped member, and any on a
+    /// member a test injects disk faults into); at most one
     /// leader per term; every node's committed prefix agrees; nodes that
     /// applied the same index use the same configuration, and it is the
     /// one stored with their data.
@@ -84,6 +85,7 @@ impl Invariants {
             let Some(live) = &n.live else { continue };
             if let Some(f) = live.driver.status().failure
                 && !(n.wiped && f.is_lost_state())
+                && !n.disk_faults
             {
                 return Err(format!("node {} failed: {f}", n.id));
             }

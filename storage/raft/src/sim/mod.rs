@@ -15,9 +15,11 @@
 //! same applied index, configuration and data, with no acknowledged write
 //! lost; removed nodes are left out.
 //!
-//! Targeted scenarios sit beside the random runs: `reads` (ReadIndex) and
+//! Targeted scenarios sit beside the random runs: `reads` (ReadIndex),
 //! `amnesia` (members whose disk is replaced, so that they come back empty;
-//! the random crashes keep what was synced and never do that).
+//! the random crashes keep what was synced and never do that) and
+//! `install` (snapshot installs that fail at each step, and catching up
+//! under writes with aggressive compaction).
 //!
 //! `SIM_SEEDS=N` runs seeds 1..=N, `SIM_SEED=S` replays one seed exactly
 //! (`just sim seeds=N`, `just sim seed=S`) and prints what it did with a
@@ -25,6 +27,7 @@
 
 mod amnesia;
 mod check;
+mod install;
 mod membership;
 mod net;
 mod node;
@@ -97,6 +100,8 @@ struct Sim {
     /// The highest index of an acknowledged write.
     acked_index: u64,
     reads: Vec<PendingRead>,
+    /// How often a snapshot stream is cut short.
+    cut_short: f64,
     stats: Stats,
     /// A digest of everything that happened, to show a replay is exact.
     trace: DefaultHasher,
@@ -154,6 +159,7 @@ impl Sim {
             acked: BTreeMap::new(),
             acked_index: 0,
             reads: Vec::new(),
+            cut_short: transport::CUT_SHORT_PROBABILITY,
             stats: Stats::default(),
             trace: DefaultHasher::new(),
             root,

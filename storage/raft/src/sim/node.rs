@@ -69,7 +69,7 @@ pub struct SimNode {
     /// The initial voters; empty for a member that joins later, which
     /// starts with an empty log and is caught up by a snapshot.
     voters: Vec<u64>,
-    policy: LogPolicy,
+    pub policy: LogPolicy,
     /// Counts starts: a snapshot sent by an earlier life is not reported
     /// to this one (the real transport's task dies with the process).
     pub generation: u64,
@@ -83,6 +83,9 @@ pub struct SimNode {
     /// Its disk was replaced while it was down ([`SimNode::wipe`]): the one
     /// member allowed to report lost state.
     pub wiped: bool,
+    /// A test injects disk faults into it: a storage failure is expected
+    /// (the test then crashes and restarts it).
+    pub disk_faults: bool,
 }
 
 impl SimNode {
@@ -100,6 +103,7 @@ impl SimNode {
             admitted_at,
             kept_after_removal: false,
             wiped: false,
+            disk_faults: false,
         }
     }
 

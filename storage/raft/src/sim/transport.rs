@@ -2,9 +2,12 @@
 //! messages go out of a driver's outbox onto the simulated network and are
 //! stepped at their target. A snapshot is done the way the server does it:
 //! the sender reads the checkpoint the `MsgSnapshot` names from its
-//! outgoing directory (`snapshot_send`); the receiver stages the files in a
-//! `.partial` directory, moves it to where its driver installs from, and
-//! only then steps the message (`snapshot_receive`). The sender learns the
+//! outgoing directory (`snapshot_send`), the files its manifest lists; the
+//! receiver stages the files in a `.partial` directory, checks them against
+//! the manifest, stores it, moves the directory to where its driver
+//! installs from, and only then steps the message (`snapshot_receive`).
+//! Some streams are cut short (files missing at the end, as when a sender
+//! fails mid-stream); the receiver must refuse those. The sender learns the
 //! outcome through `Shared::report_snapshot`, a failure included (message
 //! lost, target down or gone).
 
@@ -13,17 +16,25 @@ use std::io;
 use std::path::PathBuf;
 
 use raft::eraftpb::{Message, MessageType};
+use rand::Rng;
 
 use super::Sim;
 use super::check;
 use super::net::Envelope;
 use crate::mailbox::Input;
-use crate::snapshot::{SnapshotDirs, list_files};
+use crate::snapshot::{Manifest, SnapshotDirs};
 
-/// The files of a snapshot in flight, and which life of the sender sent
-/// them.
+/// How often a snapshot stream is cut short, unless a test says otherwise.
+pub const CUT_SHORT_PROBABILITY: f64 = 0.15;
+
+/// A snapshot's files with their contents, by path relative to it.
+type Files = Vec<(PathBuf, Vec<u8>)>;
+
+/// The files of a snapshot in flight, its manifest, and which life of the
+/// sender sent them.
 pub struct Payload {
-    files: Vec<(PathBuf, Vec<u8>)>,
+    manifest: Manifest,
+    files: Files,
     sender_generation: u64,
 }
 
@@ -40,10 +51,17 @@ impl Sim {
                 // pruned the checkpoint it names: the real send then fails
                 // too, and raft retries with the newer one.
                 match read_snapshot(&live.shared.snapshot_dirs, &m) {
-                    Ok(files) => Some(Payload {
-                        files,
-                        sender_generation: n.generation,
-                    }),
+                    Ok((manifest, mut files)) => {
+                        if !files.is_empty() && self.rng.random_bool(self.cut_short) {
+                            let keep = self.rng.random_range(0..files.len());
+                            files.truncate(keep);
+                        }
+                        Some(Payload {
+                            manifest,
+                            files,
+                            sender_generation: n.generation,
+                        })
+                    }
                     Err(_) => {
                         let what = (self.now, "snapshot unreadable", n.id, to);
                         what.hash(&mut self.trace);
@@ -89,8 +107,20 @@ impl Sim {
             return Ok(());
         };
         if let Some(p) = &e.snapshot {
-            stage(&live.shared.snapshot_dirs, &e.message, &p.files)
-                .map_err(|err| format!("node {to} cannot stage a snapshot: {err}"))?;
+            match stage(&live.shared.snapshot_dirs, &e.message, p) {
+                Ok(()) => {}
+                Err(StageError::Refused(why)) => {
+                    let what = (self.now, "snapshot refused", from, to, why);
+                    what.hash(&mut self.trace);
+                    if let Some(p) = e.snapshot {
+                        self.report_snapshot(from, p.sender_generation, to, false);
+                    }
+                    return Ok(());
+                }
+                Err(StageError::Io(err)) => {
+                    return Err(format!("node {to} cannot stage a snapshot: {err}"));
+                }
+            }
         }
         live.driver.handle(Input::Step(e.message));
         if let Some(p) = e.snapshot {
@@ -113,35 +143,51 @@ impl Sim {
     }
 }
 
-/// The files of the checkpoint `m` names, relative to its directory.
-fn read_snapshot(dirs: &SnapshotDirs, m: &Message) -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
+/// The manifest of the checkpoint `m` names and the files it lists,
+/// relative to its directory; read under a pin, as the real sender does.
+fn read_snapshot(dirs: &SnapshotDirs, m: &Message) -> Result<(Manifest, Files), String> {
     let name = String::from_utf8_lossy(&m.get_snapshot().data).into_owned();
-    let dir = dirs
-        .outgoing(&name)
-        .ok_or_else(|| format!("`{name}` is not a snapshot of ours"))?;
+    let pin = dirs
+        .pin_outgoing(&name)
+        .ok_or_else(|| format!("`{name}` is not a snapshot of ours, or is gone"))?;
+    let manifest = Manifest::read(pin.dir())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("`{name}` has no manifest"))?;
     let mut files = Vec::new();
-    for rel in list_files(&dir).map_err(|e| format!("listing {}: {e}", dir.display()))? {
-        let bytes = std::fs::read(dir.join(&rel)).map_err(|e| e.to_string())?;
-        files.push((rel, bytes));
+    for f in &manifest.files {
+        let bytes = std::fs::read(pin.dir().join(&f.path)).map_err(|e| e.to_string())?;
+        files.push((PathBuf::from(&f.path), bytes));
     }
-    Ok(files)
+    Ok((manifest, files))
 }
 
-/// Stages `files` where the receiver's driver looks for the snapshot of
-/// `m`; the staged copy is complete before the message is stepped.
-fn stage(dirs: &SnapshotDirs, m: &Message, files: &[(PathBuf, Vec<u8>)]) -> io::Result<()> {
+enum StageError {
+    /// The snapshot is not whole: refused, as the real receiver does.
+    Refused(String),
+    /// The receiver's own disk failed.
+    Io(io::Error),
+}
+
+/// Stages the files `p` carries, verifies them against the manifest and
+/// stores it last; a staged copy not whole is removed and refused.
+fn stage(dirs: &SnapshotDirs, m: &Message, p: &Payload) -> Result<(), StageError> {
     let meta = m.get_snapshot().get_metadata();
     let dir = dirs.incoming(meta.index, meta.term);
     let partial = dir.with_extension("partial");
     let _ = std::fs::remove_dir_all(&partial);
-    std::fs::create_dir_all(&partial)?;
-    for (rel, bytes) in files {
+    std::fs::create_dir_all(&partial).map_err(StageError::Io)?;
+    for (rel, bytes) in &p.files {
         let path = partial.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            std::fs::create_dir_all(parent).map_err(StageError::Io)?;
         }
-        std::fs::write(path, bytes)?;
+        std::fs::write(path, bytes).map_err(StageError::Io)?;
     }
+    if let Err(e) = p.manifest.verify(&partial) {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(StageError::Refused(e.to_string()));
+    }
+    p.manifest.write(&partial).map_err(StageError::Io)?;
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&partial, &dir)
+    std::fs::rename(&partial, &dir).map_err(StageError::Io)
 }

@@ -19,7 +19,7 @@ use strata_engine::{Engine, FaultFs, FileSystem, Options};
 
 use super::node::GROUP;
 use crate::mailbox::Shared;
-use crate::snapshot::{Job, JobDone, SnapshotDirs};
+use crate::snapshot::{Job, JobDone, SnapshotDirs, seal};
 use crate::state_machine::{SnapshotInfo, StateMachine};
 
 /// The longest a job takes, in simulated milliseconds.
@@ -111,12 +111,7 @@ fn checkpoint(fs: &FaultFs, sm: &StateMachine, dir: &Path) -> Result<SnapshotInf
     }
     let copy = Engine::open(dir, Options::default()).map_err(|e| e.to_string())?;
     let view = StateMachine::new(Arc::new(copy), GROUP);
-    let read = || -> Result<SnapshotInfo, strata_engine::EngineError> {
-        Ok(SnapshotInfo {
-            index: view.applied_index()?,
-            conf_state: view.conf_state()?.unwrap_or_default(),
-            members: view.members()?.unwrap_or_default(),
-        })
-    };
-    read().map_err(|e| e.to_string())
+    let info = view.describe().map_err(|e| e.to_string())?;
+    drop(view);
+    seal(dir, info)
 }

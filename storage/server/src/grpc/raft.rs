@@ -50,6 +50,8 @@ pub struct RaftService {
     /// Turns true when the node stops: open streams end then, so they do
     /// not hold up a graceful shutdown.
     stopping: watch::Receiver<bool>,
+    /// The largest snapshot this node accepts, in bytes.
+    max_snapshot_bytes: u64,
 }
 
 impl RaftService {
@@ -59,7 +61,14 @@ impl RaftService {
             group_id,
             peer,
             stopping,
+            max_snapshot_bytes: u64::MAX,
         }
+    }
+
+    /// Refuses received snapshots over `bytes`.
+    pub fn with_max_snapshot_bytes(mut self, bytes: u64) -> Self {
+        self.max_snapshot_bytes = bytes;
+        self
     }
 
     fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
@@ -100,7 +109,14 @@ impl Raft for RaftService {
         &self,
         req: Request<Streaming<SnapshotChunk>>,
     ) -> Result<Response<RaftAck>, Status> {
-        snapshot_receive::receive(self.id, self.group_id, &self.peer, req.into_inner()).await?;
+        snapshot_receive::receive(
+            self.id,
+            self.group_id,
+            &self.peer,
+            self.max_snapshot_bytes,
+            req.into_inner(),
+        )
+        .await?;
         Ok(Response::new(RaftAck {}))
     }
 }

@@ -1,0 +1,278 @@
+//! Installing a received snapshot: the group's keys replaced by those of a
+//! staged engine checkpoint.
+//!
+//! The steps, in order (`docs/ARCHITECTURE.md`, "Snapshots"):
+//! 1. check the staged copy: its manifest is there (the transport stores it
+//!    only once every file matched), and the staged engine opens and holds
+//!    the manifest's applied index and key count. A failure here leaves the
+//!    replica exactly as it was;
+//! 2. pin a read point, so that user reads see the old state until the
+//!    install ends;
+//! 3. write the install marker (term and staged path), durably: from here
+//!    on, a crash is finished at the next start from the staged copy;
+//! 4. delete the group's keys and copy the snapshot's in, in batches;
+//! 5. record the snapshot's applied index, configuration and members, and
+//!    make it all durable;
+//! 6. drop the read point: reads see the new state, all of it at once.
+//!
+//! The marker is removed by [`StateMachine::finish_install`] once the raft
+//! log records the snapshot.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata_engine::{Engine, EngineError, Options, WriteBatch};
+
+use super::{SCAN_BATCH_KEYS, SnapshotInfo, StateMachine};
+use crate::keys;
+use crate::snapshot::Manifest;
+
+impl StateMachine {
+    /// The term and staged directory of a snapshot install that has not been
+    /// finished ([`finish_install`](Self::finish_install)), if any.
+    pub fn interrupted_install(&self) -> Result<Option<(u64, PathBuf)>, EngineError> {
+        let Some(v) = self.engine.get(&self.installing_key)? else {
+            return Ok(None);
+        };
+        let term = v
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| EngineError::Corruption {
+                context: format!(
+                    "install marker of group {} is {} bytes",
+                    self.group,
+                    v.len()
+                ),
+            })?;
+        let path = PathBuf::from(String::from_utf8_lossy(&v[8..]).into_owned());
+        Ok(Some((term, path)))
+    }
+
+    /// Replaces this group's data with the verified snapshot staged in `dir`
+    /// (taken at raft term `term`). The staged copy is checked before
+    /// anything is touched; a marker is written next and stays until
+    /// [`finish_install`](Self::finish_install), so a crash at any later
+    /// point is finished at the next start. User reads see the old state
+    /// until this returns. The data is durable when it returns.
+    pub fn install(&self, dir: &Path, term: u64) -> Result<SnapshotInfo, EngineError> {
+        let source = self.open_staged(dir)?;
+        *self.reads_at.write() = Some(self.engine.read_point());
+        self.write_marker(dir, term)?;
+        self.replace_keys(&source)?;
+        let info = source.describe()?;
+        drop(source);
+        let mut done = WriteBatch::default();
+        done.put(&self.applied_key, &info.index.to_be_bytes());
+        done.put(&self.conf_key, &info.conf_state);
+        done.put(&self.members_key, &info.members);
+        self.engine.write(&done)?;
+        self.make_durable()?;
+        // Only a finished install lets reads through to the new state; after
+        // a failure they keep the old one until the node restarts and the
+        // marker finishes the install.
+        *self.reads_at.write() = None;
+        Ok(info)
+    }
+
+    /// Opens the staged snapshot in `dir` and checks it against its
+    /// manifest: a staged copy that is not whole is refused here.
+    fn open_staged(&self, dir: &Path) -> Result<StateMachine, EngineError> {
+        let refuse = |why: String| EngineError::Corruption {
+            context: format!("staged snapshot {}: {why}", dir.display()),
+        };
+        let manifest = Manifest::read(dir)
+            .map_err(|e| refuse(e.to_string()))?
+            .ok_or_else(|| refuse("no manifest: it was never received whole".into()))?;
+        let source =
+            StateMachine::new(Arc::new(Engine::open(dir, Options::default())?), self.group);
+        let info = source.describe()?;
+        if (info.index, info.keys) != (manifest.index, manifest.keys) {
+            return Err(refuse(format!(
+                "holds index {} with {} keys; its manifest says index {} with {}",
+                info.index, info.keys, manifest.index, manifest.keys
+            )));
+        }
+        Ok(source)
+    }
+
+    fn write_marker(&self, dir: &Path, term: u64) -> Result<(), EngineError> {
+        let mut marker = term.to_be_bytes().to_vec();
+        marker.extend_from_slice(dir.to_string_lossy().as_bytes());
+        let mut mark = WriteBatch::default();
+        mark.put(&self.installing_key, &marker);
+        self.engine.write(&mark)?;
+        self.make_durable()
+    }
+
+    /// Deletes the group's keys, then copies `source`'s in.
+    fn replace_keys(&self, source: &StateMachine) -> Result<(), EngineError> {
+        let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+        loop {
+            let old = self.engine.scan(
+                Bound::Included(&lo[..]),
+                Bound::Excluded(&hi[..]),
+                SCAN_BATCH_KEYS,
+            )?;
+            if old.is_empty() {
+                break;
+            }
+            let mut batch = WriteBatch::default();
+            for (k, _) in &old {
+                batch.delete(k);
+            }
+            self.engine.write(&batch)?;
+        }
+        let mut from = lo;
+        loop {
+            let pairs = source.engine.scan(
+                Bound::Included(&from[..]),
+                Bound::Excluded(&hi[..]),
+                SCAN_BATCH_KEYS,
+            )?;
+            let Some((last, _)) = pairs.last() else {
+                return Ok(());
+            };
+            from = last.clone();
+            from.push(0);
+            let mut batch = WriteBatch::default();
+            for (k, v) in &pairs {
+                batch.put(k, v);
+            }
+            self.engine.write(&batch)?;
+        }
+    }
+
+    /// Removes the install marker once the raft log records the snapshot.
+    pub fn finish_install(&self) -> Result<(), EngineError> {
+        let mut batch = WriteBatch::default();
+        batch.delete(&self.installing_key);
+        self.engine.write(&batch)?;
+        self.make_durable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Command, Op, Proposal};
+    use crate::snapshot::seal;
+    use crate::state_machine::Committed;
+
+    fn open(dir: &Path) -> StateMachine {
+        StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
+    }
+
+    fn committed(index: u64, command: Command) -> Committed {
+        Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id: 1,
+                command,
+            }),
+            conf_state: None,
+            members: None,
+        }
+    }
+
+    /// A checkpoint of `sm` in `dir` with its manifest, as the snapshot
+    /// thread builds one.
+    fn snapshot_of(sm: &StateMachine, dir: &Path) -> SnapshotInfo {
+        seal(dir, sm.checkpoint(dir).unwrap()).unwrap()
+    }
+
+    /// A replica holding `keys` user keys, applied up to `index`.
+    fn replica_with(dir: &std::path::Path, keys: usize, value: &str, index: u64) -> StateMachine {
+        let sm = open(dir);
+        let ops = (0..keys)
+            .map(|i| Op::Put {
+                key: format!("k{i:06}").into(),
+                value: value.into(),
+            })
+            .collect();
+        sm.apply(&[committed(index, Command::Batch(ops))]).unwrap();
+        sm
+    }
+
+    #[test]
+    fn cut_short_snapshot_is_refused_and_the_old_data_kept() {
+        // Proves: a staged snapshot that lacks its files (the stream ended
+        // before the first one, or a table is missing) is refused before
+        // anything of the replica's own data is touched.
+        let dir = tempfile::tempdir().unwrap();
+        let follower = replica_with(&dir.path().join("follower"), 10, "old", 7);
+
+        let empty = dir.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let result = follower.install(&empty, 9);
+        assert!(
+            result.is_err(),
+            "an empty staged snapshot was installed: {result:?}"
+        );
+        assert_eq!(follower.applied_index().unwrap(), 7);
+        assert_eq!(follower.scan(b"", None, 100).unwrap().len(), 10);
+        assert_eq!(follower.interrupted_install().unwrap(), None);
+
+        let leader = replica_with(&dir.path().join("leader"), 10, "new", 40);
+        let snap = dir.path().join("snap");
+        snapshot_of(&leader, &snap);
+        for entry in std::fs::read_dir(&snap).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "sst") {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        let result = follower.install(&snap, 9);
+        assert!(
+            result.is_err(),
+            "a snapshot without its tables was installed: {result:?}"
+        );
+        assert_eq!(follower.applied_index().unwrap(), 7);
+        assert_eq!(
+            follower.scan(b"", None, 100).unwrap(),
+            (0..10)
+                .map(|i| (format!("k{i:06}").into_bytes(), b"old".to_vec()))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(follower.interrupted_install().unwrap(), None);
+    }
+
+    #[test]
+    fn reads_during_an_install_see_the_old_state_or_the_new_one() {
+        // Proves: while an install replaces the group's keys, a concurrent
+        // scan sees either every old key or every new one, never a mix (nor
+        // a missing key), across several installs.
+        const KEYS: usize = 5000;
+        let dir = tempfile::tempdir().unwrap();
+        let follower = Arc::new(replica_with(&dir.path().join("follower"), KEYS, "old", 7));
+        let leader = replica_with(&dir.path().join("leader"), KEYS, "new", 40);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (sm, stop) = (follower.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut scans = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let pairs = sm.scan(b"", None, KEYS + 1).unwrap();
+                    let old = pairs.iter().filter(|(_, v)| v == b"old").count();
+                    let new = pairs.iter().filter(|(_, v)| v == b"new").count();
+                    assert!(
+                        (old, new) == (KEYS, 0) || (old, new) == (0, KEYS),
+                        "a read during an install saw {old} old and {new} new of {KEYS} keys"
+                    );
+                    scans += 1;
+                }
+                scans
+            })
+        };
+        for round in 0..4 {
+            let snap = dir.path().join(format!("snap-{round}"));
+            snapshot_of(&leader, &snap);
+            follower.install(&snap, 9).unwrap();
+            follower.finish_install().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let scans = reader.join().unwrap();
+        assert!(scans > 0);
+    }
+}
