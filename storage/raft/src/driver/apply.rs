@@ -3,6 +3,19 @@
 //! answer the proposals and configuration changes waiting for them. A
 //! waiter whose index was filled by another leader's entry is told its
 //! request was dropped.
+//!
+//! The raft thread never waits for the engine. Committed entries queue up
+//! in order (`Unapplied`) and are applied only while the engine takes a
+//! write without making it wait (`StateMachine::apply_would_wait`); while
+//! flushes or compactions lag behind, the entries stay queued and the
+//! thread goes on ticking, sending heartbeats and appending, so a slow
+//! engine costs the group no election. Raft's applied index follows the
+//! engine's, so the proposals and readers waiting for an index are
+//! answered only once it is applied, and the log is compacted only behind
+//! it. The queue counts against the leader's budget of entries not yet
+//! applied (see `proposals`), so it stays bounded.
+
+use std::collections::VecDeque;
 
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType};
@@ -13,8 +26,85 @@ use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
 use crate::state_machine::{Applied, Committed};
 
+/// Committed entries not yet applied, oldest first, with their bytes.
+pub(super) struct Unapplied {
+    entries: VecDeque<Entry>,
+    bytes: u64,
+    /// The bytes one engine write applies at most (at least one entry).
+    max_batch_bytes: u64,
+}
+
+impl Unapplied {
+    pub(super) fn new(max_batch_bytes: u64) -> Self {
+        Unapplied {
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_batch_bytes,
+        }
+    }
+
+    /// The bytes of the entries waiting.
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn push(&mut self, entries: Vec<Entry>) {
+        for entry in entries {
+            self.bytes += entry_bytes(&entry);
+            self.entries.push_back(entry);
+        }
+    }
+
+    /// The oldest entries, up to a batch's worth of bytes.
+    fn next_batch(&mut self) -> Vec<Entry> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while let Some(entry) = self.entries.front() {
+            let size = entry_bytes(entry);
+            if !batch.is_empty() && bytes + size > self.max_batch_bytes {
+                break;
+            }
+            bytes += size;
+            self.bytes -= size;
+            batch.extend(self.entries.pop_front());
+        }
+        batch
+    }
+}
+
+fn entry_bytes(entry: &Entry) -> u64 {
+    (entry.data.len() + entry.context.len()) as u64
+}
+
 impl Driver {
-    pub(super) fn apply(&mut self, entries: Vec<Entry>) {
+    /// Queues the committed entries raft handed out; `apply_queued`
+    /// applies them in order.
+    pub(super) fn take_committed(&mut self, entries: Vec<Entry>) {
+        self.unapplied.push(entries);
+    }
+
+    /// Applies the queued committed entries, in order and in batches,
+    /// while the engine takes them without waiting (or whatever it takes,
+    /// if `wait`: before a snapshot is installed, or at stop); then tells
+    /// raft how far apply got and answers the readers whose read index it
+    /// reached.
+    pub(super) fn apply_queued(&mut self, wait: bool) {
+        while self.failure.is_none() && !self.unapplied.entries.is_empty() {
+            if !wait && self.state_machine.apply_would_wait() {
+                break;
+            }
+            let batch = self.unapplied.next_batch();
+            let last = batch.last().map_or(0, |e| e.index);
+            self.apply(batch);
+            if self.failure.is_some() {
+                break;
+            }
+            self.node.advance_apply_to(last);
+        }
+        self.reads.answer(self.node.raft.raft_log.applied);
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) {
         if entries.is_empty() || self.failure.is_some() {
             return;
         }

@@ -62,6 +62,9 @@ pub(crate) struct Driver {
     /// Proposals taken from the inbox since the last round; `round` steps
     /// them into raft together.
     queued: Vec<proposals::Queued>,
+    /// Committed entries raft handed out, not yet applied (the engine
+    /// would have made the write wait), oldest first; see `apply`.
+    unapplied: apply::Unapplied,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, proposals::Pending>,
     /// Bounds on proposals: see `PeerConfig`.
@@ -127,6 +130,7 @@ impl Driver {
             transport,
             tick: config.tick,
             queued: Vec::new(),
+            unapplied: apply::Unapplied::new(config.max_committed_bytes_per_ready),
             proposals: BTreeMap::new(),
             max_uncommitted_bytes: config.max_uncommitted_bytes,
             max_entry_bytes: config.max_entry_bytes,
@@ -287,8 +291,14 @@ impl Driver {
             let mut installed = None;
             if !ready.snapshot().is_empty() {
                 let meta = ready.snapshot().get_metadata().clone();
+                // A snapshot is installed in order: the entries committed
+                // before it are applied first, whatever the engine's state.
+                self.apply_queued(true);
+                if self.failure.is_some() {
+                    return;
+                }
                 match self.install_snapshot(&meta) {
-                    Ok(dir) => installed = Some(dir),
+                    Ok(dir) => installed = Some((dir, meta.index)),
                     Err(reason) => {
                         self.fail_storage(StorageFailure::failed(reason));
                         return;
@@ -296,8 +306,7 @@ impl Driver {
                 }
             }
             self.reads.take_read_states(ready.take_read_states());
-            let committed = ready.take_committed_entries();
-            self.apply(committed);
+            self.take_committed(ready.take_committed_entries());
             let store = self.node.mut_store();
             store.append(ready.entries());
             if let Some(hs) = ready.hs() {
@@ -313,7 +322,7 @@ impl Driver {
                     return;
                 }
             }
-            if let Some(dir) = installed {
+            if let Some((dir, _)) = &installed {
                 // The raft log now records the snapshot: the engine no
                 // longer needs the marker nor the staged copy.
                 if let Err(e) = self.state_machine.finish_install() {
@@ -326,16 +335,23 @@ impl Driver {
                 let _ = std::fs::remove_dir_all(dir);
             }
             self.transport.send(ready.take_persisted_messages());
-            let mut light = self.node.advance(ready);
+            // Committed entries are applied by `apply_queued`, which tells
+            // raft how far it got; raft's applied index is never ahead of
+            // the engine's.
+            let mut light = self.node.advance_append(ready);
+            if let Some((_, index)) = installed {
+                self.node.advance_apply_to(index);
+            }
             if let Some(commit) = light.commit_index() {
                 self.node.mut_store().set_commit(commit);
             }
             self.transport.send(light.take_messages());
-            let committed = light.take_committed_entries();
-            self.apply(committed);
-            self.node.advance_apply();
-            self.reads.answer(self.node.raft.raft_log.applied);
+            self.take_committed(light.take_committed_entries());
+            self.apply_queued(false);
         }
+        // Entries held back by an engine that would have made the write
+        // wait are tried again every round, Ready or not.
+        self.apply_queued(false);
         self.maintain_log();
     }
 }
