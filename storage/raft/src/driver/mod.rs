@@ -1,6 +1,8 @@
 //! The driver thread of one peer: owns the `RawNode`, turns mailbox inputs
 //! into raft steps, and handles each Ready (send, persist with one fsync,
-//! apply, answer waiters).
+//! apply, answer waiters). It never waits for an engine write stall:
+//! committed entries the engine would make wait stay queued for a later
+//! round (`apply`), so ticks and heartbeats go on through it.
 //!
 //! Everything that arrives while the thread is busy (for instance in
 //! `fdatasync`) is drained in one go before the next Ready, so concurrent
@@ -170,7 +172,8 @@ impl Driver {
 
     /// Everything the loop does after taking inputs: take the snapshot
     /// outcomes left in `shared`, step the proposals taken, issue reads,
-    /// handle Ready, publish the status.
+    /// handle Ready and apply the committed entries the engine takes without
+    /// stalling, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
         for (to, ok) in shared.take_snapshot_reports() {
             self.on_snapshot_report(to, ok);
