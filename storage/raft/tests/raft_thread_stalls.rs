@@ -19,9 +19,10 @@ use strata_engine::{Engine, Options, WalMode};
 use strata_fs::{FileLock, FileSystem, RandomAccessFile, StdFs, WritableFile};
 use strata_raft::snapshot::list_files;
 use strata_raft::{
-    Command, Message, MessageType, Peer, PeerConfig, PeerHandle, RaftEventKind, StateMachine,
-    Transport,
+    Command, Message, MessageType, Peer, PeerConfig, PeerHandle, RaftEvent, RaftEventKind,
+    StateMachine, Transport,
 };
+use tokio::sync::broadcast;
 
 /// The real file system, except that creating a table waits while the
 /// gate is closed: a disk too slow for the engine's flushes.
@@ -145,8 +146,12 @@ fn stage_snapshot(from: &PeerHandle, to: &PeerHandle, m: &Message) -> io::Result
     std::fs::rename(&partial, &target)
 }
 
-const TICK: Duration = Duration::from_millis(5);
+const TICK: Duration = Duration::from_millis(10);
 const ELECTION_TICKS: usize = 10;
+
+/// Held by each test for its whole run: the tests count elections, and
+/// three groups starving each other of the CPU could cause some.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Starts members 1, 2 and 3, each on an engine of its own gated file
 /// system, with memtables small enough that a few writes fill them and
@@ -193,14 +198,16 @@ fn start_group(
     members
 }
 
-/// Waits until one member leads and returns its position.
+/// Waits until one member leads and every member knows it; returns its
+/// position.
 async fn leader(members: &[(Peer, Arc<GatedFs>)]) -> usize {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(at) = members.iter().position(|(p, _)| {
-            let s = p.handle().status();
-            s.leader_id == s.id
-        }) {
+        let statuses: Vec<_> = members.iter().map(|(p, _)| p.handle().status()).collect();
+        let leading = statuses.iter().position(|s| s.leader_id == s.id);
+        if let Some(at) = leading
+            && statuses.iter().all(|s| s.leader_id == statuses[at].id)
+        {
             return at;
         }
         assert!(Instant::now() < deadline, "no leader elected");
@@ -208,14 +215,42 @@ async fn leader(members: &[(Peer, Arc<GatedFs>)]) -> usize {
     }
 }
 
-/// The highest term any member reached: each election raises it by one
-/// (pre-vote keeps a failed campaign from raising it).
-fn highest_term(members: &[(Peer, Arc<GatedFs>)]) -> u64 {
-    members
-        .iter()
-        .map(|(p, _)| p.handle().status().term)
-        .max()
-        .unwrap_or(0)
+/// Counts what every member reports from the moment it is made: the
+/// elections started (pre-vote or vote) and the leaders learned or lost.
+struct Elections(Vec<broadcast::Receiver<RaftEvent>>);
+
+impl Elections {
+    fn watch<'a>(members: impl IntoIterator<Item = &'a (Peer, Arc<GatedFs>)>) -> Self {
+        Elections(
+            members
+                .into_iter()
+                .map(|(p, _)| p.handle().subscribe())
+                .collect(),
+        )
+    }
+
+    /// Waits ten election timeouts, so that an election a stall caused
+    /// has begun and been reported (a member reports its events once its
+    /// thread runs again), then returns the elections started and the
+    /// leader changes seen.
+    async fn settle_and_count(&mut self) -> (usize, usize) {
+        tokio::time::sleep(TICK * ELECTION_TICKS as u32 * 10).await;
+        let (mut elections, mut leader_changes) = (0, 0);
+        for events in &mut self.0 {
+            loop {
+                match events.try_recv() {
+                    Ok(e) if e.kind == RaftEventKind::ElectionStarted => elections += 1,
+                    Ok(e) if e.kind == RaftEventKind::LeaderChanged => leader_changes += 1,
+                    Ok(_) => {}
+                    Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                        panic!("{n} events were lost before they were counted")
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        (elections, leader_changes)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,7 +265,8 @@ async fn leader_engine_write_stall_causes_no_election() {
     const WRITES: usize = 64;
     const WRITERS: usize = 4;
     const VALUE: usize = 2 << 10;
-    const STALL: Duration = Duration::from_secs(2);
+    const STALL: Duration = Duration::from_secs(3);
+    let _alone = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let net = Network::default();
     let members = start_group(dir.path(), &net, |_| {});
@@ -243,7 +279,7 @@ async fn leader_engine_write_stall_causes_no_election() {
         })
         .await
         .expect("a first write commits");
-    let term = highest_term(&members);
+    let mut watch = Elections::watch(&members);
 
     members[at].1.closed.store(true, Ordering::Release);
     // Writers one after the other, so that they reach the engine in many
@@ -295,17 +331,19 @@ async fn leader_engine_write_stall_causes_no_election() {
             .expect("the task ran");
         outcomes.extend(answered);
     }
-    let elections = highest_term(&members) - term;
+    let (elections, leader_changes) = watch.settle_and_count().await;
     let timeout = TICK * ELECTION_TICKS as u32;
     eprintln!(
-        "leader engine stalled for {STALL:?} ({} election timeouts): {elections} election(s)",
+        "leader engine stalled for {STALL:?} ({} election timeouts): {elections} election(s), \
+         {leader_changes} leader change(s)",
         STALL.as_millis() / timeout.as_millis()
     );
     assert_eq!(
-        elections,
-        0,
-        "{elections} election(s) while the leader's engine stalled writes for \
-         {STALL:?} ({} election timeouts); {waiting} of {WRITERS} writers were waiting",
+        (elections, leader_changes),
+        (0, 0),
+        "{elections} election(s) and {leader_changes} leader change(s) while the leader's \
+         engine stalled writes for {STALL:?} ({} election timeouts); {waiting} of {WRITERS} \
+         writers were waiting",
         STALL.as_millis() / timeout.as_millis()
     );
     assert_eq!(
@@ -351,7 +389,8 @@ async fn follower_snapshot_install_stall_causes_no_election() {
     // the other follower. Once the engine flushes again the install ends
     // and the follower holds every write.
     const WRITES: usize = 200;
-    const STALL: Duration = Duration::from_secs(2);
+    const STALL: Duration = Duration::from_secs(3);
+    let _alone = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let net = Network::default();
     let members = start_group(dir.path(), &net, |c| {
@@ -375,7 +414,16 @@ async fn follower_snapshot_install_stall_causes_no_election() {
     // The leader compacts its log behind a flush, off its raft thread;
     // give it time, so that only a snapshot can catch the follower up.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let term = highest_term(&members);
+    // The member cut off has been pre-voting alone and has no leader; it
+    // learns of the leader again when it is reconnected, which is no
+    // election. The two others tell whether the group held one.
+    let mut watch = Elections::watch(
+        members
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != behind)
+            .map(|(_, m)| m),
+    );
     let mut events = follower.subscribe();
 
     members[behind].1.closed.store(true, Ordering::Release);
@@ -401,10 +449,11 @@ async fn follower_snapshot_install_stall_causes_no_election() {
     }
     installed |= std::iter::from_fn(|| events.try_recv().ok())
         .any(|e| e.kind == RaftEventKind::SnapshotInstalled);
-    let elections = highest_term(&members) - term;
+    let (elections, leader_changes) = watch.settle_and_count().await;
     let timeout = TICK * ELECTION_TICKS as u32;
     eprintln!(
-        "follower install stalled for {STALL:?} ({} election timeouts): {elections} election(s)",
+        "follower install stalled for {STALL:?} ({} election timeouts): {elections} election(s), \
+         {leader_changes} leader change(s)",
         STALL.as_millis() / timeout.as_millis()
     );
     assert!(
@@ -417,12 +466,117 @@ async fn follower_snapshot_install_stall_causes_no_election() {
     );
     assert!(installed, "the follower caught up without a snapshot");
     assert_eq!(
-        elections, 0,
-        "{elections} election(s) while a follower's snapshot install stalled for {STALL:?}"
+        (elections, leader_changes),
+        (0, 0),
+        "{elections} election(s) and {leader_changes} leader change(s) while a follower's \
+         snapshot install stalled for {STALL:?}"
     );
     let held = follower
         .state_machine()
         .scan(b"k", Some(b"l"), WRITES + 1)
         .expect("scan");
     assert_eq!(held.len(), WRITES, "the follower holds every write");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_engine_write_stall_causes_no_election() {
+    // Proves that when both followers' engines stall writes (a slow disk
+    // shared by the machines, say) for many election timeouts, the
+    // followers keep acknowledging appends: the leader keeps its quorum
+    // and goes on committing, applying and answering writes, no election
+    // is held, and the followers apply everything once their engines take
+    // writes again.
+    const WRITES: usize = 64;
+    const WRITERS: usize = 4;
+    const VALUE: usize = 2 << 10;
+    const STALL: Duration = Duration::from_secs(3);
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let members = start_group(dir.path(), &net, |_| {});
+    let at = leader(&members).await;
+    let leader = members[at].0.handle();
+    let mut watch = Elections::watch(&members);
+    let followers: Vec<usize> = (0..members.len()).filter(|&i| i != at).collect();
+    for &f in &followers {
+        members[f].1.closed.store(true, Ordering::Release);
+    }
+    let writes: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let leader = leader.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::with_capacity(WRITES / WRITERS);
+                for i in (writer..WRITES).step_by(WRITERS) {
+                    let outcome = leader
+                        .propose(Command::Put {
+                            key: format!("k{i:04}").into_bytes(),
+                            value: vec![b'v'; VALUE],
+                        })
+                        .await;
+                    outcomes.push(outcome);
+                }
+                outcomes
+            })
+        })
+        .collect();
+    tokio::time::sleep(STALL).await;
+    let done = writes.iter().filter(|w| w.is_finished()).count();
+    let stalled: Vec<u64> = followers
+        .iter()
+        .map(|&f| members[f].0.handle().state_machine().engine().stats())
+        .map(|s| s.immutable_memtables as u64)
+        .collect();
+    for &f in &followers {
+        members[f].1.closed.store(false, Ordering::Release);
+    }
+    let mut outcomes = Vec::with_capacity(WRITES);
+    for w in writes {
+        let answered: Vec<_> = tokio::time::timeout(Duration::from_secs(20), w)
+            .await
+            .expect("every write is answered")
+            .expect("the task ran");
+        outcomes.extend(answered);
+    }
+    let (elections, leader_changes) = watch.settle_and_count().await;
+    let timeout = TICK * ELECTION_TICKS as u32;
+    eprintln!(
+        "followers' engines stalled for {STALL:?} ({} election timeouts): {elections} election(s), \
+         {leader_changes} leader change(s)",
+        STALL.as_millis() / timeout.as_millis()
+    );
+    assert!(
+        stalled.iter().all(|&frozen| frozen > 0),
+        "a follower's engine never held a frozen memtable it could not flush: {stalled:?}"
+    );
+    assert_eq!(
+        (elections, leader_changes),
+        (0, 0),
+        "{elections} election(s) and {leader_changes} leader change(s) while the followers' \
+         engines stalled writes for {STALL:?}"
+    );
+    assert_eq!(
+        done, WRITERS,
+        "the leader stopped answering writes while only its followers' engines stalled"
+    );
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert!(outcome.is_ok(), "write {i}: {outcome:?}");
+    }
+    let commit = leader.status().commit_index;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for &f in &followers {
+        let follower = members[f].0.handle();
+        while follower.status().applied_index < commit {
+            assert!(
+                Instant::now() < deadline,
+                "a follower never applied what was committed: {:?}",
+                follower.status()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let held = follower
+            .state_machine()
+            .scan(b"k", Some(b"l"), WRITES + 1)
+            .expect("scan");
+        assert_eq!(held.len(), WRITES, "the follower holds every write");
+    }
 }
