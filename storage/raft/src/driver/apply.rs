@@ -26,20 +26,28 @@ use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
 use crate::state_machine::{Applied, Committed};
 
-/// Committed entries not yet applied, oldest first, with their bytes.
+/// Committed entries not yet applied, oldest first, with their bytes, and
+/// how far the engine has applied.
 pub(super) struct Unapplied {
     entries: VecDeque<Entry>,
     bytes: u64,
     /// The bytes one engine write applies at most (at least one entry).
     max_batch_bytes: u64,
+    /// The index of the last entry the engine holds. Raft learns it only
+    /// between Readies (`tell_raft_applied`): raft-rs may append an entry
+    /// when told (a leader leaving a joint configuration), which it must
+    /// not do while a Ready is being handled.
+    applied: u64,
 }
 
 impl Unapplied {
-    pub(super) fn new(max_batch_bytes: u64) -> Self {
+    /// An empty queue behind an engine that has applied up to `applied`.
+    pub(super) fn new(max_batch_bytes: u64, applied: u64) -> Self {
         Unapplied {
             entries: VecDeque::new(),
             bytes: 0,
             max_batch_bytes,
+            applied,
         }
     }
 
@@ -85,9 +93,8 @@ impl Driver {
 
     /// Applies the queued committed entries, in order and in batches,
     /// while the engine takes them without waiting (or whatever it takes,
-    /// if `wait`: before a snapshot is installed, or at stop); then tells
-    /// raft how far apply got and answers the readers whose read index it
-    /// reached.
+    /// if `wait`: before a snapshot is installed, or at stop); then answers
+    /// the readers whose read index the engine reached.
     pub(super) fn apply_queued(&mut self, wait: bool) {
         while self.failure.is_none() && !self.unapplied.entries.is_empty() {
             if !wait && self.state_machine.apply_would_wait() {
@@ -99,9 +106,22 @@ impl Driver {
             if self.failure.is_some() {
                 break;
             }
-            self.node.advance_apply_to(last);
+            self.unapplied.applied = last;
         }
-        self.reads.answer(self.node.raft.raft_log.applied);
+        self.reads.answer(self.unapplied.applied);
+    }
+
+    /// The engine now holds the snapshot at `index`.
+    pub(super) fn installed_up_to(&mut self, index: u64) {
+        self.unapplied.applied = index;
+    }
+
+    /// Tells raft how far the engine has applied; called only between
+    /// Readies (see `Unapplied::applied`).
+    pub(super) fn tell_raft_applied(&mut self) {
+        if self.unapplied.applied > self.node.raft.raft_log.applied {
+            self.node.advance_apply_to(self.unapplied.applied);
+        }
     }
 
     fn apply(&mut self, entries: Vec<Entry>) {
