@@ -13,7 +13,9 @@
 //! engine's, so the proposals and readers waiting for an index are
 //! answered only once it is applied, and the log is compacted only behind
 //! it. The queue counts against the leader's budget of entries not yet
-//! applied (see `proposals`), so it stays bounded.
+//! applied (see `proposals`), and past that budget (on a follower, which
+//! takes no proposals) the thread waits for the engine as before, so the
+//! queue stays bounded.
 
 use std::collections::VecDeque;
 
@@ -97,7 +99,12 @@ impl Driver {
     /// the readers whose read index the engine reached.
     pub(super) fn apply_queued(&mut self, wait: bool) {
         while self.failure.is_none() && !self.unapplied.entries.is_empty() {
-            if !wait && self.state_machine.apply_would_wait() {
+            // A follower's queue is not bounded by the proposals it takes
+            // (it takes none): past the leader's budget it waits for the
+            // engine as it did before entries were held back, trading
+            // heartbeats for memory.
+            let over_budget = self.unapplied.bytes > self.max_uncommitted_bytes;
+            if !wait && !over_budget && self.state_machine.apply_would_wait() {
                 break;
             }
             let batch = self.unapplied.next_batch();
