@@ -43,13 +43,14 @@ pub struct PeerConfig {
     pub max_inflight_msgs: usize,
     /// Entries one append carries at most, in bytes (at least one entry).
     pub max_size_per_msg_bytes: u64,
-    /// The bytes of entries a leader holds uncommitted at most: past it,
-    /// proposals are refused as retryable (`Dropped`) until entries commit,
-    /// so followers that stop acknowledging cannot make the leader buffer
-    /// without end. At least `max_size_per_msg_bytes`.
+    /// The bytes of entries a leader holds uncommitted, or committed but
+    /// not yet taken by a stalled engine, at most: past it, proposals are
+    /// refused as retryable (`Dropped`) until entries commit and apply, so
+    /// followers that stop acknowledging, or an engine that stalls, cannot
+    /// make the leader buffer without end. At least `max_size_per_msg_bytes`.
     pub max_uncommitted_bytes: u64,
-    /// The bytes of committed entries one round applies at most (at least
-    /// one entry); the rest wait for the next round.
+    /// The bytes of committed entries one Ready hands out, and one engine
+    /// write applies, at most (at least one entry); the rest wait.
     pub max_committed_bytes_per_ready: u64,
     /// The largest entry a proposal may make, in bytes; a larger one is
     /// refused as invalid. It keeps an entry within a raft log record and

@@ -23,12 +23,13 @@
 //!   and `Shared`, the sending ends beside the status and events the
 //!   driver publishes.
 //! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
-//!   round (inputs, proposals, reads, Ready); `recovery` is what happens at
+//!   round (inputs, proposals, reads, Ready, queued committed entries); `recovery` is what happens at
 //!   start; `amnesia` screens incoming raft messages for a member that lost
 //!   what it acknowledged; `proposals`, `reads`, `membership` and
 //!   `leadership` take the requests (`read_ids` names the ReadIndex
-//!   requests); `apply` applies committed entries and answers their
-//!   waiters; `snapshots` builds, installs and compacts; `failure` is the
+//!   requests); `apply` queues committed entries, applies them in order
+//!   whenever the engine takes a write without stalling (the thread never
+//!   waits for a stall, so it keeps ticking), and answers their waiters; `snapshots` builds, installs and compacts; `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.

@@ -108,6 +108,14 @@ impl StateMachine {
         }
     }
 
+    /// Whether [`apply`](Self::apply) would now wait for the engine to
+    /// make room (a write stall while flushes or compactions catch up).
+    /// The raft thread asks before applying and holds the entries back
+    /// while it would, so that it never stops ticking for the engine.
+    pub fn apply_would_wait(&self) -> bool {
+        self.engine.write_would_wait()
+    }
+
     /// Applies `entries` (consecutive, ascending) in one atomic engine write.
     pub fn apply(&self, entries: &[Committed]) -> Result<Vec<Applied>, EngineError> {
         let Some(last) = entries.last() else {

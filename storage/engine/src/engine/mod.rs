@@ -279,6 +279,14 @@ impl Engine {
         self.inner.write(batch)
     }
 
+    /// Whether a write now would wait for the background thread to flush
+    /// or compact (a write stall): a caller that must not block, such as a
+    /// raft thread that has heartbeats to send, can hold its writes back
+    /// and ask again later. Asking wakes the background thread.
+    pub fn write_would_wait(&self) -> bool {
+        self.inner.write_would_wait()
+    }
+
     /// The current value of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
         self.inner.get(key)

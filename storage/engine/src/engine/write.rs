@@ -125,6 +125,29 @@ impl Inner {
         }
     }
 
+    /// Whether a write now would wait for the background thread (see
+    /// `make_room`); if so, the background thread is woken to make room.
+    /// A poisoned engine does not make writers wait: it refuses them.
+    pub(crate) fn write_would_wait(&self) -> bool {
+        if self.is_poisoned() {
+            return false;
+        }
+        let full = self.write.lock().mem.memory_usage_bytes() >= self.opts.memtable_size_bytes;
+        let view = self.read_view();
+        let pressure = write_pressure(
+            view.version.levels[0].len(),
+            view.imms.len(),
+            full,
+            &self.opts,
+        );
+        drop(view);
+        let wait = pressure == Pressure::Stop;
+        if wait {
+            self.wake_background();
+        }
+        wait
+    }
+
     /// Applies back-pressure (see `backpressure.rs`), then freezes the
     /// memtable if it is full.
     fn make_room(&self, w: &mut MutexGuard<'_, WriteState>) -> Result<()> {

@@ -3,6 +3,21 @@
 //! answer the proposals and configuration changes waiting for them. A
 //! waiter whose index was filled by another leader's entry is told its
 //! request was dropped.
+//!
+//! The raft thread never waits for the engine. Committed entries queue up
+//! in order (`Unapplied`) and are applied only while the engine takes a
+//! write without making it wait (`StateMachine::apply_would_wait`); while
+//! flushes or compactions lag behind, the entries stay queued and the
+//! thread goes on ticking, sending heartbeats and appending, so a slow
+//! engine costs the group no election. Raft's applied index follows the
+//! engine's, so the proposals and readers waiting for an index are
+//! answered only once it is applied, and the log is compacted only behind
+//! it. The queue counts against the leader's budget of entries not yet
+//! applied (see `proposals`), and past that budget (on a follower, which
+//! takes no proposals) the thread waits for the engine as before, so the
+//! queue stays bounded.
+
+use std::collections::VecDeque;
 
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType};
@@ -14,8 +29,110 @@ use crate::members::Members;
 use crate::state_machine::{Applied, Committed};
 use crate::trace;
 
+/// Committed entries not yet applied, oldest first, with their bytes, and
+/// how far the engine has applied.
+pub(super) struct Unapplied {
+    entries: VecDeque<Entry>,
+    bytes: u64,
+    /// The bytes one engine write applies at most (at least one entry).
+    max_batch_bytes: u64,
+    /// The index of the last entry the engine holds. Raft learns it only
+    /// between Readies (`tell_raft_applied`): raft-rs may append an entry
+    /// when told (a leader leaving a joint configuration), which it must
+    /// not do while a Ready is being handled.
+    applied: u64,
+}
+
+impl Unapplied {
+    /// An empty queue behind an engine that has applied up to `applied`.
+    pub(super) fn new(max_batch_bytes: u64, applied: u64) -> Self {
+        Unapplied {
+            entries: VecDeque::new(),
+            bytes: 0,
+            max_batch_bytes,
+            applied,
+        }
+    }
+
+    /// The bytes of the entries waiting.
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn push(&mut self, entries: Vec<Entry>) {
+        for entry in entries {
+            self.bytes += entry_bytes(&entry);
+            self.entries.push_back(entry);
+        }
+    }
+
+    /// The oldest entries, up to a batch's worth of bytes.
+    fn next_batch(&mut self) -> Vec<Entry> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while let Some(entry) = self.entries.front() {
+            let size = entry_bytes(entry);
+            if !batch.is_empty() && bytes + size > self.max_batch_bytes {
+                break;
+            }
+            bytes += size;
+            self.bytes -= size;
+            batch.extend(self.entries.pop_front());
+        }
+        batch
+    }
+}
+
+fn entry_bytes(entry: &Entry) -> u64 {
+    (entry.data.len() + entry.context.len()) as u64
+}
+
 impl Driver {
-    pub(super) fn apply(&mut self, entries: Vec<Entry>) {
+    /// Queues the committed entries raft handed out; `apply_queued`
+    /// applies them in order.
+    pub(super) fn take_committed(&mut self, entries: Vec<Entry>) {
+        self.unapplied.push(entries);
+    }
+
+    /// Applies the queued committed entries, in order and in batches,
+    /// while the engine takes them without waiting (or whatever it takes,
+    /// if `wait`: before a snapshot is installed, or at stop); then answers
+    /// the readers whose read index the engine reached.
+    pub(super) fn apply_queued(&mut self, wait: bool) {
+        while self.failure.is_none() && !self.unapplied.entries.is_empty() {
+            // A follower's queue is not bounded by the proposals it takes
+            // (it takes none): past the leader's budget it waits for the
+            // engine as it did before entries were held back, trading
+            // heartbeats for memory.
+            let over_budget = self.unapplied.bytes > self.max_uncommitted_bytes;
+            if !wait && !over_budget && self.state_machine.apply_would_wait() {
+                break;
+            }
+            let batch = self.unapplied.next_batch();
+            let last = batch.last().map_or(0, |e| e.index);
+            self.apply(batch);
+            if self.failure.is_some() {
+                break;
+            }
+            self.unapplied.applied = last;
+        }
+        self.reads.answer(self.unapplied.applied);
+    }
+
+    /// The engine now holds the snapshot at `index`.
+    pub(super) fn installed_up_to(&mut self, index: u64) {
+        self.unapplied.applied = index;
+    }
+
+    /// Tells raft how far the engine has applied; called only between
+    /// Readies (see `Unapplied::applied`).
+    pub(super) fn tell_raft_applied(&mut self) {
+        if self.unapplied.applied > self.node.raft.raft_log.applied {
+            self.node.advance_apply_to(self.unapplied.applied);
+        }
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) {
         if entries.is_empty() || self.failure.is_some() {
             return;
         }

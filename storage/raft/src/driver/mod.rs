@@ -1,6 +1,8 @@
 //! The driver thread of one peer: owns the `RawNode`, turns mailbox inputs
 //! into raft steps, and handles each Ready (send, persist with one fsync,
-//! apply, answer waiters).
+//! apply, answer waiters). It never waits for an engine write stall:
+//! committed entries the engine would make wait stay queued for a later
+//! round (`apply`), so ticks and heartbeats go on through it.
 //!
 //! Everything that arrives while the thread is busy (for instance in
 //! `fdatasync`) is drained in one go before the next Ready, so concurrent
@@ -63,6 +65,9 @@ pub(crate) struct Driver {
     /// Proposals taken from the inbox since the last round; `round` steps
     /// them into raft together.
     queued: Vec<proposals::Queued>,
+    /// Committed entries raft handed out, not yet applied (the engine
+    /// would have made the write wait), oldest first; see `apply`.
+    unapplied: apply::Unapplied,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, proposals::Pending>,
     /// Bounds on proposals: see `PeerConfig`.
@@ -131,6 +136,7 @@ impl Driver {
             transport,
             tick: config.tick,
             queued: Vec::new(),
+            unapplied: apply::Unapplied::new(config.max_committed_bytes_per_ready, applied),
             proposals: BTreeMap::new(),
             max_uncommitted_bytes: config.max_uncommitted_bytes,
             max_entry_bytes: config.max_entry_bytes,
@@ -170,7 +176,8 @@ impl Driver {
 
     /// Everything the loop does after taking inputs: take the snapshot
     /// outcomes left in `shared`, step the proposals taken, issue reads,
-    /// handle Ready, publish the status.
+    /// handle Ready and apply the committed entries the engine takes without
+    /// stalling, publish the status.
     pub(crate) fn round(&mut self, shared: &Shared) {
         for (to, ok) in shared.take_snapshot_reports() {
             self.on_snapshot_report(to, ok);
@@ -295,8 +302,17 @@ impl Driver {
             let mut installed = None;
             if !ready.snapshot().is_empty() {
                 let meta = ready.snapshot().get_metadata().clone();
+                // A snapshot is installed in order: the entries committed
+                // before it are applied first, whatever the engine's state.
+                self.apply_queued(true);
+                if self.failure.is_some() {
+                    return;
+                }
                 match self.install_snapshot(&meta) {
-                    Ok(dir) => installed = Some(dir),
+                    Ok(dir) => {
+                        self.installed_up_to(meta.index);
+                        installed = Some(dir);
+                    }
                     Err(failure) => {
                         self.fail_storage(failure);
                         return;
@@ -304,8 +320,11 @@ impl Driver {
                 }
             }
             self.reads.take_read_states(ready.take_read_states());
-            let committed = ready.take_committed_entries();
-            self.apply(committed);
+            // Entries committed before this Ready are durable already:
+            // applying them before this Ready's fsync answers their writers
+            // one fsync sooner.
+            self.take_committed(ready.take_committed_entries());
+            self.apply_queued(false);
             let store = self.node.mut_store();
             store.append(ready.entries());
             if let Some(hs) = ready.hs() {
@@ -332,7 +351,7 @@ impl Driver {
                     return;
                 }
             }
-            if let Some(dir) = installed {
+            if let Some(dir) = &installed {
                 // The raft log now records the snapshot: the engine no
                 // longer needs the marker nor the staged copy.
                 if let Err(e) = self.state_machine.finish_install() {
@@ -345,16 +364,22 @@ impl Driver {
                 let _ = std::fs::remove_dir_all(dir);
             }
             self.transport.send(ready.take_persisted_messages());
-            let mut light = self.node.advance(ready);
+            // Raft learns how far the engine got only now, between
+            // Readies; its applied index is never ahead of the engine's.
+            let mut light = self.node.advance_append(ready);
+            self.tell_raft_applied();
             if let Some(commit) = light.commit_index() {
                 self.node.mut_store().set_commit(commit);
             }
             self.transport.send(light.take_messages());
-            let committed = light.take_committed_entries();
-            self.apply(committed);
-            self.node.advance_apply();
-            self.reads.answer(self.node.raft.raft_log.applied);
+            self.take_committed(light.take_committed_entries());
+            self.apply_queued(false);
+            self.tell_raft_applied();
         }
+        // Entries held back by an engine that would have made the write
+        // wait are tried again every round, Ready or not.
+        self.apply_queued(false);
+        self.tell_raft_applied();
         self.maintain_log();
     }
 }

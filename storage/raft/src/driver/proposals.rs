@@ -8,7 +8,8 @@
 //!
 //! A leader holds a bounded number of bytes of uncommitted entries
 //! (raft-rs's `max_uncommitted_size`, which refuses a whole message that
-//! would pass it): the driver steps the queued proposals that fit and
+//! would pass it), counting with them the committed entries a stalled
+//! engine has not taken yet: the driver steps the queued proposals that fit and
 //! refuses the rest as retryable, so one large proposal does not cost the
 //! small ones beside it their place.
 
@@ -105,7 +106,10 @@ impl Driver {
             }
             return;
         }
-        let uncommitted = self.node.raft.uncommitted_size() as u64;
+        // Entries committed but held back from a stalled engine count too:
+        // the budget bounds what the leader holds in memory for its
+        // writers, whichever of the two waits it is in.
+        let uncommitted = self.node.raft.uncommitted_size() as u64 + self.unapplied.bytes();
         let fitting = fitting(
             queued.iter().map(|q| q.data.len() as u64),
             uncommitted,
@@ -114,7 +118,7 @@ impl Driver {
         if fitting < queued.len() {
             let refusal = ProposeError::Dropped(format!(
                 "the leader would hold more than its limit of {} bytes of entries \
-                 not yet committed (it holds {uncommitted}); retry",
+                 not yet committed or applied (it holds {uncommitted}); retry",
                 self.max_uncommitted_bytes
             ));
             for q in queued.drain(fitting..) {

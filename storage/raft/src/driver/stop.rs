@@ -1,4 +1,6 @@
-//! What the driver answers when it stops. A request it never stepped into
+//! What the driver answers when it stops. Committed entries still held
+//! back from a stalled engine are applied first and answered with their
+//! results. A request it never stepped into
 //! raft was certainly not applied, so it is answered `Stopped`, which
 //! callers may retry: proposals still queued for the next round, and every
 //! request still in the inbox. A proposal or configuration change already
@@ -18,6 +20,9 @@ impl Driver {
     /// Closes the request channel and answers every request and waiter.
     pub(super) fn stop(&mut self, shared: &Shared) {
         shared.close_requests();
+        // Entries committed but held back from a stalled engine are applied
+        // now, waiting for it, so that their writers learn their results.
+        self.apply_queued(true);
         for input in self.inbox.requests.try_iter() {
             refuse(input);
         }

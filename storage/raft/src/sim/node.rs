@@ -113,6 +113,14 @@ impl SimNode {
             Path::new("/engine"),
             Options {
                 wal: WalMode::NoSync,
+                // The driver holds entries back while the engine would make
+                // a write wait, which depends on how far the background
+                // thread got: a real thread, outside the simulation's
+                // clock. Without the L0 stop, only a full memtable queue
+                // stalls, which 64 MiB memtables never reach here, so a
+                // seed replays exactly.
+                l0_slowdown_trigger: usize::MAX,
+                l0_stop_trigger: usize::MAX,
                 ..Options::default()
             },
         )
