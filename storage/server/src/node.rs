@@ -102,9 +102,9 @@ impl Node {
             config.data_dir.join(format!("raft-{}", config.group_id)),
         );
         peer_config.members = directory;
-        peer_config.read_only_option = match config.timing.read_mode {
-            crate::config::ReadMode::Safe => strata_raft::ReadOnlyOption::Safe,
-            crate::config::ReadMode::Lease => strata_raft::ReadOnlyOption::LeaseBased,
+        peer_config.read_mode = match config.timing.read_mode {
+            crate::config::ReadMode::Safe => strata_raft::ReadMode::Safe,
+            crate::config::ReadMode::Lease => strata_raft::ReadMode::Lease,
         };
         peer_config.tick = Duration::from_millis(config.timing.tick_ms);
         peer_config.election_ticks = config.timing.election_ticks;
