@@ -25,6 +25,7 @@
 
 mod amnesia;
 mod check;
+mod conf_recovery;
 mod lease;
 mod membership;
 mod net;
