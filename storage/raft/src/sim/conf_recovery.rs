@@ -10,12 +10,13 @@ use tokio::sync::oneshot;
 use super::Sim;
 use super::check::Conf;
 use super::node::SimNode;
+use crate::error::ProposeError;
 use crate::mailbox::Input;
 use crate::members::Members;
 
 /// A configuration change of `changes`; joint (left by itself) when there
 /// are several.
-fn conf_change(changes: &[(ConfChangeType, u64)]) -> ConfChangeV2 {
+pub(super) fn conf_change(changes: &[(ConfChangeType, u64)]) -> ConfChangeV2 {
     let singles: Vec<ConfChangeSingle> = changes
         .iter()
         .map(|&(kind, id)| {
@@ -35,44 +36,59 @@ fn conf_change(changes: &[(ConfChangeType, u64)]) -> ConfChangeV2 {
 
 impl Sim {
     /// The index in `nodes` of member `id`.
-    fn index_of(&self, id: u64) -> usize {
+    pub(super) fn index_of(&self, id: u64) -> usize {
         self.nodes
             .iter()
             .position(|n| n.id == id)
             .unwrap_or_else(|| panic!("node {id} is in the simulation"))
     }
 
-    fn conf_of(&self, id: u64) -> Conf {
+    pub(super) fn conf_of(&self, id: u64) -> Conf {
         Conf::current(self.nodes[self.index_of(id)].live.as_ref().expect("runs"))
     }
 
-    fn applied_of(&self, id: u64) -> u64 {
+    pub(super) fn applied_of(&self, id: u64) -> u64 {
         let live = self.nodes[self.index_of(id)].live.as_ref().expect("runs");
         live.driver.raw().raft.raft_log.applied
     }
 
     /// Proposes `cc` on the leader `leader` and steps until it is applied;
-    /// returns its index.
-    fn change_applied(&mut self, leader: u64, cc: ConfChangeV2) -> u64 {
-        let mut index = 0;
-        let (tx, mut rx) = oneshot::channel();
-        let i = self.index_of(leader);
-        let live = self.nodes[i].live.as_mut().expect("the leader runs");
-        live.driver.handle(Input::ChangeMembers { change: cc, tx });
-        self.step_until(500, "the change is applied", |_| match rx.try_recv() {
-            Ok(Ok(at)) => {
-                index = at;
-                true
+    /// returns its index. A change refused as not applied (one still
+    /// pending, a learner not yet caught up) is proposed again a tick
+    /// later, as the server does.
+    pub(super) fn change_applied(&mut self, leader: u64, cc: ConfChangeV2) -> u64 {
+        for _ in 0..100 {
+            let (tx, mut rx) = oneshot::channel();
+            let i = self.index_of(leader);
+            let live = self.nodes[i].live.as_mut().expect("the leader runs");
+            live.driver.handle(Input::ChangeMembers {
+                change: cc.clone(),
+                tx,
+            });
+            let mut outcome = None;
+            self.step_until(500, "the change is answered", |_| match rx.try_recv() {
+                Err(oneshot::error::TryRecvError::Empty) => false,
+                other => {
+                    outcome = Some(other);
+                    true
+                }
+            });
+            match outcome {
+                Some(Ok(Ok(index))) => return index,
+                Some(Ok(Err(ProposeError::Dropped(_)))) => {
+                    for _ in 0..super::TICK_MS {
+                        self.step(false, false).expect("the invariants hold");
+                    }
+                }
+                other => panic!("the change failed: {other:?}"),
             }
-            Err(oneshot::error::TryRecvError::Empty) => false,
-            other => panic!("the change failed: {other:?}"),
-        });
-        index
+        }
+        panic!("the change was refused for a second");
     }
 
     /// Starts member `id`, empty, and adds it as a learner through
     /// `leader`; steps until it has caught up.
-    fn learner_joined(&mut self, leader: u64, id: u64) {
+    pub(super) fn learner_joined(&mut self, leader: u64, id: u64) {
         let mut joining = SimNode::new(id, Vec::new(), &self.root, self.policy);
         joining.clock = self.clock.clone();
         joining.start();

@@ -58,7 +58,7 @@ impl Sim {
     }
 
     /// Cuts node `i` off from every other member.
-    fn isolate(&mut self, i: usize) {
+    pub(super) fn isolate(&mut self, i: usize) {
         let id = self.nodes[i].id;
         for j in 0..self.nodes.len() {
             if j != i {

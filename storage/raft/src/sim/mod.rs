@@ -30,6 +30,7 @@ mod lease;
 mod membership;
 mod net;
 mod node;
+mod promotion;
 mod read_check;
 mod reads;
 mod transport;
