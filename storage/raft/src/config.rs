@@ -70,11 +70,24 @@ pub struct PeerConfig {
     /// The member directory; filled from storage at start and kept current
     /// as configuration changes apply.
     pub members: Members,
-    /// How ReadIndex confirms leadership: `Safe` asks a quorum (one
-    /// heartbeat round per batch of reads); `LeaseBased` trusts the leader
-    /// lease that check-quorum maintains, which assumes clocks advance at
-    /// nearly the same rate on every node.
-    pub read_only_option: raft::ReadOnlyOption,
+    /// How a linearizable read confirms leadership (see [`ReadMode`]).
+    pub read_mode: ReadMode,
+}
+
+/// How a linearizable read confirms that this node still leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// A heartbeat round to a quorum for every batch of reads.
+    #[default]
+    Safe,
+    /// A leader answers at once while its lease holds: a quorum
+    /// acknowledged one of its rounds less than the lease ago (a little
+    /// under an election timeout, on its monotonic clock). Other reads,
+    /// and every read on a follower, take the round. Sound as long as
+    /// every member runs with the same tick and election timeout and no
+    /// member's clock runs 5 % faster than another's; see
+    /// `driver/lease.rs`.
+    Lease,
 }
 
 impl PeerConfig {
@@ -86,7 +99,7 @@ impl PeerConfig {
             compact_keep_entries: 5_000,
             compact_log_bytes: 64 << 20,
             members: Members::default(),
-            read_only_option: raft::ReadOnlyOption::Safe,
+            read_mode: ReadMode::Safe,
             id,
             group_id,
             bootstrap_voters,

@@ -54,10 +54,9 @@
 //! - Watch: `apply` is the one place that sees every applied entry in
 //!   order; it publishes them once the state machine has applied the batch,
 //!   on a bounded channel in `Shared` like the events.
-//! - Leases: `reads`. raft-rs's lease-based ReadIndex is already one
-//!   setting away ([`PeerConfig::read_only_option`]); a lease the driver
-//!   kept itself would end in `leadership`, where changes of role and
-//!   leader arrive.
+//! - Leases: `driver/lease.rs` ([`ReadMode::Lease`]), measured on
+//!   `clock` (which the simulation replaces); `reads` answers from it and
+//!   confirms it with its ReadIndex rounds, `leadership` ends it.
 //! - Multi-raft: a group is a [`Peer`]. Engine keys and raft messages
 //!   already name their group and the driver holds no process-wide state,
 //!   so more groups are more peers, with a router by group id in front of
@@ -65,6 +64,7 @@
 
 #![forbid(unsafe_code)]
 
+mod clock;
 pub mod command;
 mod config;
 mod driver;
@@ -87,12 +87,11 @@ mod trace;
 mod transport;
 
 pub use command::{ApplyResult, Command, Op};
-pub use config::PeerConfig;
+pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use members::Members;
 pub use metrics::RaftMetrics;
 pub use peer::{Peer, PeerHandle};
-pub use raft::ReadOnlyOption;
 pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Entry, Message,
     MessageType,

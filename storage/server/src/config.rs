@@ -110,8 +110,10 @@ pub struct Timing {
     #[arg(long, env = "STRATA_HEARTBEAT_TICKS", default_value_t = 2)]
     pub heartbeat_ticks: usize,
     /// How linearizable reads confirm leadership: `safe` (a quorum round per
-    /// batch of reads) or `lease` (the leader's lease; assumes bounded clock
-    /// drift between nodes, see docs/ARCHITECTURE.md).
+    /// batch of reads) or `lease` (the leader answers without a round within
+    /// a lease a quorum granted, a little under an election timeout on its
+    /// monotonic clock; every node must run the same tick and election
+    /// timeout; see docs/ARCHITECTURE.md).
     #[arg(long, env = "STRATA_READ_MODE", value_enum, default_value_t = ReadMode::Safe)]
     pub read_mode: ReadMode,
     /// How long a write may wait for its outcome before answering

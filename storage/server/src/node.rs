@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::serve::ListenerExt;
-use strata_engine::{Engine, Options as EngineOptions, WalMode};
+use strata_engine::{Engine, FileSystem, Options as EngineOptions, StdFs, WalMode};
 use strata_raft::{Members, Peer, PeerConfig, StateMachine};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -69,7 +69,7 @@ impl Node {
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
         use anyhow::Context as _;
         let members = config.members().map_err(anyhow::Error::msg)?;
-        std::fs::create_dir_all(&config.data_dir)
+        create_data_dir(&StdFs, &config.data_dir)
             .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
         // The raft log is the write-ahead log, so the engine keeps none of its
         // own: applied data lives in the memtable until a flush, every apply
@@ -103,9 +103,9 @@ impl Node {
             config.data_dir.join(format!("raft-{}", config.group_id)),
         );
         peer_config.members = directory;
-        peer_config.read_only_option = match config.timing.read_mode {
-            crate::config::ReadMode::Safe => strata_raft::ReadOnlyOption::Safe,
-            crate::config::ReadMode::Lease => strata_raft::ReadOnlyOption::LeaseBased,
+        peer_config.read_mode = match config.timing.read_mode {
+            crate::config::ReadMode::Safe => strata_raft::ReadMode::Safe,
+            crate::config::ReadMode::Lease => strata_raft::ReadMode::Lease,
         };
         peer_config.tick = Duration::from_millis(config.timing.tick_ms);
         peer_config.election_ticks = config.timing.election_ticks;
@@ -254,5 +254,50 @@ impl Node {
         }
         tracing::info!("shutdown: stopped");
         Ok(stop?)
+    }
+}
+
+/// Creates the node's data directory on a first boot. Its entry in its
+/// parent must be synced: a crash that lost it would take the engine and
+/// the raft log, and everything they synced inside it, along.
+fn create_data_dir(fs: &dyn FileSystem, dir: &std::path::Path) -> std::io::Result<()> {
+    fs.create_dir_durable(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use strata_engine::FaultFs;
+    use strata_raft::log::RaftLogStore;
+
+    use super::*;
+
+    // Proves that the directories a first boot creates (the data
+    // directory, the engine's and the raft log's inside it) survive a crash
+    // that keeps only what was synced, directory entries included.
+    #[test]
+    fn directories_created_at_first_boot_survive_a_crash() {
+        let fs = FaultFs::new();
+        let data = Path::new("/srv/strata/node1");
+        create_data_dir(&fs, data).expect("data dir");
+        let engine = Engine::open_with_fs(
+            Arc::new(fs.clone()),
+            &data.join("engine"),
+            EngineOptions::default(),
+        )
+        .expect("engine opens");
+        let log = RaftLogStore::open(Arc::new(fs.clone()), &data.join("raft-1"), 1 << 20, &[1])
+            .expect("raft log opens");
+        let after = fs.crash();
+        drop((engine, log));
+        for dir in [data.to_path_buf(), data.join("engine"), data.join("raft-1")] {
+            assert!(
+                after.exists(&dir).expect("exists"),
+                "{} was lost at the crash",
+                dir.display()
+            );
+        }
     }
 }

@@ -120,6 +120,14 @@ impl Driver {
     /// Steps `m` into raft unless screening says otherwise.
     pub(super) fn step_screened(&mut self, m: Message) {
         let raft = &self.node.raft;
+        if super::lease::ignores_vote_at_start(
+            &m,
+            raft.term,
+            self.reads.ticks(),
+            self.election_ticks,
+        ) {
+            return;
+        }
         let local = Local {
             id: self.id,
             term: raft.term,

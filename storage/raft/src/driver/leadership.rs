@@ -73,6 +73,11 @@ impl Driver {
                 let _ = tx.send(Err(ProposeError::LeadershipLost));
             }
         }
+        if ss.raft_state != StateRole::Leader
+            && let Some(lease) = &mut self.lease
+        {
+            lease.end();
+        }
         if ss.leader_id != self.last_status.leader_id {
             self.reads.drop_issued();
         }

@@ -1,15 +1,19 @@
-//! Configuration changes in the driver: proposing one, applying one (and
-//! the member directory with it), and what a leader does when a change
-//! removes it.
+//! Configuration changes in the driver: proposing one (a learner is made a
+//! voter only once it has caught up), applying one (and the member
+//! directory with it), and what a leader does when a change removes it.
 
-use raft::StateRole;
 use raft::eraftpb::{ConfChangeType, ConfChangeV2, ConfState, Entry};
+use raft::{ProgressState, StateRole};
 
 use super::Driver;
 use crate::error::{ProposeError, StorageFailure};
 use crate::mailbox::ConfTx;
 use crate::members::Members;
 use crate::status::RaftEventKind;
+
+/// How many committed entries a learner may still lack when it is made a
+/// voter: about what is in flight to a follower that keeps up under load.
+pub(super) const PROMOTION_LAG_ENTRIES: u64 = 64;
 
 impl Driver {
     pub(super) fn propose_conf_change(&mut self, change: ConfChangeV2, tx: ConfTx) {
@@ -22,6 +26,10 @@ impl Driver {
                 "node {} leads the group and cannot remove itself; transfer leadership first",
                 self.id
             ))));
+            return;
+        }
+        if let Some(refusal) = self.promotion_refusal(&change) {
+            let _ = tx.send(Err(refusal));
             return;
         }
         if self.node.raft.has_pending_conf() {
@@ -46,6 +54,46 @@ impl Driver {
                 let _ = tx.send(Err(ProposeError::Dropped(e.to_string())));
             }
         }
+    }
+
+    /// Why a change that makes a learner a voter must wait, if it must: a
+    /// voter that lags counts towards every quorum, so promoting a learner
+    /// still far behind (or waiting for a snapshot) can stall commits as
+    /// soon as one other voter fails. It waits until the leader replicates
+    /// to it entry by entry and it holds all but the last
+    /// [`PROMOTION_LAG_ENTRIES`] committed entries. The refusal is
+    /// `Dropped` (nothing was proposed), so the caller may try again.
+    fn promotion_refusal(&self, change: &ConfChangeV2) -> Option<ProposeError> {
+        let raft = &self.node.raft;
+        if raft.state != StateRole::Leader {
+            return None;
+        }
+        let learners = raft.prs().conf().to_conf_state().learners;
+        let committed = raft.raft_log.committed;
+        change
+            .changes
+            .iter()
+            .filter(|c| c.get_change_type() == ConfChangeType::AddNode)
+            .filter(|c| learners.contains(&c.node_id))
+            .find_map(|c| {
+                let pr = raft.prs().get(c.node_id)?;
+                let caught_up = pr.state == ProgressState::Replicate
+                    && pr.matched + PROMOTION_LAG_ENTRIES >= committed;
+                (!caught_up).then(|| {
+                    ProposeError::Dropped(format!(
+                        "learner {} has not caught up (it holds entries up to {} of {} \
+                         committed{}); it can be promoted once it has",
+                        c.node_id,
+                        pr.matched,
+                        committed,
+                        if pr.state == ProgressState::Snapshot {
+                            ", and waits for a snapshot"
+                        } else {
+                            ""
+                        }
+                    ))
+                })
+            })
     }
 
     /// Decodes and applies a configuration change entry and returns the

@@ -10,7 +10,8 @@
 //!
 //! This file is the loop and the order of a round. What a round does is in
 //! the modules beside it: `recovery` (start), `amnesia` (incoming raft
-//! messages screened before they are stepped), `proposals`, `reads`,
+//! messages screened before they are stepped), `proposals`, `reads` (with
+//! `lease`),
 //! `membership` and `leadership` (the requests), `apply` (committed entries
 //! and their waiters), `snapshots` (snapshots and log compaction),
 //! `failure` (the storage failure policy), `stop` (the answers at stop) and
@@ -23,7 +24,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
-use crate::config::PeerConfig;
+use crate::clock::Clock;
+use crate::config::{PeerConfig, ReadMode};
 use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
 use crate::log::RaftLogStore;
@@ -41,6 +43,7 @@ mod amnesia;
 mod apply;
 mod failure;
 mod leadership;
+mod lease;
 mod membership;
 mod proposals;
 mod publish;
@@ -77,6 +80,11 @@ pub(crate) struct Driver {
     conf_waiters: BTreeMap<u64, ConfTx>,
     /// Readers, from arrival to answer.
     reads: reads::Reads,
+    /// The leader's lease, in `ReadMode::Lease`.
+    lease: Option<lease::Lease>,
+    /// What the lease is measured on.
+    clock: Clock,
+    election_ticks: usize,
     /// The first storage failure; set, the peer is inert.
     failure: Option<StorageFailure>,
     last_status: PeerStatus,
@@ -110,7 +118,10 @@ impl Driver {
             applied,
             check_quorum: true,
             pre_vote: true,
-            read_only_option: config.read_only_option,
+            // Every ReadIndex request takes a heartbeat round; the lease is
+            // the driver's own (`lease`): raft-rs's `LeaseBased` answers at
+            // once and checks no time.
+            read_only_option: raft::ReadOnlyOption::Safe,
             max_inflight_msgs: config.max_inflight_msgs,
             max_size_per_msg: config.max_size_per_msg_bytes,
             max_uncommitted_size: config.max_uncommitted_bytes,
@@ -148,6 +159,11 @@ impl Driver {
                     .as_nanos()
                     .div_ceil(config.tick.as_nanos().max(1)) as u64,
             ),
+            lease: (config.read_mode == ReadMode::Lease).then(|| {
+                lease::Lease::new(lease::lease_duration(config.election_ticks, config.tick))
+            }),
+            clock: Clock::Monotonic,
+            election_ticks: config.election_ticks,
             failure: None,
             last_status: publish::blank_status(config.id, config.group_id),
             dirs,
@@ -183,9 +199,7 @@ impl Driver {
             self.on_snapshot_report(to, ok);
         }
         self.propose_queued();
-        if let Some(ctx) = self.reads.issue() {
-            self.node.read_index(ctx);
-        }
+        self.issue_reads();
         // A failed peer is inert: it neither persists nor sends anything
         // (a follower's acknowledgement or a leader's own vote would promise
         // durability it no longer has), and the others carry on without it.
@@ -193,6 +207,12 @@ impl Driver {
             self.on_ready();
         }
         self.publish(shared);
+    }
+
+    /// Measures the lease on `clock` (the simulation's).
+    #[cfg(test)]
+    pub(crate) fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
     }
 
     #[cfg(test)]
@@ -298,7 +318,7 @@ impl Driver {
             }
             // A leader may send before its own append is durable (raft
             // counts its own vote only after persistence).
-            self.transport.send(ready.take_messages());
+            self.send(ready.take_messages());
             let mut installed = None;
             if !ready.snapshot().is_empty() {
                 let meta = ready.snapshot().get_metadata().clone();
@@ -319,7 +339,7 @@ impl Driver {
                     }
                 }
             }
-            self.reads.take_read_states(ready.take_read_states());
+            self.take_read_states(ready.take_read_states());
             // Entries committed before this Ready are durable already:
             // applying them before this Ready's fsync answers their writers
             // one fsync sooner.
@@ -363,7 +383,7 @@ impl Driver {
                 }
                 let _ = std::fs::remove_dir_all(dir);
             }
-            self.transport.send(ready.take_persisted_messages());
+            self.send(ready.take_persisted_messages());
             // Raft learns how far the engine got only now, between
             // Readies; its applied index is never ahead of the engine's.
             let mut light = self.node.advance_append(ready);
@@ -371,7 +391,7 @@ impl Driver {
             if let Some(commit) = light.commit_index() {
                 self.node.mut_store().set_commit(commit);
             }
-            self.transport.send(light.take_messages());
+            self.send(light.take_messages());
             self.take_committed(light.take_committed_entries());
             self.apply_queued(false);
             self.tell_raft_applied();

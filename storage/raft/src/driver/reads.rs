@@ -8,12 +8,18 @@
 //! changes, are answered "dropped" so that they retry. Requests are named by contexts unique in the
 //! group (`read_ids`), so an answer meant for another member, or for an
 //! earlier life of this one, answers nothing here.
+//!
+//! In `ReadMode::Lease` a leader holding its lease (`lease`) answers a
+//! reader at its commit index on arrival, without a request; a request a
+//! leader issues carries the lease round it would grant, and its answer
+//! confirms that round.
 
 use std::collections::HashMap;
 
 use raft::ReadState;
 
 use super::Driver;
+use super::lease::Round;
 use super::read_ids::ReadIds;
 use crate::error::ProposeError;
 use crate::mailbox::ReadTx;
@@ -35,10 +41,12 @@ pub(super) struct Reads {
     timeout_ticks: u64,
 }
 
-/// The readers of one ReadIndex request and the tick it was issued at.
+/// The readers of one ReadIndex request and the tick it was issued at;
+/// for a leader's request, the lease round it grants once answered.
 struct Waiting {
     since: u64,
     readers: Vec<ReadTx>,
+    round: Option<Round>,
 }
 
 impl Waiting {
@@ -57,8 +65,39 @@ impl Driver {
             let _ = tx.send(Err(refusal));
         } else if self.node.raft.leader_id == 0 {
             let _ = tx.send(Err(ProposeError::NotLeader { leader_id: 0 }));
+        } else if let Some(index) = self.lease_read_index() {
+            let applied = self.node.raft.raft_log.applied;
+            self.reads.serve_at(index, applied, tx);
         } else {
             self.reads.unissued.push(tx);
+        }
+    }
+
+    /// Issues a ReadIndex request for the readers waiting, or for the
+    /// lease's sake alone when it wants renewing; a leader's request
+    /// carries the lease round it grants.
+    pub(super) fn issue_reads(&mut self) {
+        let renew = self
+            .lease
+            .as_ref()
+            .is_some_and(|lease| lease.wants_renewal(self.lease_view(), self.clock.now()));
+        if self.reads.unissued.is_empty() && !renew {
+            return;
+        }
+        let view = self.lease_view();
+        let now = self.clock.now();
+        let round = self.lease.as_mut().and_then(|lease| lease.round(view, now));
+        let ctx = self.reads.issue(round);
+        self.node.read_index(ctx);
+    }
+
+    /// Takes raft's answers to ReadIndex requests; an answer to a leader's
+    /// request confirms the lease round it carried.
+    pub(super) fn take_read_states(&mut self, states: Vec<ReadState>) {
+        for round in self.reads.take_read_states(states) {
+            if let Some(lease) = &mut self.lease {
+                lease.confirmed(round);
+            }
         }
     }
 }
@@ -77,17 +116,46 @@ impl Reads {
         }
     }
 
-    /// Covers every waiting reader with one ReadIndex request; returns the
-    /// context to hand to raft, if there were readers.
-    pub(super) fn issue(&mut self) -> Option<Vec<u8>> {
-        if self.unissued.is_empty() {
-            return None;
-        }
+    /// Covers every waiting reader (perhaps none) with one ReadIndex
+    /// request granting lease round `round` once answered; returns the
+    /// context to hand to raft.
+    fn issue(&mut self, round: Option<Round>) -> Vec<u8> {
         let (number, ctx) = self.ids.next();
         let readers = std::mem::take(&mut self.unissued);
         let since = self.ticks;
-        self.issued.insert(number, Waiting { since, readers });
-        Some(ctx)
+        self.issued.insert(
+            number,
+            Waiting {
+                since,
+                readers,
+                round,
+            },
+        );
+        ctx
+    }
+
+    /// Answers a reader at read index `index` (the lease's), at once if
+    /// this member has applied up to it, else once it has.
+    fn serve_at(&mut self, index: u64, applied: u64, tx: ReadTx) {
+        if index <= applied {
+            let _ = tx.send(Ok(applied));
+        } else {
+            let since = self.ticks;
+            let readers = vec![tx];
+            self.ready.push((
+                index,
+                Waiting {
+                    since,
+                    readers,
+                    round: None,
+                },
+            ));
+        }
+    }
+
+    /// Ticks of the driver's clock since this member started.
+    pub(super) fn ticks(&self) -> u64 {
+        self.ticks
     }
 
     /// One tick of the driver's clock: gives up on the readers whose
@@ -123,16 +191,20 @@ impl Reads {
 
     /// Takes raft's answers: each request's readers now wait for apply to
     /// reach its read index. An answer to a request this life did not make
-    /// or already gave up on (a late one) is ignored.
-    pub(super) fn take_read_states(&mut self, states: Vec<ReadState>) {
+    /// or already gave up on (a late one) is ignored. Returns the lease
+    /// rounds the answered requests carried.
+    fn take_read_states(&mut self, states: Vec<ReadState>) -> Vec<Round> {
+        let mut rounds = Vec::new();
         for rs in states {
             let Some(number) = self.ids.ours(&rs.request_ctx) else {
                 continue;
             };
-            if let Some(w) = self.issued.remove(&number) {
+            if let Some(mut w) = self.issued.remove(&number) {
+                rounds.extend(w.round.take());
                 self.ready.push((rs.index, w));
             }
         }
+        rounds
     }
 
     /// Answers the readers whose read index this node has applied.
@@ -205,7 +277,7 @@ mod tests {
     fn late_answer_to_an_expired_request_answers_no_later_one() {
         let mut reads = Reads::new(1, TIMEOUT_TICKS);
         let mut expired = reader(&mut reads);
-        let old = reads.issue().expect("a request");
+        let old = reads.issue(None);
         for _ in 0..TIMEOUT_TICKS {
             reads.tick();
         }
@@ -214,7 +286,7 @@ mod tests {
             Ok(Err(ProposeError::Dropped(_)))
         ));
         let mut waiting = reader(&mut reads);
-        let new = reads.issue().expect("a request");
+        let new = reads.issue(None);
         reads.take_read_states(vec![answer_for(&old, 5)]);
         reads.answer(10);
         assert!(waiting.try_recv().is_err(), "answered by the late answer");
@@ -230,7 +302,7 @@ mod tests {
     fn reader_waiting_to_apply_its_read_index_expires_with_its_request() {
         let mut reads = Reads::new(1, TIMEOUT_TICKS);
         let mut waiting = reader(&mut reads);
-        let ctx = reads.issue().expect("a request");
+        let ctx = reads.issue(None);
         reads.tick();
         reads.take_read_states(vec![answer_for(&ctx, 50)]);
         reads.answer(40);
@@ -252,10 +324,10 @@ mod tests {
     fn waiting_readers_are_counted_at_every_stage() {
         let mut reads = Reads::new(1, TIMEOUT_TICKS);
         let _first = reader(&mut reads);
-        let ctx = reads.issue().expect("a request");
+        let ctx = reads.issue(None);
         let _second = reader(&mut reads);
         let _third = reader(&mut reads);
-        reads.issue().expect("a request");
+        reads.issue(None);
         let _fourth = reader(&mut reads);
         assert_eq!(reads.waiting(), 4);
         reads.take_read_states(vec![answer_for(&ctx, 50)]);
@@ -270,10 +342,10 @@ mod tests {
     fn answer_to_an_earlier_life_answers_nothing() {
         let mut before = Reads::new(1, TIMEOUT_TICKS);
         let _gone = reader(&mut before);
-        let old = before.issue().expect("a request");
+        let old = before.issue(None);
         let mut after = Reads::new(1, TIMEOUT_TICKS);
         let mut waiting = reader(&mut after);
-        after.issue().expect("a request");
+        after.issue(None);
         after.take_read_states(vec![answer_for(&old, 5)]);
         after.answer(10);
         assert!(

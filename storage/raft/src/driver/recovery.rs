@@ -1,8 +1,9 @@
 //! What a peer does at start, before raft runs: open the raft log, finish a
 //! snapshot install a crash interrupted, remove staged snapshots nobody will
 //! install, give a freshly bootstrapped group's state machine its starting
-//! point, load the member directory, and check that the engine and the raft
-//! log agree on how far this node got.
+//! point, load the member directory, start raft from the configuration the
+//! engine holds, and check that the engine and the raft log agree on how
+//! far this node got.
 
 use protobuf::Message as _;
 use raft::eraftpb::{ConfState, SnapshotMetadata};
@@ -49,6 +50,21 @@ pub(super) fn recover(
         let map = Members::decode(&stored).map_err(StartError::Config)?;
         if !map.is_empty() {
             config.members.replace(map);
+        }
+    }
+    // raft restarts at the engine's applied index and applies the entries
+    // after it again, each configuration change on top of the
+    // configuration before it. The raft log records the configuration of
+    // the newest change applied, which may be past that index (the engine
+    // is durable only at a flush): raft must start from the one the engine
+    // holds, which is as of its applied index.
+    if let Some(bytes) = state_machine.conf_state()? {
+        let cs = ConfState::parse_from_bytes(&bytes).map_err(|e| {
+            StartError::Config(format!("the engine's configuration does not decode: {e}"))
+        })?;
+        if cs != *store.conf_state() {
+            store.set_conf_state(&cs);
+            store.persist()?;
         }
     }
     let applied = state_machine.applied_index()?;

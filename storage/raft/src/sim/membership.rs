@@ -156,6 +156,8 @@ impl Sim {
             Change::Add(id) => {
                 self.membership.next_id += 1;
                 let mut node = SimNode::new(id, Vec::new(), &self.root, self.policy);
+                node.read_mode = self.read_mode;
+                node.clock = self.clock.clone();
                 node.start();
                 self.nodes.push(node);
                 Some(id)

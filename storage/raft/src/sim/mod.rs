@@ -27,10 +27,13 @@
 
 mod amnesia;
 mod check;
+mod conf_recovery;
 mod install;
+mod lease;
 mod membership;
 mod net;
 mod node;
+mod promotion;
 mod read_check;
 mod reads;
 mod transport;
@@ -39,12 +42,17 @@ mod worker;
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::oneshot;
 
+use crate::clock::Clock;
 use crate::command::{ApplyResult, Command};
+use crate::config::ReadMode;
 use crate::error::ProposeError;
 use crate::mailbox::Input;
 use check::Invariants;
@@ -105,6 +113,11 @@ struct Sim {
     stats: Stats,
     /// A digest of everything that happened, to show a replay is exact.
     trace: DefaultHasher,
+    /// The virtual clock every member reads: `now`, shared.
+    elapsed_ms: Arc<AtomicU64>,
+    clock: Clock,
+    /// How every member's reads confirm leadership.
+    read_mode: ReadMode,
     root: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -117,6 +130,12 @@ impl Sim {
     /// A group of `voters`, bootstrapped together, on the seed's network
     /// and log policy.
     fn with_voters(seed: u64, voters: &[u64]) -> Sim {
+        Sim::with_read_mode(seed, voters, ReadMode::Safe)
+    }
+
+    /// A group of `voters` whose reads confirm leadership as `read_mode`
+    /// says.
+    fn with_read_mode(seed: u64, voters: &[u64], read_mode: ReadMode) -> Sim {
         let mut rng = StdRng::seed_from_u64(seed);
         // tmpfs keeps the raft log's fsyncs cheap; crashes are simulated.
         let dir = tempfile::Builder::new()
@@ -142,7 +161,11 @@ impl Sim {
             .iter()
             .map(|&id| SimNode::new(id, voters.to_vec(), &root, policy))
             .collect();
+        let elapsed_ms = Arc::new(AtomicU64::new(0));
+        let clock = Clock::virtual_at(Instant::now(), elapsed_ms.clone());
         for n in &mut nodes {
+            n.read_mode = read_mode;
+            n.clock = clock.clone();
             n.start();
         }
         Sim {
@@ -162,6 +185,9 @@ impl Sim {
             cut_short: transport::CUT_SHORT_PROBABILITY,
             stats: Stats::default(),
             trace: DefaultHasher::new(),
+            elapsed_ms,
+            read_mode,
+            clock,
             root,
             _dir: dir,
         }
@@ -173,12 +199,22 @@ impl Sim {
 
     fn step(&mut self, faults: bool, writes: bool) -> Result<(), String> {
         self.now += 1;
+        self.elapsed_ms.store(self.now, Ordering::Relaxed);
+        for n in &mut self.nodes {
+            if n.is_paused(self.now) {
+                n.paused_ms += 1;
+            }
+        }
         for e in self.net.due(&mut self.rng, self.now) {
             self.deliver(e)
                 .map_err(|e| format!("at {} ms: {e}", self.now))?;
         }
         if self.now.is_multiple_of(TICK_MS) {
+            let now = self.now;
             for n in &mut self.nodes {
+                if n.is_paused(now) {
+                    continue;
+                }
                 if let Some(live) = &mut n.live {
                     live.driver.tick();
                 }
@@ -218,6 +254,9 @@ impl Sim {
     /// out onto the network.
     fn run_node(&mut self, i: usize) {
         let n = &mut self.nodes[i];
+        if n.is_paused(self.now) {
+            return;
+        }
         let Some(live) = &mut n.live else { return };
         for done in live
             .worker

@@ -83,6 +83,12 @@ impl Net {
         due.into_iter().map(|(_, e)| e).collect()
     }
 
+    /// Puts `e` back to be delivered at `at`, as it is: it already
+    /// crossed the network.
+    pub fn deliver_at(&mut self, at: u64, e: Envelope) {
+        self.in_flight.push((at, e));
+    }
+
     /// Cuts both directions between `a` and `b`.
     pub fn partition(&mut self, a: u64, b: u64) {
         self.cut.insert((a, b));

@@ -12,7 +12,8 @@ use tokio::sync::broadcast;
 
 use super::Stats;
 use super::worker::Worker;
-use crate::config::PeerConfig;
+use crate::clock::Clock;
+use crate::config::{PeerConfig, ReadMode};
 use crate::driver::Driver;
 use crate::log::store::BOOTSTRAP_INDEX;
 use crate::mailbox::{Shared, mailbox};
@@ -86,6 +87,17 @@ pub struct SimNode {
     /// A test injects disk faults into it: a storage failure is expected
     /// (the test then crashes and restarts it).
     pub disk_faults: bool,
+    /// How its reads confirm leadership.
+    pub read_mode: ReadMode,
+    /// The simulation's clock, which its lease is measured on.
+    pub clock: Clock,
+    /// Stopped until this simulated millisecond: it neither ticks nor
+    /// runs rounds, and what is sent to it waits (a driver blocked on its
+    /// disk, or a paused process).
+    pub paused_until: Option<u64>,
+    /// Simulated milliseconds spent paused so far: its read timeout counts
+    /// ticks, which stop meanwhile.
+    pub paused_ms: u64,
 }
 
 impl SimNode {
@@ -104,6 +116,10 @@ impl SimNode {
             kept_after_removal: false,
             wiped: false,
             disk_faults: false,
+            read_mode: ReadMode::Safe,
+            clock: Clock::Monotonic,
+            paused_until: None,
+            paused_ms: 0,
         }
     }
 
@@ -134,11 +150,12 @@ impl SimNode {
         config.compact_keep_entries = self.policy.compact_keep_entries;
         config.max_segment_bytes = self.policy.max_segment_bytes;
         config.members = Members::default();
+        config.read_mode = self.read_mode;
         let dirs = SnapshotDirs::new(config.snapshot_root.clone()).expect("snapshot dir");
         let (senders, inbox) = mailbox(1024, 1024);
         // The real peer's queue size; the simulation runs the jobs itself.
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
-        let driver = Driver::new(
+        let mut driver = Driver::new(
             &config,
             sm.clone(),
             inbox,
@@ -147,6 +164,7 @@ impl SimNode {
             jobs_tx,
         )
         .expect("driver starts");
+        driver.set_clock(self.clock.clone());
         let shared = Arc::new(Shared::new(
             senders,
             driver.status(),
@@ -171,6 +189,8 @@ impl SimNode {
         let Some(live) = self.live.take() else {
             return;
         };
+        // The paused process is gone; the next one starts running.
+        self.paused_until = None;
         self.fs = self.fs.crash();
         drop(live);
         self.outbox.take();
@@ -190,6 +210,11 @@ impl SimNode {
 
     pub fn is_up(&self) -> bool {
         self.live.is_some()
+    }
+
+    /// Whether it is paused at simulated millisecond `now`.
+    pub fn is_paused(&self, now: u64) -> bool {
+        self.paused_until.is_some_and(|until| now < until)
     }
 
     /// Counts the snapshot events the driver published since the last call.

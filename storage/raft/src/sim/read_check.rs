@@ -3,7 +3,8 @@
 //! acknowledged before it was issued (committed prefixes are identical,
 //! which `check` verifies, so that is linearizability for a ReadIndex
 //! read); and every read is answered within the read timeout, unless its
-//! member stopped (a crash or a retirement drops the answer).
+//! member stopped (a crash or a retirement drops the answer). The timeout
+//! counts the member's ticks, so time it spends paused does not count.
 
 use rand::Rng;
 use tokio::sync::oneshot;
@@ -18,7 +19,7 @@ pub(super) const READ_PROBABILITY: f64 = 0.1;
 /// The peer's default read timeout on the simulation's clock, and the
 /// ticks a reader may wait beyond it: one round before its request is
 /// issued, and the tick on which it expires.
-const READ_TIMEOUT_MS: u64 = 2_000;
+pub(super) const READ_TIMEOUT_MS: u64 = 2_000;
 const SLACK_MS: u64 = 2 * TICK_MS;
 
 /// A read not answered yet.
@@ -27,6 +28,8 @@ pub(super) struct PendingRead {
     issued_ms: u64,
     /// The highest index of a write acknowledged before the read.
     must_see: u64,
+    /// The member's paused milliseconds when the read was issued.
+    paused_ms: u64,
     rx: oneshot::Receiver<Result<u64, ProposeError>>,
 }
 
@@ -34,6 +37,11 @@ impl Sim {
     /// Issues a read on a random running node.
     pub(super) fn issue_read(&mut self) {
         let i = self.rng.random_range(0..self.nodes.len());
+        self.issue_read_on(i);
+    }
+
+    /// Issues a read on node `i`, if it runs, for `collect_reads` to check.
+    pub(super) fn issue_read_on(&mut self, i: usize) {
         let n = &mut self.nodes[i];
         let Some(live) = &mut n.live else { return };
         let (tx, rx) = oneshot::channel();
@@ -42,6 +50,7 @@ impl Sim {
             node: n.id,
             issued_ms: self.now,
             must_see: self.acked_index,
+            paused_ms: n.paused_ms,
             rx,
         });
     }
@@ -63,7 +72,12 @@ impl Sim {
                 // Refused or told to retry; or the member stopped.
                 Ok(Err(_)) | Err(oneshot::error::TryRecvError::Closed) => {}
                 Err(oneshot::error::TryRecvError::Empty) => {
-                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS {
+                    let paused = self
+                        .nodes
+                        .iter()
+                        .find(|n| n.id == r.node)
+                        .map_or(0, |n| n.paused_ms.saturating_sub(r.paused_ms));
+                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS + paused {
                         return Err(format!(
                             "the read on node {} issued at {} ms is unanswered after the \
                              read timeout",

@@ -17,7 +17,12 @@ impl Sim {
     /// A group on a perfect network that took some writes and then had
     /// time to settle: one leader, every follower caught up.
     pub(super) fn settled(seed: u64) -> Sim {
-        let mut sim = Sim::new(seed);
+        Sim::settled_in(seed, crate::config::ReadMode::Safe)
+    }
+
+    /// A settled group whose reads confirm leadership as `read_mode` says.
+    pub(super) fn settled_in(seed: u64, read_mode: crate::config::ReadMode) -> Sim {
+        let mut sim = Sim::with_read_mode(seed, &super::INITIAL_VOTERS, read_mode);
         sim.weather = Weather {
             drop: 0.0,
             duplicate: 0.0,

@@ -95,11 +95,16 @@ impl Sim {
         let more = (m.log_term, m.commit, m.reject, m.entries.len());
         self.note((what, more, snapshot_index));
         let (from, to) = (m.from, m.to);
-        let target = self
-            .nodes
-            .iter_mut()
-            .find(|n| n.id == to)
-            .and_then(|n| n.live.as_mut());
+        let now = self.now;
+        let target = self.nodes.iter_mut().find(|n| n.id == to);
+        if let Some(until) = target.as_ref().and_then(|n| n.paused_until)
+            && now < until
+        {
+            // It waits in the paused member's inbox until it resumes.
+            self.net.deliver_at(until, e);
+            return Ok(());
+        }
+        let target = target.and_then(|n| n.live.as_mut());
         let Some(live) = target else {
             if let Some(p) = e.snapshot {
                 self.report_snapshot(from, p.sender_generation, to, false);
