@@ -61,6 +61,10 @@ pub struct NodeConfig {
     /// leaves the restart to the operator.
     #[arg(long, env = "STRATA_RESUME_FREE_MB", default_value_t = 16)]
     pub resume_free_mb: u64,
+    #[command(flatten)]
+    pub canary: crate::canary::CanaryConfig,
+    #[command(flatten)]
+    pub faults: crate::canary::Faults,
 }
 
 /// Bounds on what a request may carry.
@@ -206,6 +210,8 @@ impl NodeConfig {
             compact_keep_entries: 5_000,
             compact_log_mb: 64,
             resume_free_mb: 16,
+            canary: Default::default(),
+            faults: Default::default(),
         }
     }
 }
