@@ -44,6 +44,8 @@ pub struct UpOptions {
     /// An OTLP/gRPC collector (`host:port`) Envoy and every node export
     /// their spans to.
     pub otlp: Option<String>,
+    /// Run every node's consistency canary (`STRATA_CANARY`).
+    pub canary: bool,
 }
 
 /// Everything needed to start, restart or extend the cluster.
@@ -86,6 +88,9 @@ impl Layout {
                 spec.extra_args = opts.node_args.clone();
                 if let Some(otlp) = &opts.otlp {
                     spec.extra_env.extend(command::otlp_env(otlp));
+                }
+                if opts.canary {
+                    spec.extra_env.insert("STRATA_CANARY".into(), "true".into());
                 }
                 spec
             })
@@ -295,6 +300,7 @@ mod tests {
             envoy_bin: "envoy".into(),
             node_args: vec!["--read-mode".into(), "lease".into()],
             otlp: None,
+            canary: true,
         }
     }
 
@@ -315,6 +321,7 @@ mod tests {
             assert_eq!(n.data_dir, Path::new("/r/data").join(node_name(n.id)));
             assert_eq!(n.io_threads, Some(1));
             assert_eq!(n.extra_args, ["--read-mode", "lease"]);
+            assert_eq!(n.extra_env["STRATA_CANARY"], "true");
             assert!(!n.join);
         }
         assert_eq!(layout.gateway.nodes, listens);

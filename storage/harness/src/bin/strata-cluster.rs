@@ -93,6 +93,10 @@ struct Up {
     /// Envoy and every node export their spans there.
     #[arg(long)]
     otlp: Option<String>,
+    /// Leave the nodes' consistency canary off (on by default here; see
+    /// docs/operations.md).
+    #[arg(long)]
+    no_canary: bool,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -295,6 +299,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         envoy_bin,
         node_args: up.node_args,
         otlp: up.otlp,
+        canary: !up.no_canary,
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;
