@@ -1,7 +1,7 @@
 //! The consistency canary against a real cluster: it catches stale reads
 //! served by a follower that lags (the test-only fault `--fault-stale-reads`)
-//! and stays silent, while completing its checks, through a leader kill and
-//! restart.
+//! and stays silent, while completing its checks, through a leader kill,
+//! restart and pause.
 
 use std::time::{Duration, Instant};
 
@@ -142,11 +142,12 @@ async fn stale_reads_on_a_lagging_follower_are_caught_by_its_canary() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn canary_stays_silent_through_a_leader_kill_and_restart() {
+async fn canary_stays_silent_through_a_leader_kill_restart_and_pause() {
     // Proves: without the fault, every node's canary keeps completing its
     // checks with the verdict ok through a kill -9 of the leader, the
-    // election after it and the old leader's restart and catch-up, and
-    // never reports a violation: operations cut off by the kill (outcome
+    // election after it and the old leader's restart and catch-up, then a
+    // SIGSTOP of the leader long enough for another to be elected and its
+    // SIGCONT, and never reports a violation: operations cut off by the kill (outcome
     // unknown, or refused) are accounted for, not mistaken for anomalies.
     let mut c = Cluster::start_with_args(
         3,
@@ -180,8 +181,26 @@ async fn canary_stays_silent_through_a_leader_kill_and_restart() {
     let wanted: Vec<f64> = before.iter().map(|n| n + 3.0).collect();
     wait_ok_windows(&c, &survivors, &wanted, Duration::from_secs(60)).await;
     wait_ok_windows(&c, &[leader], &[2.0], Duration::from_secs(60)).await;
+
+    // Then the leader frozen long enough to be deposed, and thawed: it
+    // comes back believing it leads, with requests in flight.
+    let paused = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let mut before = Vec::new();
+    for id in &ids {
+        before.push(value(&scrape(&c, *id).await, WINDOWS_OK));
+    }
+    c.pause(paused).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    c.resume(paused).unwrap();
+    let wanted: Vec<f64> = before.iter().map(|n| n + 3.0).collect();
+    wait_ok_windows(&c, &ids, &wanted, Duration::from_secs(60)).await;
     for id in &ids {
         let text = scrape(&c, *id).await;
+        let ops: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("strata_canary_ops_total"))
+            .collect();
+        eprintln!("node {id}: {ops:?}");
         assert_eq!(
             value(&text, VIOLATIONS),
             0.0,
