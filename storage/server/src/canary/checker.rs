@@ -10,6 +10,12 @@
 //! invocation, with any answer, or left out. The search is bounded: past
 //! `budget` explored states it gives up, and the window counts as
 //! inconclusive, never as a pass or a violation.
+//!
+//! It is written here rather than taken from a crate because the one
+//! maintained candidate, `stateright`'s `LinearizabilityTester`, searches
+//! without memoisation and without a bound on its effort (so it cannot say
+//! "inconclusive", and a costly window would hold a thread without limit),
+//! and it would bring a model checker and its HTTP explorer into the node.
 
 use std::collections::HashSet;
 
