@@ -148,14 +148,7 @@ impl Node {
             tracing::warn!("TEST-ONLY FAULT: linearizable reads skip the ReadIndex round");
         }
         let canary_state = Arc::new(CanaryState::new(config.canary.enabled));
-        let canary = config.canary.enabled.then(|| {
-            crate::canary::spawn(
-                core.clone(),
-                config.canary.clone(),
-                metrics.canary.clone(),
-                canary_state.clone(),
-            )
-        });
+        let canary_metrics = metrics.canary.clone();
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
@@ -163,10 +156,20 @@ impl Node {
             core: core.clone(),
             cluster,
             metrics,
-            canary: canary_state,
+            canary: canary_state.clone(),
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx);
         let app = crate::app::router(state, raft).await?;
+        // Started last, so that a node that failed to start leaves no canary
+        // running.
+        let canary = config.canary.enabled.then(|| {
+            crate::canary::spawn(
+                core.clone(),
+                config.canary.clone(),
+                canary_metrics,
+                canary_state,
+            )
+        });
         Ok(Node {
             config,
             engine,
