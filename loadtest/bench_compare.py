@@ -160,7 +160,7 @@ def strata_up(bin_dir: Path, envoy: Path, run_dir: Path) -> list[int]:
                     "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                     "--base-port", str(STRATA_BASE), "--gateway-port", str(STRATA_GATEWAY),
                     "--admin-port", str(STRATA_ADMIN), "--console-port", str(STRATA_CONSOLE),
-                    "--timeout", "60"], check=True, timeout=90)
+                    "--timeout", "60", "--no-canary"], check=True, timeout=90)
     return read_pids(sdir / "pids")
 
 

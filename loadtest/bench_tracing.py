@@ -59,7 +59,7 @@ def up(bin_dir: Path, envoy: Path, run_dir: Path) -> None:
         argv = [str(bin_dir / "strata-cluster"), "up", "--fresh", "--run-dir", str(cluster_dir(run_dir, name)),
                 "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                 "--base-port", str(base), "--gateway-port", str(gw), "--admin-port", str(admin),
-                "--console-port", str(console), "--timeout", "60"]
+                "--console-port", str(console), "--timeout", "60", "--no-canary"]
         if pct is not None:
             argv += ["--otlp", SINK, "--trace-sampling", str(pct)]
         subprocess.run(argv, check=True, timeout=90)

@@ -35,6 +35,8 @@ pub struct Cluster {
     http: reqwest::Client,
     /// Extra flags for every node start.
     node_args: Vec<String>,
+    /// Extra environment variables for every node start.
+    node_env: Vec<(String, String)>,
     /// The OTLP collector Envoy and the nodes export traces to, if any.
     otlp: Option<String>,
 }
@@ -47,18 +49,29 @@ impl Cluster {
 
     /// Like [`start`](Self::start), passing `node_args` to every node.
     pub async fn start_with_args(n: usize, node_args: &[&str]) -> Result<Cluster> {
-        Self::start_configured(n, node_args, None).await
+        Self::start_configured(n, node_args, &[], None).await
+    }
+
+    /// Like [`start_with_args`](Self::start_with_args), also setting
+    /// `node_env` in every node's environment.
+    pub async fn start_with_args_and_env(
+        n: usize,
+        node_args: &[&str],
+        node_env: &[(&str, &str)],
+    ) -> Result<Cluster> {
+        Self::start_configured(n, node_args, node_env, None).await
     }
 
     /// Like [`start`](Self::start), with Envoy and every node exporting
     /// their spans to the OTLP/gRPC collector at `otlp` (`host:port`).
     pub async fn start_traced(n: usize, otlp: &str) -> Result<Cluster> {
-        Self::start_configured(n, &[], Some(otlp.to_string())).await
+        Self::start_configured(n, &[], &[], Some(otlp.to_string())).await
     }
 
     async fn start_configured(
         n: usize,
         node_args: &[&str],
+        node_env: &[(&str, &str)],
         otlp: Option<String>,
     ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
@@ -83,6 +96,10 @@ impl Cluster {
                 .pool_max_idle_per_host(0)
                 .build()?,
             node_args: node_args.iter().map(|a| a.to_string()).collect(),
+            node_env: node_env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             otlp,
         };
         for id in 1..=n as u64 {
@@ -130,6 +147,7 @@ impl Cluster {
         spec.join = join;
         spec.log = NODE_LOG.into();
         spec.extra_args = self.node_args.clone();
+        spec.extra_env.extend(self.node_env.iter().cloned());
         if let Some(otlp) = &self.otlp {
             spec.extra_env.extend(command::otlp_env(otlp));
         }

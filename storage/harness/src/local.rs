@@ -46,6 +46,8 @@ pub struct UpOptions {
     pub otlp: Option<String>,
     /// The percent of requests traced when exporting.
     pub trace_sampling: f64,
+    /// Run every node's consistency canary (`STRATA_CANARY`).
+    pub canary: bool,
 }
 
 /// Everything needed to start, restart or extend the cluster.
@@ -90,6 +92,9 @@ impl Layout {
                     spec.extra_env.extend(command::otlp_env(otlp));
                     spec.extra_env
                         .extend(command::sampling_env(opts.trace_sampling));
+                }
+                if opts.canary {
+                    spec.extra_env.insert("STRATA_CANARY".into(), "true".into());
                 }
                 spec
             })
@@ -301,6 +306,7 @@ mod tests {
             node_args: vec!["--read-mode".into(), "lease".into()],
             otlp: None,
             trace_sampling: 100.0,
+            canary: true,
         }
     }
 
@@ -321,6 +327,7 @@ mod tests {
             assert_eq!(n.data_dir, Path::new("/r/data").join(node_name(n.id)));
             assert_eq!(n.io_threads, Some(1));
             assert_eq!(n.extra_args, ["--read-mode", "lease"]);
+            assert_eq!(n.extra_env["STRATA_CANARY"], "true");
             assert!(!n.join);
         }
         assert_eq!(layout.gateway.nodes, listens);

@@ -65,6 +65,10 @@ pub struct NodeConfig {
     /// MiB, before staging any of it: a snapshot must not fill the disk.
     #[arg(long, env = "STRATA_MAX_SNAPSHOT_MB", default_value_t = 64 << 10)]
     pub max_snapshot_mb: u64,
+    #[command(flatten)]
+    pub canary: crate::canary::CanaryConfig,
+    #[command(flatten)]
+    pub faults: crate::canary::Faults,
 }
 
 /// Bounds on what a request may carry.
@@ -213,6 +217,8 @@ impl NodeConfig {
             compact_log_mb: 64,
             resume_free_mb: 16,
             max_snapshot_mb: 64 << 10,
+            canary: Default::default(),
+            faults: Default::default(),
         }
     }
 }

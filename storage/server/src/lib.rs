@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod canary;
 pub mod channels;
 pub mod config;
 pub mod core;

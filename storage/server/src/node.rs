@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::canary::CanaryState;
 use crate::channels::MemberChannels;
 use crate::config::NodeConfig;
 use crate::core::Core;
@@ -50,6 +51,8 @@ pub struct Node {
     stopping: watch::Sender<bool>,
     /// The task keeping the cluster status fresh.
     watcher: JoinHandle<()>,
+    /// The consistency canary, when `--canary` runs it.
+    canary: Option<JoinHandle<()>>,
 }
 
 /// Runs a node on `listener` until `shutdown` resolves, or until a node
@@ -69,6 +72,11 @@ impl Node {
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
         use anyhow::Context as _;
         let members = config.members().map_err(anyhow::Error::msg)?;
+        let allow_faults = std::env::var(crate::canary::fault::ALLOW_FAULTS_ENV).ok();
+        config
+            .faults
+            .check(allow_faults.as_deref())
+            .map_err(anyhow::Error::msg)?;
         create_data_dir(&StdFs, &config.data_dir)
             .with_context(|| format!("creating data dir {}", config.data_dir.display()))?;
         // The raft log is the write-ahead log, so the engine keeps none of its
@@ -127,13 +135,21 @@ impl Node {
             handle.clone(),
             config.data_dir.clone(),
         ));
-        let core = Arc::new(Core::new(
-            handle.clone(),
-            channels,
-            config.limits.clone(),
-            config.timing.clone(),
-            metrics.api.forwarded.clone(),
-        ));
+        let core = Arc::new(
+            Core::new(
+                handle.clone(),
+                channels,
+                config.limits.clone(),
+                config.timing.clone(),
+                metrics.api.forwarded.clone(),
+            )
+            .with_stale_reads_fault(config.faults.stale_reads),
+        );
+        if config.faults.stale_reads {
+            tracing::warn!("TEST-ONLY FAULT: linearizable reads skip the ReadIndex round");
+        }
+        let canary_state = Arc::new(CanaryState::new(config.canary.enabled));
+        let canary_metrics = metrics.canary.clone();
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
@@ -141,10 +157,21 @@ impl Node {
             core: core.clone(),
             cluster,
             metrics,
+            canary: canary_state.clone(),
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
         let app = crate::app::router(state, raft).await?;
+        // Started last, so that a node that failed to start leaves no canary
+        // running.
+        let canary = config.canary.enabled.then(|| {
+            crate::canary::spawn(
+                core.clone(),
+                config.canary.clone(),
+                canary_metrics,
+                canary_state,
+            )
+        });
         Ok(Node {
             config,
             engine,
@@ -153,6 +180,7 @@ impl Node {
             app,
             stopping,
             watcher,
+            canary,
         })
     }
 
@@ -184,6 +212,7 @@ impl Node {
             app,
             stopping,
             watcher,
+            canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
         let joining = config
@@ -212,6 +241,12 @@ impl Node {
         };
         let why = stop.as_ref().map_err(|lost| lost.kind);
         tracing::info!(id = config.id, stop = ?why, "shutting down");
+        // The canary holds no state worth finishing: its last window is
+        // simply not checked.
+        if let Some(canary) = canary {
+            canary.abort();
+            let _ = canary.await;
+        }
         // While everything still runs (the raft transport above all, which
         // the requests in flight need), refuse new requests, let those in
         // flight finish and hand leadership over. A member that lost its

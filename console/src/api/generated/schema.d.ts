@@ -320,6 +320,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/canary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This node's consistency canary: windows checked by verdict, the last
+         *     check, and the latest history that was not linearizable
+         * @description The canary runs only with `--canary`; otherwise `enabled` is false and
+         *     nothing has been checked. See `docs/operations.md`.
+         */
+        get: operations["canary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -370,6 +392,34 @@ export interface components {
             ops: components["schemas"]["BatchOp"][];
             /** @description Encoding of every key and value in `ops`; default `utf8`. */
             encoding?: components["schemas"]["Encoding"];
+        };
+        /** @description The canary's findings on this node. */
+        CanaryReport: {
+            /** @description Whether this node runs the canary (`--canary`). */
+            enabled: boolean;
+            /**
+             * Format: int64
+             * @description Windows checked and found linearizable.
+             */
+            windows_ok: number;
+            /**
+             * Format: int64
+             * @description Windows checked and found not linearizable.
+             */
+            windows_violation: number;
+            /**
+             * Format: int64
+             * @description Windows whose check gave up (too costly to decide).
+             */
+            windows_inconclusive: number;
+            /**
+             * Format: int64
+             * @description When the last check completed, in milliseconds since the Unix epoch.
+             */
+            last_check_unix_ms?: number | null;
+            /** @description The last check's verdict: `ok`, `violation` or `inconclusive`. */
+            last_verdict?: string | null;
+            last_violation?: components["schemas"]["Violation"] | null;
         };
         /** @description Body of POST /v1/cas. */
         CasRequest: {
@@ -507,6 +557,24 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
+        /** @description One operation of a history, for people. */
+        EventView: {
+            worker: number;
+            /** @description `read`, `write <value>` or `cas <expected> -> <value>`. */
+            op: string;
+            /**
+             * Format: int64
+             * @description Microseconds since the window began.
+             */
+            invoked_us: number;
+            /**
+             * Format: int64
+             * @description Absent when the outcome is unknown.
+             */
+            returned_us?: number | null;
+            /** @description What it answered (`absent` for a missing key); absent when unknown. */
+            result?: string | null;
+        };
         /**
          * @description JSON form of GET /v1/kv/{key} (request sent with `Accept:
          *     application/json`).
@@ -753,6 +821,17 @@ export interface components {
             leader_id: number;
             /** Format: int64 */
             term: number;
+        };
+        /** @description A window that was not linearizable. */
+        Violation: {
+            /** @description The window's name (`<start of the node's canary>-<number>`). */
+            window: string;
+            /** @description The key whose history has no linearization. */
+            key: string;
+            /** Format: int64 */
+            checked_unix_ms: number;
+            /** @description That key's history, in the order of invocation. */
+            history: components["schemas"]["EventView"][];
         };
         /** @description Result of PUT /v1/kv/{key} and POST /v1/batch. */
         WriteResult: {
@@ -1435,6 +1514,26 @@ export interface operations {
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["OutcomeUnknown"];
+        };
+    };
+    canary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The canary's findings on this node. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CanaryReport"];
+                };
+            };
         };
     };
 }

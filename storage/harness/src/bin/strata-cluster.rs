@@ -105,6 +105,10 @@ struct Up {
     /// the same rate and follows its caller's decision otherwise).
     #[arg(long, default_value_t = 100.0, requires = "otlp")]
     trace_sampling: f64,
+    /// Leave the nodes' consistency canary off (on by default here; see
+    /// docs/operations.md).
+    #[arg(long)]
+    no_canary: bool,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -320,6 +324,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         node_args: up.node_args,
         otlp: up.otlp,
         trace_sampling: up.trace_sampling,
+        canary: !up.no_canary,
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;

@@ -126,6 +126,7 @@ impl Core {
         }
         match consistency {
             Consistency::Stale => Ok(st.applied_index),
+            Consistency::Linearizable if self.stale_reads => Ok(st.applied_index),
             Consistency::Linearizable => {
                 match tokio::time::timeout(self.timing.request_timeout(), self.peer.read_index())
                     .await

@@ -45,6 +45,9 @@ pub struct Core {
     timing: Timing,
     /// Requests sent on to the leader (`strata_api_forwarded_total`).
     forwarded: Counter,
+    /// The test-only fault `--fault-stale-reads`: linearizable reads skip
+    /// the ReadIndex round (see `crate::canary::fault`).
+    stale_reads: bool,
 }
 
 /// Where a write goes.
@@ -68,7 +71,15 @@ impl Core {
             limits,
             timing,
             forwarded,
+            stale_reads: false,
         }
+    }
+
+    /// With the test-only fault that serves linearizable reads from local
+    /// state without confirming it is current, when `on`.
+    pub fn with_stale_reads_fault(mut self, on: bool) -> Self {
+        self.stale_reads = on;
+        self
     }
 
     pub fn id(&self) -> u64 {

@@ -3,13 +3,14 @@
 //! `strata_`, carry their unit (`_seconds`, `_bytes`) and counters end in
 //! `_total`.
 //!
-//! Counters the node updates as it works live in the families of `api` and
-//! of the raft peer (`strata_raft::RaftMetrics`); what the engine, the raft
+//! Counters the node updates as it works live in the families of `api`,
+//! of the canary (`canary`) and of the raft peer (`strata_raft::RaftMetrics`); what the engine, the raft
 //! status and the process already know is read at scrape time by the
 //! collectors in `engine`, `status` and `process`, so no number is kept
 //! twice.
 
 mod api;
+mod canary;
 mod engine;
 mod process;
 mod status;
@@ -23,6 +24,7 @@ use strata_engine::Engine;
 use strata_raft::PeerHandle;
 
 pub use api::{ApiMetrics, track};
+pub use canary::{CanaryMetrics, OpKind, OpOutcome, WindowVerdict};
 
 /// The content type of [`NodeMetrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -31,6 +33,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 pub struct NodeMetrics {
     registry: Registry,
     pub api: ApiMetrics,
+    pub canary: CanaryMetrics,
 }
 
 impl NodeMetrics {
@@ -41,6 +44,8 @@ impl NodeMetrics {
         let mut registry = Registry::with_prefix("strata");
         let api = ApiMetrics::default();
         api.register(registry.sub_registry_with_prefix("api"));
+        let canary = CanaryMetrics::default();
+        canary.register(registry.sub_registry_with_prefix("canary"));
         let raft = registry.sub_registry_with_prefix("raft");
         peer.metrics().register(raft);
         raft.register_collector(Box::new(status::StatusCollector::new(peer)));
@@ -50,7 +55,11 @@ impl NodeMetrics {
         registry
             .sub_registry_with_prefix("process")
             .register_collector(Box::new(process::ProcessCollector::new(data_dir)));
-        NodeMetrics { registry, api }
+        NodeMetrics {
+            registry,
+            api,
+            canary,
+        }
     }
 
     /// Every metric, as a scrape's body.

@@ -3,6 +3,7 @@
 //! [`routes`] and the types they read and answer.
 
 pub mod body;
+pub mod canary;
 pub mod cluster;
 pub mod encoding;
 pub mod health;
@@ -34,6 +35,8 @@ pub struct AppState {
     /// The latest cluster-wide status, refreshed in the background.
     pub cluster: watch::Receiver<StatusResponse>,
     pub metrics: Arc<NodeMetrics>,
+    /// What this node's consistency canary has found.
+    pub canary: Arc<crate::canary::CanaryState>,
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -63,6 +66,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(metrics::scrape))
         .routes(routes!(cluster::remove_member))
         .routes(routes!(cluster::promote_member))
+        .routes(routes!(canary::report))
 }
 
 /// Every REST route. Unknown routes are handled by the caller's fallback,

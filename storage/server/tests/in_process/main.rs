@@ -3,6 +3,7 @@
 //! served on a port (`node`). What needs several nodes or the gateway stays
 //! in `storage/harness/tests`.
 
+mod canary;
 mod node;
 mod router;
 mod support;
