@@ -63,6 +63,15 @@ pub struct CanaryMetrics {
 
 impl CanaryMetrics {
     pub(super) fn register(&self, registry: &mut Registry) {
+        // Every verdict is exported from the start, at zero, so a query
+        // (or a dashboard panel) finds the series before the first window.
+        for verdict in [
+            WindowVerdict::ok,
+            WindowVerdict::violation,
+            WindowVerdict::inconclusive,
+        ] {
+            self.windows.get_or_create(&VerdictLabels { verdict });
+        }
         registry.register(
             "ops",
             "Operations the canary made, by kind and outcome",
