@@ -2,6 +2,7 @@
 //! the internal raft transport, gRPC health and reflection.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -13,6 +14,7 @@ use strata_proto::v1::raft_server::RaftServer;
 use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
 
+use crate::admission::{self, WriteBudget};
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
@@ -40,7 +42,8 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 /// `raft`, gRPC health and reflection, and a fallback for anything else.
 pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
     let core = state.core.clone();
-    let max_msg = core.limits().max_request_bytes;
+    let limits = core.limits().clone();
+    let max_msg = limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
     let mut app = rest::router(state);
@@ -66,7 +69,17 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
-    Ok(app.fallback(fallback))
+    // Writes are charged before anything reads their bodies.
+    let budget = Arc::new(WriteBudget::new(
+        limits.max_write_bytes_in_flight,
+        limits.max_request_bytes,
+    ));
+    Ok(app
+        .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            budget,
+            admission::admit,
+        )))
 }
 
 /// Mounts a tonic service at `/{package.Service}/*`; methods that take one
