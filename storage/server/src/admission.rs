@@ -9,7 +9,8 @@
 //! answered "outcome unknown". A write that finds the budget spent is
 //! refused at once as `OVERLOADED` (REST 503, gRPC RESOURCE_EXHAUSTED, both
 //! marked `x-strata-retryable`): it was never parsed, let alone proposed, so
-//! it certainly was not applied, and refusing it costs next to nothing.
+//! it certainly was not applied, and refusing it costs no more than
+//! receiving its bytes.
 //!
 //! A write's cost is its body's declared length (REST `Content-Length`) or
 //! its gRPC message's length (the 5-byte prefix, read ahead of the rest);
@@ -123,8 +124,22 @@ pub async fn admit(State(budget): State<Arc<WriteBudget>>, req: Request, next: N
     };
     match budget.admit(cost) {
         Ok(_permit) => next.run(req).await,
-        Err(refusal) => refuse(refusal, &req),
+        Err(refusal) => {
+            let answer = refuse(refusal, &req);
+            drain(req.into_body()).await;
+            answer
+        }
     }
+}
+
+/// Reads a refused request's body to its end, keeping nothing. An answer
+/// sent while the client is still sending reaches it as a broken
+/// connection rather than as the refusal (HTTP/1.1 through the gateway),
+/// which a client must take as "outcome unknown"; receiving the bytes costs
+/// far less than parsing and holding them.
+async fn drain(body: Body) {
+    let mut stream = body.into_data_stream();
+    while let Some(Ok(_)) = stream.next().await {}
 }
 
 /// The refusal in the request's own protocol.
