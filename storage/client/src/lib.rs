@@ -31,13 +31,15 @@ pub enum ClientError {
 }
 
 /// Metadata the node, and the gateway for requests it never sent to a node,
-/// put on an UNAVAILABLE status to say that nothing was applied.
+/// put on an UNAVAILABLE or RESOURCE_EXHAUSTED status to say that nothing
+/// was applied.
 pub const RETRYABLE_METADATA: &str = "x-strata-retryable";
 
 impl ClientError {
     /// True when the server said nothing was applied, so sending the request
-    /// again cannot apply it twice: an UNAVAILABLE status marked
-    /// `x-strata-retryable: true`. An unmarked UNAVAILABLE is not enough:
+    /// again cannot apply it twice: an UNAVAILABLE status, or the
+    /// RESOURCE_EXHAUSTED of a leader whose write budget is spent, marked
+    /// `x-strata-retryable: true` (a full disk's RESOURCE_EXHAUSTED is not). An unmarked UNAVAILABLE is not enough:
     /// tonic reports a connection that died mid-call that way, and an
     /// intermediary may turn any 502/503/504 into it, both of which can
     /// follow a write that was applied. DEADLINE_EXCEEDED, CANCELLED and
@@ -46,11 +48,13 @@ impl ClientError {
         let ClientError::Status(status) = self else {
             return false;
         };
-        status.code() == tonic::Code::Unavailable
-            && status
-                .metadata()
-                .get(RETRYABLE_METADATA)
-                .is_some_and(|v| v == "true")
+        matches!(
+            status.code(),
+            tonic::Code::Unavailable | tonic::Code::ResourceExhausted
+        ) && status
+            .metadata()
+            .get(RETRYABLE_METADATA)
+            .is_some_and(|v| v == "true")
     }
 }
 
@@ -327,20 +331,23 @@ mod tests {
     }
 
     #[test]
-    fn only_a_marked_unavailable_is_retryable() {
+    fn only_a_marked_unavailable_or_overloaded_is_retryable() {
         // Proves a write is retried only when the server said nothing was
-        // applied: UNAVAILABLE with the mark. Everything that may follow an
-        // applied write (an unmarked UNAVAILABLE such as Envoy's old answer
-        // to its own timeout, DEADLINE_EXCEEDED, CANCELLED, UNKNOWN) is not.
-        assert!(status(Code::Unavailable, Some("true")).is_retryable());
-        assert!(!status(Code::Unavailable, None).is_retryable());
-        assert!(!status(Code::Unavailable, Some("false")).is_retryable());
+        // applied: UNAVAILABLE, or an overloaded leader's RESOURCE_EXHAUSTED,
+        // with the mark. Everything that may follow an applied write (an
+        // unmarked UNAVAILABLE such as Envoy's old answer to its own timeout,
+        // DEADLINE_EXCEEDED, CANCELLED, UNKNOWN) is not, nor is the unmarked
+        // RESOURCE_EXHAUSTED of a full disk.
+        for code in [Code::Unavailable, Code::ResourceExhausted] {
+            assert!(status(code, Some("true")).is_retryable(), "{code:?}");
+            assert!(!status(code, None).is_retryable(), "{code:?}");
+            assert!(!status(code, Some("false")).is_retryable(), "{code:?}");
+        }
         for code in [
             Code::DeadlineExceeded,
             Code::Cancelled,
             Code::Unknown,
             Code::Internal,
-            Code::ResourceExhausted,
             Code::InvalidArgument,
         ] {
             assert!(!status(code, None).is_retryable(), "{code:?}");

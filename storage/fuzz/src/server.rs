@@ -89,6 +89,7 @@ fn limits() -> [Limits; 2] {
             max_batch_ops: 3,
             default_scan_limit: 5,
             max_scan_limit: 20,
+            max_write_bytes_in_flight: 1024,
         },
     ]
 }

@@ -306,6 +306,13 @@ impl Cluster {
         crate::run_dir::send(child.id(), signal)
     }
 
+    /// The process id of node `id` while it runs (to read its
+    /// `/proc/<pid>/status`, for instance).
+    pub fn pid(&self, id: u64) -> Option<u32> {
+        let node = self.nodes.iter().find(|n| n.id == id)?;
+        node.child.as_ref().map(Child::id)
+    }
+
     pub fn node_ids(&self) -> Vec<u64> {
         self.nodes.iter().map(|n| n.id).collect()
     }

@@ -2,6 +2,7 @@
 //! the internal raft transport, gRPC health and reflection.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -13,6 +14,7 @@ use strata_proto::v1::raft_server::RaftServer;
 use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
 
+use crate::admission::{self, WriteBudget};
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
@@ -43,7 +45,8 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
     let core = state.core.clone();
     let metrics = state.metrics.clone();
-    let max_msg = core.limits().max_request_bytes;
+    let limits = core.limits().clone();
+    let max_msg = limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
     let mut app = rest::router(state);
@@ -69,10 +72,19 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
-    // Outermost, so every answer is counted and traced, the fallback's
+    // Writes are charged before anything reads their bodies. Outside that,
+    // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
+    let budget = Arc::new(WriteBudget::new(
+        limits.max_write_bytes_in_flight,
+        limits.max_request_bytes,
+    ));
     Ok(app
         .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(
+            budget,
+            admission::admit,
+        ))
         .layer(axum::middleware::from_fn_with_state(metrics, track))
         .layer(axum::middleware::from_fn(trace_request)))
 }

@@ -68,4 +68,16 @@ impl MemberChannels {
         channels.insert(id, (address, ch.clone()));
         Some(ch)
     }
+
+    /// A channel of its own to another member: a connection that no other
+    /// traffic shares. HTTP/2 shares one flow-control window among the
+    /// streams of a connection and hands it to them in turn, so a small
+    /// message queues behind megabytes already waiting on the same
+    /// connection; one that must not (a heartbeat) needs its own.
+    pub fn dedicated_channel(&self, id: u64) -> Option<Channel> {
+        if id == self.self_id {
+            return None;
+        }
+        lazy_channel(&self.members.address(id)?)
+    }
 }

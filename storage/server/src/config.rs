@@ -87,6 +87,14 @@ pub struct Limits {
     pub default_scan_limit: u32,
     #[arg(long, env = "STRATA_MAX_SCAN_LIMIT", default_value_t = 1000)]
     pub max_scan_limit: u32,
+    /// Bytes of the write requests a node holds between taking them and
+    /// answering them, each counted by its body's length; a write past it
+    /// is refused as OVERLOADED (503 / RESOURCE_EXHAUSTED, not applied,
+    /// retryable) before its body is read. Two of the largest requests:
+    /// enough to keep the disk busy, little enough that what is admitted is
+    /// persisted well within the request timeout.
+    #[arg(long, env = "STRATA_MAX_WRITE_BYTES_IN_FLIGHT", default_value_t = 32 << 20)]
+    pub max_write_bytes_in_flight: usize,
 }
 
 impl Default for Limits {
@@ -98,6 +106,7 @@ impl Default for Limits {
             max_batch_ops: 10_000,
             default_scan_limit: 100,
             max_scan_limit: 1000,
+            max_write_bytes_in_flight: 32 << 20,
         }
     }
 }

@@ -2,8 +2,12 @@
 //! (`{"code","message"}` with the right status) and to a `tonic::Status`, so
 //! REST and gRPC report every failure the same way.
 //!
-//! `Unavailable` always means "nothing was applied, safe to retry": it is the
-//! only error the gateway retries for non-idempotent requests.
+//! `Unavailable` and `Overloaded` always mean "nothing was applied, safe to
+//! retry": they are the only errors the gateway retries for non-idempotent
+//! requests. `Overloaded` is the leader turning a write away before
+//! proposing it because its write budget is spent: REST 503 like
+//! `Unavailable`, but gRPC RESOURCE_EXHAUSTED, which clients do not retry
+//! at once by default.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +36,7 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedMediaType,
     Unavailable,
+    Overloaded,
     OutcomeUnknown,
     StorageFull,
     StorageFailed,
@@ -47,6 +52,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::Overloaded => "OVERLOADED",
             ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
             ErrorCode::StorageFull => "STORAGE_FULL",
             ErrorCode::StorageFailed => "STORAGE_FAILED",
@@ -61,7 +67,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable | ErrorCode::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::OutcomeUnknown => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             ErrorCode::StorageFailed | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -77,18 +83,22 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => Code::Unimplemented,
             ErrorCode::Unavailable => Code::Unavailable,
             ErrorCode::OutcomeUnknown => Code::DeadlineExceeded,
-            ErrorCode::StorageFull => Code::ResourceExhausted,
+            ErrorCode::StorageFull | ErrorCode::Overloaded => Code::ResourceExhausted,
             ErrorCode::StorageFailed | ErrorCode::Internal => Code::Internal,
         }
     }
 
-    fn from_grpc(code: Code) -> Self {
+    /// The code of a status a leader answered; `retryable` says whether it
+    /// was marked `x-strata-retryable` (which tells an overloaded leader's
+    /// RESOURCE_EXHAUSTED from a full disk's).
+    fn from_grpc(code: Code, retryable: bool) -> Self {
         match code {
             Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidArgument,
             Code::NotFound => ErrorCode::NotFound,
             Code::Unimplemented => ErrorCode::MethodNotAllowed,
             Code::Unavailable => ErrorCode::Unavailable,
             Code::DeadlineExceeded | Code::Cancelled => ErrorCode::OutcomeUnknown,
+            Code::ResourceExhausted if retryable => ErrorCode::Overloaded,
             Code::ResourceExhausted => ErrorCode::StorageFull,
             _ => ErrorCode::Internal,
         }
@@ -183,7 +193,11 @@ impl ApiError {
 
     /// Maps an error a leader returned to a forwarded request.
     pub fn from_status(status: &tonic::Status) -> Self {
-        let code = ErrorCode::from_grpc(status.code());
+        let retryable = status
+            .metadata()
+            .get(RETRYABLE_HEADER)
+            .is_some_and(|v| v == "true");
+        let code = ErrorCode::from_grpc(status.code(), retryable);
         let leader_id = status
             .metadata()
             .get(LEADER_HEADER)
@@ -198,7 +212,7 @@ impl ApiError {
     }
 
     pub fn retryable(&self) -> bool {
-        self.code == ErrorCode::Unavailable
+        matches!(self.code, ErrorCode::Unavailable | ErrorCode::Overloaded)
     }
 }
 
@@ -351,6 +365,24 @@ mod tests {
             body(ApiError::unavailable("x").with_leader(2, Some("h:1".into()))),
             serde_json::json!({"code": "UNAVAILABLE", "message": "x", "leader_id": 2, "leader_address": "h:1"})
         );
+    }
+
+    #[test]
+    fn overloaded_is_retryable_and_survives_a_forward() {
+        // Proves: a write refused by the write budget is 503 marked
+        // retryable over REST and RESOURCE_EXHAUSTED marked retryable over
+        // gRPC, and a follower that forwarded it reports it as OVERLOADED,
+        // not as the full disk that RESOURCE_EXHAUSTED alone means.
+        let e = ApiError::new(ErrorCode::Overloaded, "budget spent");
+        let resp = e.clone().into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[RETRYABLE_HEADER], "true");
+        let status = tonic::Status::from(e);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(status.metadata().get(RETRYABLE_HEADER).unwrap(), "true");
+        assert_eq!(ApiError::from_status(&status).code, ErrorCode::Overloaded);
+        let full = tonic::Status::from(ApiError::new(ErrorCode::StorageFull, "disk full"));
+        assert_eq!(ApiError::from_status(&full).code, ErrorCode::StorageFull);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod app;
 pub mod canary;
 pub mod channels;

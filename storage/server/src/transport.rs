@@ -1,14 +1,20 @@
 //! The outbound raft transport over the internal `strata.v1.Raft` service.
 //!
-//! One task per peer drains a bounded queue and writes whatever has piled up
-//! as one batch onto a long-lived `Raft/Stream` call to that peer, so a
-//! message costs one HTTP/2 data frame rather than a whole RPC. A batch is
-//! bounded in messages and in bytes, so it stays well under the largest
-//! message a stream carries. A full queue
-//! drops messages, which raft tolerates; a stream that fails or stalls tells
-//! raft the peer is unreachable. Snapshots go on a stream of their own.
-//! Queues are made when a peer is first sent to, so members added later need
-//! no restart.
+//! Each peer has two lanes, each a bounded queue drained by a task of its
+//! own that writes whatever has piled up as one batch onto a long-lived
+//! `Raft/Stream` call to that peer, so a message costs one HTTP/2 data frame
+//! rather than a whole RPC. Appends take the bulk lane, in order; every
+//! other message (heartbeats and their answers, votes, the answers to
+//! appends, ReadIndex) takes the control lane, so it never waits behind
+//! megabytes of entries: a follower that heard no heartbeat for an election
+//! timeout because a few large appends were ahead of it would campaign
+//! against a leader that is alive. The control lane has a connection of its
+//! own, since HTTP/2 streams of one connection share its flow-control
+//! window. Raft tolerates messages reordered between the lanes. A batch is bounded in messages and in bytes, so it stays well
+//! under the largest message a stream carries. A full queue drops messages,
+//! which raft tolerates; a stream that fails or stalls tells raft the peer
+//! is unreachable. Snapshots go on a stream of their own. Lanes are made
+//! when a peer is first sent to, so members added later need no restart.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -42,8 +48,30 @@ const STREAM_BUFFER: usize = 16;
 const STALL_TIMEOUT: Duration = Duration::from_secs(2);
 const BACKOFF_AFTER_FAILURE: Duration = Duration::from_millis(20);
 
+/// Which of a peer's streams a message takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Lane {
+    /// Appends, which may carry megabytes of entries.
+    Bulk,
+    /// Everything else: small, and what keeps a leader in office.
+    Control,
+}
+
+impl Lane {
+    fn of(m: &Message) -> Lane {
+        // Every append, empty or not, stays on one lane so that appends keep
+        // their order: an append overtaking an earlier one would be refused
+        // and cost a probe.
+        if m.get_msg_type() == MessageType::MsgAppend {
+            Lane::Bulk
+        } else {
+            Lane::Control
+        }
+    }
+}
+
 pub struct GrpcTransport {
-    queues: Mutex<HashMap<u64, mpsc::Sender<Message>>>,
+    queues: Mutex<HashMap<(u64, Lane), mpsc::Sender<Message>>>,
     channels: Arc<MemberChannels>,
     group_id: u64,
     peer: Arc<OnceLock<PeerHandle>>,
@@ -67,15 +95,21 @@ impl GrpcTransport {
         }
     }
 
-    /// The queue to `to`, starting its sender task on first use.
-    fn queue(&self, to: u64) -> Option<mpsc::Sender<Message>> {
+    /// The queue of `lane` to `to`, starting its sender task on first use.
+    fn queue(&self, to: u64, lane: Lane) -> Option<mpsc::Sender<Message>> {
         let mut queues = self.queues.lock();
-        if let Some(q) = queues.get(&to)
+        if let Some(q) = queues.get(&(to, lane))
             && !q.is_closed()
         {
             return Some(q.clone());
         }
-        let channel = self.channels.channel(to)?;
+        // The control lane has a connection of its own: on a shared one its
+        // messages would wait for the flow-control window behind the bulk
+        // lane's megabytes.
+        let channel = match lane {
+            Lane::Bulk => self.channels.channel(to)?,
+            Lane::Control => self.channels.dedicated_channel(to)?,
+        };
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let client = RaftClient::new(channel)
             .max_decoding_message_size(MAX_FRAME_BYTES)
@@ -87,7 +121,7 @@ impl GrpcTransport {
         };
         self.runtime
             .spawn(pump(rx, client, header, self.peer.clone()));
-        queues.insert(to, tx.clone());
+        queues.insert((to, lane), tx.clone());
         Some(tx)
     }
 }
@@ -112,7 +146,7 @@ impl Transport for GrpcTransport {
                 }
                 continue;
             }
-            if let Some(q) = self.queue(m.to) {
+            if let Some(q) = self.queue(m.to, Lane::of(&m)) {
                 let _ = q.try_send(m);
             }
         }
@@ -367,6 +401,35 @@ mod tests {
         assert_eq!(indexes, vec![1, 2, 3, 4]);
         drop(tx);
         assert_eq!(feeding.await.unwrap(), Ended::QueueClosed);
+    }
+
+    #[test]
+    fn appends_take_the_bulk_lane_and_everything_else_the_control_lane() {
+        // Proves: heartbeats, votes and the answers to appends never queue
+        // behind appends (which may carry megabytes of entries), and every
+        // append, empty or not, takes the same lane so appends keep their
+        // order.
+        let of = |t: MessageType| {
+            let mut m = message(1);
+            m.set_msg_type(t);
+            Lane::of(&m)
+        };
+        assert_eq!(Lane::of(&append(1, 16 << 20)), Lane::Bulk);
+        assert_eq!(of(MessageType::MsgAppend), Lane::Bulk);
+        for t in [
+            MessageType::MsgHeartbeat,
+            MessageType::MsgHeartbeatResponse,
+            MessageType::MsgAppendResponse,
+            MessageType::MsgRequestVote,
+            MessageType::MsgRequestPreVote,
+            MessageType::MsgRequestVoteResponse,
+            MessageType::MsgRequestPreVoteResponse,
+            MessageType::MsgReadIndex,
+            MessageType::MsgReadIndexResp,
+            MessageType::MsgTimeoutNow,
+        ] {
+            assert_eq!(of(t), Lane::Control, "{t:?}");
+        }
     }
 
     #[tokio::test]

@@ -553,10 +553,10 @@ export interface components {
             leader_address?: string;
         };
         /**
-         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL. UNAVAILABLE means not applied, safe to retry; OUTCOME_UNKNOWN that the write may or may not have been applied.
+         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
          * @enum {string}
          */
-        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
+        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
         /** @description One operation of a history, for people. */
         EventView: {
             worker: number;
@@ -933,8 +933,9 @@ export interface components {
             };
         };
         /**
-         * @description UNAVAILABLE: no leader, or not attempted. Always means "not applied,
-         *     safe to retry".
+         * @description UNAVAILABLE: no leader, or not attempted; or, on a write, OVERLOADED:
+         *     the node's budget of writes in flight is spent and it refused the write
+         *     before reading it. Both always mean "not applied, safe to retry".
          */
         Unavailable: {
             headers: {

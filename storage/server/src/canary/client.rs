@@ -110,11 +110,12 @@ impl Client {
 }
 
 /// A write's failure, by whether it can have taken effect. `Unavailable`
-/// always means nothing was applied, and a request refused as malformed
-/// never reached raft; anything else may have been applied.
+/// and `Overloaded` always mean nothing was applied, and a request refused
+/// as malformed never reached raft; anything else may have been applied.
 fn classify(e: &ApiError) -> Outcome {
     match e.code {
         ErrorCode::Unavailable
+        | ErrorCode::Overloaded
         | ErrorCode::InvalidArgument
         | ErrorCode::NotFound
         | ErrorCode::MethodNotAllowed

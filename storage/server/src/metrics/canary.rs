@@ -70,7 +70,7 @@ impl CanaryMetrics {
             WindowVerdict::violation,
             WindowVerdict::inconclusive,
         ] {
-            self.windows.get_or_create(&VerdictLabels { verdict });
+            let _ = self.windows.get_or_create(&VerdictLabels { verdict });
         }
         registry.register(
             "ops",

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
 use super::parse;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     body.map_err(|rej| {
@@ -17,6 +17,27 @@ pub fn body_bytes(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError
             ApiError::invalid(format!("cannot read request body: {rej}"))
         }
     })
+}
+
+/// Bodies from this size on are parsed on tokio's blocking pool.
+const PARSE_OFF_THE_RUNTIME_BYTES: usize = 256 << 10;
+
+/// Runs `parse` on `body`: inline for a small body, on tokio's blocking
+/// pool for a large one. Parsing 16 MiB of JSON takes a runtime worker for
+/// hundreds of milliseconds in a debug build (tens in a release one), and
+/// the raft transport runs on the same workers: a leader parsing a few such
+/// bodies sent its heartbeats, and read its followers' answers, late enough
+/// to step down for want of a quorum.
+pub async fn parse_off_the_runtime<T: Send + 'static>(
+    body: Bytes,
+    parse: impl FnOnce(Bytes) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if body.len() < PARSE_OFF_THE_RUNTIME_BYTES {
+        return parse(body);
+    }
+    tokio::task::spawn_blocking(move || parse(body))
+        .await
+        .map_err(|e| ApiError::new(ErrorCode::Internal, format!("parsing the body: {e}")))?
 }
 
 /// The `Content-Type` header, when it is present and readable as text.

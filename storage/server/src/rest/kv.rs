@@ -13,7 +13,7 @@ use bytes::Bytes;
 use utoipa::IntoParams;
 
 use super::AppState;
-use super::body::{body_bytes, content_type, json_bytes, wants_json};
+use super::body::{body_bytes, content_type, json_bytes, parse_off_the_runtime, wants_json};
 use super::encoding::encode_page_token;
 use super::model::kv::{
     CasResult, DeleteResult, GetResult, KeyValue, RawValue, ResponseHeader, ScanResult, WriteResult,
@@ -79,7 +79,14 @@ pub async fn put(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let req = parse::put_request(uri.path(), content_type(&headers), body_bytes(body)?)?;
+    let (path, ct) = (
+        uri.path().to_string(),
+        content_type(&headers).map(str::to_string),
+    );
+    let req = parse_off_the_runtime(body_bytes(body)?, move |body| {
+        parse::put_request(&path, ct.as_deref(), body)
+    })
+    .await?;
     let header = ResponseHeader::from(s.core.put(req, Hop::Client).await?.header);
     Ok(tag(
         Json(WriteResult { header }).into_response(),
@@ -246,7 +253,9 @@ pub async fn batch(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = json_bytes(&headers, body)?;
-    let req = parse::batch_request(content_type(&headers), &body)?;
+    let ct = content_type(&headers).map(str::to_string);
+    let req =
+        parse_off_the_runtime(body, move |body| parse::batch_request(ct.as_deref(), &body)).await?;
     let header = ResponseHeader::from(s.core.batch(req, Hop::Client).await?.header);
     Ok(tag(
         Json(WriteResult { header }).into_response(),
@@ -277,7 +286,9 @@ pub async fn cas(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = json_bytes(&headers, body)?;
-    let (req, encoding) = parse::cas_request(content_type(&headers), &body)?;
+    let ct = content_type(&headers).map(str::to_string);
+    let (req, encoding) =
+        parse_off_the_runtime(body, move |body| parse::cas_request(ct.as_deref(), &body)).await?;
     let resp = s.core.compare_and_swap(req, Hop::Client).await?;
     let header = ResponseHeader::from(resp.header);
     let current: Option<&[u8]> = resp.current.as_deref();

@@ -242,7 +242,7 @@ fn error_code_table() -> String {
         })
         .collect();
     format!(
-        "Machine-readable error code. HTTP / gRPC mapping: {}. UNAVAILABLE means not applied, safe to retry; OUTCOME_UNKNOWN that the write may or may not have been applied.",
+        "Machine-readable error code. HTTP / gRPC mapping: {}. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.",
         rows.join("; ")
     )
 }

@@ -34,8 +34,9 @@ pub struct UnsupportedMediaType(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct Internal(pub ErrorBody);
 
-/// UNAVAILABLE: no leader, or not attempted. Always means "not applied,
-/// safe to retry".
+/// UNAVAILABLE: no leader, or not attempted; or, on a write, OVERLOADED:
+/// the node's budget of writes in flight is spent and it refused the write
+/// before reading it. Both always mean "not applied, safe to retry".
 #[derive(ToResponse)]
 #[response(headers(
     ("retry-after-ms" = inline(Decimal), description = "Suggested delay before retrying, in milliseconds."),
