@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FaultFs, Node, State, is_root, not_found};
+use super::{FaultFs, HeldSync, Node, State, is_root, not_found};
 use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 struct FaultWritable {
@@ -35,9 +35,13 @@ impl WritableFile for FaultWritable {
                 return Err(io::Error::new(kind, "injected fsync failure"));
             }
             let mut content = self.node.lock();
+            state.sync_count += 1;
+            if let Some(held) = &mut state.held {
+                held.push(HeldSync::File(Arc::clone(&self.node), content.data.len()));
+                return Ok(());
+            }
             content.synced_len = content.data.len();
             content.durable_before_truncate = None;
-            state.sync_count += 1;
             Ok(())
         })
     }
@@ -46,6 +50,14 @@ impl WritableFile for FaultWritable {
         self.fs.with_state(|state| {
             if let Some(kind) = state.fail_next_write.take() {
                 return Err(io::Error::new(kind, "injected truncate failure"));
+            }
+            // A held sync records a length, not bytes: a truncation
+            // before its release would make it cover bytes it never saw.
+            if state.held.is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "truncating while syncs are held is not modelled",
+                ));
             }
             let mut content = self.node.lock();
             let len = usize::try_from(len_bytes)
@@ -225,22 +237,27 @@ impl FileSystem for FaultFs {
                 return Err(io::Error::new(kind, "injected directory fsync failure"));
             }
             let inside = |p: &Path| p.parent() == Some(dir);
-            state.durable.retain(|p, _| !inside(p));
             let files: Vec<_> = state
                 .live
                 .iter()
                 .filter(|(p, _)| inside(p))
                 .map(|(p, n)| (p.clone(), Arc::clone(n)))
                 .collect();
-            state.durable.extend(files);
             let subdirs: Vec<_> = state
                 .dirs
                 .iter()
                 .filter(|p| inside(p) && !is_root(p))
                 .cloned()
                 .collect();
-            state.durable_dirs.extend(subdirs);
             state.sync_count += 1;
+            match &mut state.held {
+                Some(held) => held.push(HeldSync::Dir {
+                    dir: dir.to_path_buf(),
+                    files,
+                    subdirs,
+                }),
+                None => state.make_dir_durable(dir, files, subdirs),
+            }
             Ok(())
         })
     }

@@ -11,6 +11,14 @@
 //! entries reachable through durable directories, each file cut back to
 //! what was synced, and makes the old instance refuse every call, as if the
 //! process died. Root directories (a path without a parent) always survive.
+//!
+//! Two refinements serve the raft simulation. [`FaultFs::crash_reordered`]
+//! lets unsynced bytes come back the way a page cache writes them back: any
+//! seeded subset of pages, a lost page reading as zeros, and a file length
+//! anywhere between the synced one and the written one, chosen for each
+//! file on its own. [`FaultFs::hold_syncs`] makes syncs slow: a held sync
+//! returns at once but makes nothing durable until
+//! [`FaultFs::release_syncs`], so a crash in between loses what it covered.
 
 mod file_system;
 #[cfg(test)]
@@ -46,6 +54,45 @@ impl Content {
     fn unsynced_len(&self) -> usize {
         self.data.len() - self.synced_len
     }
+
+    /// What a crash leaves of this file when its unsynced pages were
+    /// written back in any order: `coin` draws the surviving length (the
+    /// size reached the disk or not) and, page by page, whether each dirty
+    /// page did; a page that did not reads as zeros, as a page never
+    /// written does. A pending truncation brings back the old bytes whole.
+    fn after_reordered_crash(&self, page_bytes: usize, coin: &mut dyn FnMut() -> u64) -> Vec<u8> {
+        if let Some(durable) = &self.durable_before_truncate {
+            return durable.clone();
+        }
+        let unsynced = self.unsynced_len();
+        if unsynced == 0 {
+            return self.data.clone();
+        }
+        let len = self.synced_len + (coin() % (unsynced as u64 + 1)) as usize;
+        let mut data = self.data[..len].to_vec();
+        let mut page = self.synced_len / page_bytes * page_bytes;
+        while page < len {
+            let end = (page + page_bytes).min(len);
+            if coin() % 2 == 0 {
+                data[page.max(self.synced_len)..end].fill(0);
+            }
+            page += page_bytes;
+        }
+        data
+    }
+}
+
+/// A sync made while syncs are held, with what it covered when it was made.
+#[derive(Debug)]
+enum HeldSync {
+    /// A file's sync and the file's length then.
+    File(Node, usize),
+    /// A directory's sync and its entries then.
+    Dir {
+        files: Vec<(PathBuf, Node)>,
+        dir: PathBuf,
+        subdirs: Vec<PathBuf>,
+    },
 }
 
 type Node = Arc<Mutex<Content>>;
@@ -63,6 +110,8 @@ struct State {
     fail_sync: Option<(u64, io::ErrorKind)>,
     no_space: bool,
     sync_count: u64,
+    /// While `Some`, syncs are recorded here instead of made durable.
+    held: Option<Vec<HeldSync>>,
 }
 
 /// In-memory, fault-injecting file system for tests. Cheap to clone; clones
@@ -90,6 +139,14 @@ fn is_root(dir: &Path) -> bool {
 }
 
 impl State {
+    /// Makes a directory's entries durable as they are listed in `files`
+    /// and `subdirs` (its live entries when the sync was made).
+    fn make_dir_durable(&mut self, dir: &Path, files: Vec<(PathBuf, Node)>, subdirs: Vec<PathBuf>) {
+        self.durable.retain(|p, _| p.parent() != Some(dir));
+        self.durable.extend(files);
+        self.durable_dirs.extend(subdirs);
+    }
+
     /// The injected failure of the sync being made now, if any.
     fn take_sync_failure(&mut self) -> Option<io::ErrorKind> {
         match self.fail_sync.take() {
@@ -123,6 +180,59 @@ impl FaultFs {
         copy
     }
 
+    /// Like [`FaultFs::crash`], but the unsynced bytes of each durable file
+    /// survive as pages of `page_bytes` written back in any order: `coin`
+    /// decides, file by file (in path order, so a seeded `coin` replays),
+    /// how long the file is and which of its dirty pages reached the disk;
+    /// the others read as zeros. Syncs still held are lost.
+    pub fn crash_reordered(&self, page_bytes: usize, mut coin: impl FnMut() -> u64) -> FaultFs {
+        assert!(page_bytes > 0, "a page holds at least one byte");
+        let copy = self
+            .durable_copy_with(|_, content| content.after_reordered_crash(page_bytes, &mut coin));
+        self.state.lock().crashed = true;
+        copy
+    }
+
+    /// From now on a sync (of a file or a directory) succeeds at once but
+    /// makes nothing durable until [`FaultFs::release_syncs`]: an fsync
+    /// still under way. A crash before the release loses what it covered.
+    pub fn hold_syncs(&self) {
+        let mut state = self.state.lock();
+        if state.held.is_none() {
+            state.held = Some(Vec::new());
+        }
+    }
+
+    /// How many syncs are held.
+    pub fn held_syncs(&self) -> usize {
+        self.state.lock().held.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Completes the held syncs in the order they were made, each covering
+    /// what it covered when it was made, and stops holding syncs.
+    pub fn release_syncs(&self) {
+        let mut state = self.state.lock();
+        if state.crashed {
+            return;
+        }
+        for sync in state.held.take().unwrap_or_default() {
+            match sync {
+                HeldSync::File(node, len) => {
+                    // Truncation is refused while syncs are held, so a
+                    // pending one predates this sync, which covers it.
+                    let mut content = node.lock();
+                    content.synced_len = content.synced_len.max(len);
+                    content.durable_before_truncate = None;
+                }
+                HeldSync::Dir {
+                    dir,
+                    files,
+                    subdirs,
+                } => state.make_dir_durable(&dir, files, subdirs),
+            }
+        }
+    }
+
     /// What a crash right now would leave, without crashing this instance:
     /// lets one test try many variations of the same on-disk state.
     pub fn durable_copy(&self) -> FaultFs {
@@ -130,6 +240,14 @@ impl FaultFs {
     }
 
     fn durable_copy_keeping(&self, keep: impl Fn(&Path, usize) -> usize) -> FaultFs {
+        self.durable_copy_with(|path, content| {
+            content.after_crash(keep(path, content.unsynced_len()))
+        })
+    }
+
+    /// The durable entries, each file's bytes as `survivor` says a crash
+    /// leaves them (called once per file, in path order).
+    fn durable_copy_with(&self, mut survivor: impl FnMut(&Path, &Content) -> Vec<u8>) -> FaultFs {
         let state = self.state.lock();
         // A directory survives when its own entry and every one above it
         // were synced. Sorted paths list a parent before its children.
@@ -147,8 +265,7 @@ impl FaultFs {
                 continue;
             }
             let copy = copies.entry(Arc::as_ptr(node)).or_insert_with(|| {
-                let content = node.lock();
-                let data = content.after_crash(keep(path, content.unsynced_len()));
+                let data = survivor(path, &node.lock());
                 Arc::new(Mutex::new(Content {
                     synced_len: data.len(),
                     data,
