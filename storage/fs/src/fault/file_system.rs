@@ -24,7 +24,12 @@ impl WritableFile for FaultWritable {
                     "injected: no space left on device",
                 ));
             }
-            self.node.lock().data.extend_from_slice(data);
+            let mut content = self.node.lock();
+            if state.held.is_some() && content.len_at_hold.is_none() {
+                content.len_at_hold = Some(content.data.len());
+                state.appended_while_held.push(Arc::clone(&self.node));
+            }
+            content.data.extend_from_slice(data);
             Ok(())
         })
     }

@@ -16,9 +16,10 @@
 //! lets unsynced bytes come back the way a page cache writes them back: any
 //! seeded subset of pages, a lost page reading as zeros, and a file length
 //! anywhere between the synced one and the written one, chosen for each
-//! file on its own. [`FaultFs::hold_syncs`] makes syncs slow: a held sync
-//! returns at once but makes nothing durable until
-//! [`FaultFs::release_syncs`], so a crash in between loses what it covered.
+//! file on its own. [`FaultFs::hold_syncs`] stretches a stretch of work
+//! inside a slow fsync: its syncs return at once and its writes go on, but
+//! until [`FaultFs::release_syncs`] none of it has happened as far as a
+//! crash is concerned.
 
 mod file_system;
 #[cfg(test)]
@@ -39,6 +40,9 @@ struct Content {
     /// The durable bytes while a truncation below `synced_len` waits for a
     /// sync: a crash before that sync brings them back.
     durable_before_truncate: Option<Vec<u8>>,
+    /// The file's length when syncs began to be held, once it has been
+    /// appended to since: a crash before the release sees no more.
+    len_at_hold: Option<usize>,
 }
 
 impl Content {
@@ -47,12 +51,16 @@ impl Content {
         if let Some(durable) = &self.durable_before_truncate {
             return durable.clone();
         }
-        let unsynced = self.data.len() - self.synced_len;
-        self.data[..self.synced_len + keep.min(unsynced)].to_vec()
+        self.data[..self.synced_len + keep.min(self.unsynced_len())].to_vec()
+    }
+
+    /// What a crash can find written: nothing appended while syncs are held.
+    fn written_len(&self) -> usize {
+        self.len_at_hold.unwrap_or(self.data.len())
     }
 
     fn unsynced_len(&self) -> usize {
-        self.data.len() - self.synced_len
+        self.written_len() - self.synced_len
     }
 
     /// What a crash leaves of this file when its unsynced pages were
@@ -66,7 +74,7 @@ impl Content {
         }
         let unsynced = self.unsynced_len();
         if unsynced == 0 {
-            return self.data.clone();
+            return self.data[..self.synced_len].to_vec();
         }
         let len = self.synced_len + (coin() % (unsynced as u64 + 1)) as usize;
         let mut data = self.data[..len].to_vec();
@@ -112,6 +120,8 @@ struct State {
     sync_count: u64,
     /// While `Some`, syncs are recorded here instead of made durable.
     held: Option<Vec<HeldSync>>,
+    /// The files appended to while syncs are held.
+    appended_while_held: Vec<Node>,
 }
 
 /// In-memory, fault-injecting file system for tests. Cheap to clone; clones
@@ -193,9 +203,12 @@ impl FaultFs {
         copy
     }
 
-    /// From now on a sync (of a file or a directory) succeeds at once but
-    /// makes nothing durable until [`FaultFs::release_syncs`]: an fsync
-    /// still under way. A crash before the release loses what it covered.
+    /// From now on the work done is inside a slow fsync: a sync (of a file
+    /// or a directory) succeeds at once but makes nothing durable until
+    /// [`FaultFs::release_syncs`], and what is written meanwhile comes after
+    /// that fsync. A crash before the release finds every file as it was
+    /// when the hold began (its unsynced bytes as any crash finds them)
+    /// and loses what the held syncs covered.
     pub fn hold_syncs(&self) {
         let mut state = self.state.lock();
         if state.held.is_none() {
@@ -214,6 +227,9 @@ impl FaultFs {
         let mut state = self.state.lock();
         if state.crashed {
             return;
+        }
+        for node in std::mem::take(&mut state.appended_while_held) {
+            node.lock().len_at_hold = None;
         }
         for sync in state.held.take().unwrap_or_default() {
             match sync {
@@ -269,7 +285,7 @@ impl FaultFs {
                 Arc::new(Mutex::new(Content {
                     synced_len: data.len(),
                     data,
-                    durable_before_truncate: None,
+                    ..Content::default()
                 }))
             });
             files.insert(path.clone(), Arc::clone(copy));
@@ -329,7 +345,7 @@ impl FaultFs {
         let node = Arc::new(Mutex::new(Content {
             synced_len: data.len(),
             data,
-            durable_before_truncate: None,
+            ..Content::default()
         }));
         state.live.insert(path.to_path_buf(), Arc::clone(&node));
         state.durable.insert(path.to_path_buf(), node);
