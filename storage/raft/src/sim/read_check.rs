@@ -3,7 +3,8 @@
 //! acknowledged before it was issued (committed prefixes are identical,
 //! which `check` verifies, so that is linearizability for a ReadIndex
 //! read); and every read is answered within the read timeout, unless its
-//! member stopped (a crash or a retirement drops the answer).
+//! member stopped (a crash or a retirement drops the answer). The timeout
+//! counts the member's ticks, so ticks a long fsync cost it extend it.
 
 use rand::Rng;
 use tokio::sync::oneshot;
@@ -27,6 +28,8 @@ pub(super) struct PendingRead {
     issued_ms: u64,
     /// The highest index of a write acknowledged before the read.
     must_see: u64,
+    /// The member's dropped ticks when the read was issued.
+    ticks_dropped: u64,
     rx: oneshot::Receiver<Result<u64, ProposeError>>,
 }
 
@@ -42,6 +45,7 @@ impl Sim {
             node: n.id,
             issued_ms: self.now,
             must_see: self.acked_index,
+            ticks_dropped: n.ticks_dropped,
             rx,
         });
     }
@@ -63,7 +67,12 @@ impl Sim {
                 // Refused or told to retry; or the member stopped.
                 Ok(Err(_)) | Err(oneshot::error::TryRecvError::Closed) => {}
                 Err(oneshot::error::TryRecvError::Empty) => {
-                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS {
+                    let dropped = self
+                        .nodes
+                        .iter()
+                        .find(|n| n.id == r.node)
+                        .map_or(0, |n| n.ticks_dropped - r.ticks_dropped);
+                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS + dropped * TICK_MS {
                         return Err(format!(
                             "the read on node {} issued at {} ms is unanswered after the \
                              read timeout",
