@@ -3,9 +3,10 @@
 //!
 //! A member's writes become durable only at fsync. While a round's fsyncs
 //! are under way the member is stopped inside that round (it neither ticks
-//! nor runs another round), and what the round sent after its first fsync
-//! waits for the fsyncs to finish, while the other members go on; a crash
-//! in between loses what those fsyncs covered. What the driver sent before
+//! nor runs another round, and messages to it wait), and what the round
+//! sent after its first fsync, like the answers it gave, waits for the
+//! fsyncs to finish, while the other members go on; a crash in between
+//! loses the whole round's writes. What the driver sent before
 //! persisting goes out at once: raft-rs allows that only for a leader's own
 //! appends, so a message sent too early about unpersisted entries reaches
 //! its target while a crash can still take the entries back.

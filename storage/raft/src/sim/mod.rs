@@ -186,7 +186,23 @@ impl Sim {
     fn step(&mut self, faults: bool, writes: bool) -> Result<(), String> {
         self.now += 1;
         self.finish_fsyncs();
-        for e in self.net.due(&mut self.rng, self.now) {
+        // What waited for a member inside an fsync arrives first, and what
+        // arrives for one inside an fsync waits: its thread is blocked.
+        let mut arrived = Vec::new();
+        for n in self.nodes.iter_mut().filter(|n| n.fsync_until.is_none()) {
+            arrived.append(&mut n.inbox);
+        }
+        arrived.extend(self.net.due(&mut self.rng, self.now));
+        for e in arrived {
+            let to = e.message.to;
+            if let Some(n) = self
+                .nodes
+                .iter_mut()
+                .find(|n| n.id == to && n.fsync_until.is_some())
+            {
+                n.inbox.push(e);
+                continue;
+            }
             self.deliver(e)
                 .map_err(|e| format!("at {} ms: {e}", self.now))?;
         }

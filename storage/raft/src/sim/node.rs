@@ -15,6 +15,7 @@ use tokio::sync::broadcast;
 
 use super::Stats;
 use super::disk::Disk;
+use super::net::Envelope;
 use super::worker::Worker;
 use crate::config::PeerConfig;
 use crate::driver::Driver;
@@ -119,6 +120,10 @@ pub struct SimNode {
     pub fsync_until: Option<u64>,
     /// A tick came while it was inside an fsync.
     pub tick_missed: bool,
+    /// Messages that arrived while it was inside an fsync, stepped when it
+    /// comes out; after a crash they arrive as late messages do (to a
+    /// member that is down, they are lost).
+    pub inbox: Vec<Envelope>,
     /// Ticks it never took: all but one of those that came during one
     /// fsync (its read timeout, counted in ticks, runs that much later).
     pub ticks_dropped: u64,
@@ -142,6 +147,7 @@ impl SimNode {
             fsync_until: None,
             tick_missed: false,
             ticks_dropped: 0,
+            inbox: Vec::new(),
         }
     }
 
