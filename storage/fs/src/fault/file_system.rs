@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FaultFs, HeldSync, Node, State, is_root, not_found};
+use super::{FaultFs, HeldEntry, HeldSync, Node, State, is_root, not_found};
 use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 struct FaultWritable {
@@ -25,7 +25,7 @@ impl WritableFile for FaultWritable {
                 ));
             }
             let mut content = self.node.lock();
-            if state.held.is_some() && content.len_at_hold.is_none() {
+            if state.holding() && content.len_at_hold.is_none() {
                 content.len_at_hold = Some(content.data.len());
                 state.appended_while_held.push(Arc::clone(&self.node));
             }
@@ -41,11 +41,15 @@ impl WritableFile for FaultWritable {
             }
             let mut content = self.node.lock();
             state.sync_count += 1;
-            if let Some(held) = &mut state.held {
+            if state.holding()
+                && let Some(held) = &mut state.held
+            {
                 held.push(HeldSync::File(Arc::clone(&self.node), content.data.len()));
                 return Ok(());
             }
-            content.synced_len = content.data.len();
+            // Another thread's sync cannot cover what the held thread wrote
+            // after its slow fsync began.
+            content.synced_len = content.written_len();
             content.durable_before_truncate = None;
             Ok(())
         })
@@ -58,7 +62,7 @@ impl WritableFile for FaultWritable {
             }
             // A held sync records a length, not bytes: a truncation
             // before its release would make it cover bytes it never saw.
-            if state.held.is_some() {
+            if state.holding() {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     "truncating while syncs are held is not modelled",
@@ -255,13 +259,31 @@ impl FileSystem for FaultFs {
                 .cloned()
                 .collect();
             state.sync_count += 1;
-            match &mut state.held {
-                Some(held) => held.push(HeldSync::Dir {
-                    dir: dir.to_path_buf(),
-                    files,
-                    subdirs,
-                }),
-                None => state.make_dir_durable(dir, files, subdirs),
+            if !state.holding() {
+                state.make_dir_durable(dir, files, subdirs);
+                return Ok(());
+            }
+            let durable: Vec<_> = state
+                .durable
+                .keys()
+                .filter(|p| inside(p) && !state.live.contains_key(*p))
+                .cloned()
+                .collect();
+            let mut entries: Vec<HeldEntry> = files
+                .into_iter()
+                .map(|(path, node)| HeldEntry {
+                    durable: state.durable.get(&path).cloned(),
+                    live: Some(node),
+                    path,
+                })
+                .collect();
+            entries.extend(durable.into_iter().map(|path| HeldEntry {
+                durable: state.durable.get(&path).cloned(),
+                live: None,
+                path,
+            }));
+            if let Some(held) = &mut state.held {
+                held.push(HeldSync::Dir { entries, subdirs });
             }
             Ok(())
         })

@@ -95,12 +95,29 @@ impl Content {
 enum HeldSync {
     /// A file's sync and the file's length then.
     File(Node, usize),
-    /// A directory's sync and its entries then.
+    /// A directory's sync: each entry it knew of, live and durable then.
+    /// Its release changes only the entries no other thread's sync has
+    /// made durable since, so it never undoes newer work.
     Dir {
-        files: Vec<(PathBuf, Node)>,
-        dir: PathBuf,
+        entries: Vec<HeldEntry>,
         subdirs: Vec<PathBuf>,
     },
+}
+
+/// One directory entry as a held directory sync found it.
+#[derive(Debug)]
+struct HeldEntry {
+    path: PathBuf,
+    live: Option<Node>,
+    durable: Option<Node>,
+}
+
+fn same(a: Option<&Node>, b: Option<&Node>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 type Node = Arc<Mutex<Content>>;
@@ -118,8 +135,12 @@ struct State {
     fail_sync: Option<(u64, io::ErrorKind)>,
     no_space: bool,
     sync_count: u64,
-    /// While `Some`, syncs are recorded here instead of made durable.
+    /// While `Some`, the holding thread's syncs are recorded here instead
+    /// of made durable.
     held: Option<Vec<HeldSync>>,
+    /// The thread inside the slow fsync; other threads (an engine's
+    /// background work) go on as before.
+    holder: Option<std::thread::ThreadId>,
     /// The files appended to while syncs are held.
     appended_while_held: Vec<Node>,
 }
@@ -149,6 +170,11 @@ fn is_root(dir: &Path) -> bool {
 }
 
 impl State {
+    /// Whether the calling thread is inside a slow fsync.
+    fn holding(&self) -> bool {
+        self.held.is_some() && self.holder == Some(std::thread::current().id())
+    }
+
     /// Makes a directory's entries durable as they are listed in `files`
     /// and `subdirs` (its live entries when the sync was made).
     fn make_dir_durable(&mut self, dir: &Path, files: Vec<(PathBuf, Node)>, subdirs: Vec<PathBuf>) {
@@ -203,16 +229,18 @@ impl FaultFs {
         copy
     }
 
-    /// From now on the work done is inside a slow fsync: a sync (of a file
-    /// or a directory) succeeds at once but makes nothing durable until
-    /// [`FaultFs::release_syncs`], and what is written meanwhile comes after
-    /// that fsync. A crash before the release finds every file as it was
-    /// when the hold began (its unsynced bytes as any crash finds them)
-    /// and loses what the held syncs covered.
+    /// From now on the calling thread's work is inside a slow fsync: its
+    /// syncs (of files or directories) succeed at once but make nothing
+    /// durable until [`FaultFs::release_syncs`], and what it writes
+    /// meanwhile comes after that fsync. A crash before the release finds
+    /// every file as it was before that thread's writes since the hold (its
+    /// unsynced bytes as any crash finds them) and loses what the held
+    /// syncs covered. Other threads are not slowed.
     pub fn hold_syncs(&self) {
         let mut state = self.state.lock();
         if state.held.is_none() {
             state.held = Some(Vec::new());
+            state.holder = Some(std::thread::current().id());
         }
     }
 
@@ -231,6 +259,7 @@ impl FaultFs {
         for node in std::mem::take(&mut state.appended_while_held) {
             node.lock().len_at_hold = None;
         }
+        state.holder = None;
         for sync in state.held.take().unwrap_or_default() {
             match sync {
                 HeldSync::File(node, len) => {
@@ -240,11 +269,18 @@ impl FaultFs {
                     content.synced_len = content.synced_len.max(len);
                     content.durable_before_truncate = None;
                 }
-                HeldSync::Dir {
-                    dir,
-                    files,
-                    subdirs,
-                } => state.make_dir_durable(&dir, files, subdirs),
+                HeldSync::Dir { entries, subdirs } => {
+                    for e in entries {
+                        if !same(state.durable.get(&e.path), e.durable.as_ref()) {
+                            continue;
+                        }
+                        match e.live {
+                            Some(node) => state.durable.insert(e.path, node),
+                            None => state.durable.remove(&e.path),
+                        };
+                    }
+                    state.durable_dirs.extend(subdirs);
+                }
             }
         }
     }

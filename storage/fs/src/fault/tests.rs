@@ -277,3 +277,41 @@ fn crash_while_syncs_are_held_loses_what_was_written_since() {
         b"synced-before"
     );
 }
+
+// Proves that holding syncs slows only the thread that held them: another
+// thread's sync (an engine's background work) is durable at once.
+#[test]
+fn held_syncs_slow_only_the_holding_thread() {
+    let (fs, dir) = with_db();
+    let a = fs.create(&dir.join("a")).expect("create");
+    fs.sync_dir(dir).expect("sync dir");
+    a.append(b"bytes").expect("append");
+    fs.hold_syncs();
+    std::thread::scope(|s| {
+        s.spawn(|| a.sync().expect("another thread's sync"));
+    });
+    assert_eq!(fs.held_syncs(), 0, "nothing held for the other thread");
+    let after = fs.durable_copy();
+    assert_eq!(after.read_all(&dir.join("a")).expect("a"), b"bytes");
+}
+
+// Proves that releasing a held directory sync does not undo what another
+// thread's directory sync made durable after it was held.
+#[test]
+fn released_directory_sync_keeps_newer_entries_of_other_threads() {
+    let (fs, dir) = with_db();
+    fs.hold_syncs();
+    fs.sync_dir(dir).expect("a held directory sync");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            fs.create(&dir.join("b")).expect("create b");
+            fs.sync_dir(dir).expect("another thread's directory sync");
+        });
+    });
+    fs.release_syncs();
+    let after = fs.crash();
+    assert!(
+        after.exists(&dir.join("b")).expect("exists"),
+        "b stays durable"
+    );
+}
