@@ -25,7 +25,7 @@ impl WritableFile for FaultWritable {
                 ));
             }
             let mut content = self.node.lock();
-            if state.holding() && content.len_at_hold.is_none() {
+            if state.held.is_some() && content.len_at_hold.is_none() {
                 content.len_at_hold = Some(content.data.len());
                 state.appended_while_held.push(Arc::clone(&self.node));
             }
@@ -41,15 +41,10 @@ impl WritableFile for FaultWritable {
             }
             let mut content = self.node.lock();
             state.sync_count += 1;
-            if state.holding()
-                && let Some(held) = &mut state.held
-            {
-                held.push(HeldSync::File(Arc::clone(&self.node), content.data.len()));
+            if state.hold(HeldSync::File(Arc::clone(&self.node), content.data.len())) {
                 return Ok(());
             }
-            // Another thread's sync cannot cover what the held thread wrote
-            // after its slow fsync began.
-            content.synced_len = content.written_len();
+            content.synced_len = content.data.len();
             content.durable_before_truncate = None;
             Ok(())
         })
@@ -62,7 +57,7 @@ impl WritableFile for FaultWritable {
             }
             // A held sync records a length, not bytes: a truncation
             // before its release would make it cover bytes it never saw.
-            if state.holding() {
+            if state.held.is_some() {
                 return Err(io::Error::new(
                     io::ErrorKind::Unsupported,
                     "truncating while syncs are held is not modelled",
@@ -259,7 +254,7 @@ impl FileSystem for FaultFs {
                 .cloned()
                 .collect();
             state.sync_count += 1;
-            if !state.holding() {
+            if state.held.is_none() {
                 state.make_dir_durable(dir, files, subdirs);
                 return Ok(());
             }
@@ -282,9 +277,7 @@ impl FileSystem for FaultFs {
                 live: None,
                 path,
             }));
-            if let Some(held) = &mut state.held {
-                held.push(HeldSync::Dir { entries, subdirs });
-            }
+            state.hold(HeldSync::Dir { entries, subdirs });
             Ok(())
         })
     }

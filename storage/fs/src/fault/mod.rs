@@ -135,12 +135,13 @@ struct State {
     fail_sync: Option<(u64, io::ErrorKind)>,
     no_space: bool,
     sync_count: u64,
-    /// While `Some`, the holding thread's syncs are recorded here instead
-    /// of made durable.
+    /// While `Some`, syncs are recorded here instead of made durable.
     held: Option<Vec<HeldSync>>,
-    /// The thread inside the slow fsync; other threads (an engine's
-    /// background work) go on as before.
+    /// The thread that held syncs, and how many of the held ones it made:
+    /// what it waits for, whatever other threads (an engine's background
+    /// work) happen to sync meanwhile.
     holder: Option<std::thread::ThreadId>,
+    holder_syncs: usize,
     /// The files appended to while syncs are held.
     appended_while_held: Vec<Node>,
 }
@@ -170,9 +171,16 @@ fn is_root(dir: &Path) -> bool {
 }
 
 impl State {
-    /// Whether the calling thread is inside a slow fsync.
-    fn holding(&self) -> bool {
-        self.held.is_some() && self.holder == Some(std::thread::current().id())
+    /// Records a held sync; false if syncs are not held.
+    fn hold(&mut self, sync: HeldSync) -> bool {
+        let Some(held) = &mut self.held else {
+            return false;
+        };
+        held.push(sync);
+        if self.holder == Some(std::thread::current().id()) {
+            self.holder_syncs += 1;
+        }
+        true
     }
 
     /// Makes a directory's entries durable as they are listed in `files`
@@ -229,24 +237,31 @@ impl FaultFs {
         copy
     }
 
-    /// From now on the calling thread's work is inside a slow fsync: its
-    /// syncs (of files or directories) succeed at once but make nothing
-    /// durable until [`FaultFs::release_syncs`], and what it writes
+    /// From now on the work done is inside a slow fsync: a sync (of a file
+    /// or a directory, by any thread) succeeds at once but makes nothing
+    /// durable until [`FaultFs::release_syncs`], and what is written
     /// meanwhile comes after that fsync. A crash before the release finds
-    /// every file as it was before that thread's writes since the hold (its
-    /// unsynced bytes as any crash finds them) and loses what the held
-    /// syncs covered. Other threads are not slowed.
+    /// every file as it was when the hold began (its unsynced bytes as any
+    /// crash finds them) and loses what the held syncs covered.
     pub fn hold_syncs(&self) {
         let mut state = self.state.lock();
         if state.held.is_none() {
             state.held = Some(Vec::new());
             state.holder = Some(std::thread::current().id());
+            state.holder_syncs = 0;
         }
     }
 
-    /// How many syncs are held.
+    /// How many syncs the thread that held them made since: what that
+    /// thread waits for (other threads' syncs are held but not counted, so
+    /// the count does not depend on their timing).
     pub fn held_syncs(&self) -> usize {
-        self.state.lock().held.as_ref().map_or(0, Vec::len)
+        let state = self.state.lock();
+        if state.held.is_some() {
+            state.holder_syncs
+        } else {
+            0
+        }
     }
 
     /// Completes the held syncs in the order they were made, each covering
@@ -260,6 +275,7 @@ impl FaultFs {
             node.lock().len_at_hold = None;
         }
         state.holder = None;
+        state.holder_syncs = 0;
         for sync in state.held.take().unwrap_or_default() {
             match sync {
                 HeldSync::File(node, len) => {
