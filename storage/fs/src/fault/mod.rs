@@ -81,7 +81,7 @@ impl Content {
         let mut page = self.synced_len / page_bytes * page_bytes;
         while page < len {
             let end = (page + page_bytes).min(len);
-            if coin() % 2 == 0 {
+            if coin().is_multiple_of(2) {
                 data[page.max(self.synced_len)..end].fill(0);
             }
             page += page_bytes;
