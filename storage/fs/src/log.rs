@@ -11,6 +11,11 @@
 /// Size of a record header.
 pub const HEADER_BYTES: usize = 12;
 
+/// The unit a disk writes whole. Unsynced data a crash loses goes in whole
+/// sectors (or pages of several), and a sector never written reads as
+/// zeros.
+pub const SECTOR_BYTES: usize = 512;
+
 /// Appends one framed record holding `payload` to `buf`.
 ///
 /// # Panics
@@ -198,6 +203,26 @@ impl<'a> LogReader<'a> {
         Decoded::Ok { payload, next }
     }
 
+    /// Whether the damaged record at `offset`, whose bytes run to `end` as
+    /// far as is known, lies on a sector that was never written: from the
+    /// record (or a sector's start) to the sector's end (or the log's), all
+    /// zeros. Unsynced writes reach the disk in any order, so the sector
+    /// lost at a crash may be followed by one that was written; damage of
+    /// this shape ends the log there instead of being called corruption.
+    fn on_unwritten_sector(&self, offset: usize, end: usize) -> bool {
+        let end = end.min(self.bytes.len());
+        let mut from = offset;
+        while from < end {
+            let sector_end = (from / SECTOR_BYTES + 1) * SECTOR_BYTES;
+            let to = sector_end.min(self.bytes.len());
+            if self.bytes[from..to].iter().all(|&b| b == 0) {
+                return true;
+            }
+            from = sector_end;
+        }
+        false
+    }
+
     /// Whether an intact header starts anywhere in `bytes[from..]`.
     fn intact_record_after(&self, from: usize) -> bool {
         (from..self.bytes.len().saturating_sub(HEADER_BYTES - 1)).any(|o| {
@@ -255,7 +280,15 @@ impl<'a> Iterator for LogReader<'a> {
             Decoded::BadHeader => Some(self.offset + 1),
             Decoded::Incomplete | Decoded::Ok { .. } | Decoded::Oversized { .. } => None,
         };
-        if resume.is_some_and(|from| self.intact_record_after(from)) {
+        // How far the damaged record is known to reach: to its end when
+        // its header is intact, over the header otherwise.
+        let known_end = match damaged {
+            Decoded::BadPayload { next } => next,
+            _ => self.offset + HEADER_BYTES,
+        };
+        if resume.is_some_and(|from| self.intact_record_after(from))
+            && !self.on_unwritten_sector(self.offset, known_end)
+        {
             self.failed = true;
             return Some(Err(LogCorruption::DamagedBeforeIntact { offset }));
         }
@@ -361,6 +394,52 @@ mod tests {
                 }
             );
         }
+    }
+
+    // Proves that a record lying on a zeroed sector (a page the disk never
+    // wrote back, while a later one was) ends a log whose torn tail is
+    // tolerated, even with intact records after it, whether the zeros hit
+    // the record's header or the middle of its payload; a log whose torn
+    // tail is not tolerated still reports the damage.
+    #[test]
+    fn unwritten_sector_before_intact_records_is_a_torn_tail() {
+        let first = vec![1u8; 100];
+        let big = vec![2u8; 3 * SECTOR_BYTES];
+        let clean = write_log(&[&first, &big, b"after", b"more"]);
+        let big_at = HEADER_BYTES + first.len();
+        // The sector holding the big record's header, from the header on;
+        // then a sector inside its payload.
+        let header_sector = big_at..SECTOR_BYTES;
+        let payload_sector = 2 * SECTOR_BYTES..3 * SECTOR_BYTES;
+        for zeroed in [header_sector, payload_sector] {
+            let mut bytes = clean.clone();
+            bytes[zeroed.clone()].fill(0);
+            let (got, end) = read_all(&bytes, true).expect("a torn tail");
+            assert_eq!(got, vec![first.clone()], "zeroed {zeroed:?}");
+            assert_eq!(
+                end,
+                LogEnd {
+                    valid_len: big_at as u64,
+                    torn_tail: true
+                }
+            );
+            assert_eq!(
+                read_all(&bytes, false),
+                Err(LogCorruption::Damaged {
+                    offset: big_at as u64
+                })
+            );
+        }
+        // Zeros that stop short of a sector's end are not a sector that
+        // was never written: still corruption.
+        let mut bytes = clean.clone();
+        bytes[2 * SECTOR_BYTES..3 * SECTOR_BYTES - 1].fill(0);
+        assert_eq!(
+            read_all(&bytes, true),
+            Err(LogCorruption::DamagedBeforeIntact {
+                offset: big_at as u64
+            })
+        );
     }
 
     // Proves that an intact header declaring more than the limit is

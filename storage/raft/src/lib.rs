@@ -39,7 +39,8 @@
 //! - `status` and `events`: what a peer reports. `error`: the errors,
 //!   [`StorageFailure`] among them. `fail_stop`: a panicking peer thread
 //!   ends the process. `transport`, `logger`: the network and raft-rs's log
-//!   boundaries. `sim/` (tests only): whole groups on a simulated network.
+//!   boundaries. `sim/` (tests only): whole groups on a simulated network
+//!   and simulated disks.
 //!
 //! # Where a new feature goes
 //!

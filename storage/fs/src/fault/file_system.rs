@@ -4,7 +4,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{FaultFs, Node, State, is_root, not_found};
+use super::{FaultFs, HeldEntry, HeldSync, Node, State, is_root, not_found};
 use crate::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 
 struct FaultWritable {
@@ -24,7 +24,12 @@ impl WritableFile for FaultWritable {
                     "injected: no space left on device",
                 ));
             }
-            self.node.lock().data.extend_from_slice(data);
+            let mut content = self.node.lock();
+            if state.held.is_some() && content.len_at_hold.is_none() {
+                content.len_at_hold = Some(content.data.len());
+                state.appended_while_held.push(Arc::clone(&self.node));
+            }
+            content.data.extend_from_slice(data);
             Ok(())
         })
     }
@@ -35,9 +40,12 @@ impl WritableFile for FaultWritable {
                 return Err(io::Error::new(kind, "injected fsync failure"));
             }
             let mut content = self.node.lock();
+            state.sync_count += 1;
+            if state.hold(HeldSync::File(Arc::clone(&self.node), content.data.len())) {
+                return Ok(());
+            }
             content.synced_len = content.data.len();
             content.durable_before_truncate = None;
-            state.sync_count += 1;
             Ok(())
         })
     }
@@ -46,6 +54,14 @@ impl WritableFile for FaultWritable {
         self.fs.with_state(|state| {
             if let Some(kind) = state.fail_next_write.take() {
                 return Err(io::Error::new(kind, "injected truncate failure"));
+            }
+            // A held sync records a length, not bytes: a truncation
+            // before its release would make it cover bytes it never saw.
+            if state.held.is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "truncating while syncs are held is not modelled",
+                ));
             }
             let mut content = self.node.lock();
             let len = usize::try_from(len_bytes)
@@ -225,22 +241,43 @@ impl FileSystem for FaultFs {
                 return Err(io::Error::new(kind, "injected directory fsync failure"));
             }
             let inside = |p: &Path| p.parent() == Some(dir);
-            state.durable.retain(|p, _| !inside(p));
             let files: Vec<_> = state
                 .live
                 .iter()
                 .filter(|(p, _)| inside(p))
                 .map(|(p, n)| (p.clone(), Arc::clone(n)))
                 .collect();
-            state.durable.extend(files);
             let subdirs: Vec<_> = state
                 .dirs
                 .iter()
                 .filter(|p| inside(p) && !is_root(p))
                 .cloned()
                 .collect();
-            state.durable_dirs.extend(subdirs);
             state.sync_count += 1;
+            if state.held.is_none() {
+                state.make_dir_durable(dir, files, subdirs);
+                return Ok(());
+            }
+            let durable: Vec<_> = state
+                .durable
+                .keys()
+                .filter(|p| inside(p) && !state.live.contains_key(*p))
+                .cloned()
+                .collect();
+            let mut entries: Vec<HeldEntry> = files
+                .into_iter()
+                .map(|(path, node)| HeldEntry {
+                    durable: state.durable.get(&path).cloned(),
+                    live: Some(node),
+                    path,
+                })
+                .collect();
+            entries.extend(durable.into_iter().map(|path| HeldEntry {
+                durable: state.durable.get(&path).cloned(),
+                live: None,
+                path,
+            }));
+            state.hold(HeldSync::Dir { entries, subdirs });
             Ok(())
         })
     }

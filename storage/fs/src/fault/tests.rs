@@ -170,3 +170,152 @@ fn sync_failure_can_be_aimed_past_earlier_syncs() {
         "the mkdir's sync, then the three that passed"
     );
 }
+
+/// A coin that replays `draws` in a loop.
+fn coin(draws: &[u64]) -> impl FnMut() -> u64 + '_ {
+    let mut i = 0;
+    move || {
+        i += 1;
+        draws[(i - 1) % draws.len()]
+    }
+}
+
+// Proves that a reordered crash keeps synced bytes whole, keeps the
+// unsynced length the coin draws, and zeroes exactly the dirty pages the
+// coin loses, the first of them only from the synced length on.
+#[test]
+fn reordered_crash_loses_any_subset_of_unsynced_pages() {
+    let (fs, dir) = with_db();
+    let a = fs.create(&dir.join("a")).expect("create");
+    fs.sync_dir(dir).expect("sync dir");
+    a.append(&[1; 6]).expect("append");
+    a.sync().expect("sync");
+    a.append(&[2; 14]).expect("append");
+    // Length: 6 + 13 % 15 = 19 bytes. Pages of 4 from byte 4: [4, 8) lost
+    // (only [6, 8) was dirty), [8, 12) kept, [12, 16) lost, [16, 19) kept.
+    let after = fs.crash_reordered(4, coin(&[13, 0, 1, 0, 1]));
+    let mut want = vec![1; 6];
+    want.extend([0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2]);
+    assert_eq!(after.read_all(&dir.join("a")).expect("a survives"), want);
+}
+
+// Proves that each file draws its own fate: one file's unsynced bytes may
+// all survive while another's are all lost.
+#[test]
+fn reordered_crash_treats_files_independently() {
+    let (fs, dir) = with_db();
+    for name in ["a", "b"] {
+        let f = fs.create(&dir.join(name)).expect("create");
+        f.append(b"unsynced").expect("append");
+    }
+    fs.sync_dir(dir).expect("sync dir");
+    // "a": length 8 % 9 = 8, its one page kept; "b": length 0.
+    let after = fs.crash_reordered(4096, coin(&[8, 1, 0]));
+    assert_eq!(after.read_all(&dir.join("a")).expect("a"), b"unsynced");
+    assert_eq!(after.read_all(&dir.join("b")).expect("b"), b"");
+}
+
+// Proves that a held sync makes nothing durable until it is released, and
+// that a released one covers what it covered when it was made, of a file
+// and of a directory.
+#[test]
+fn held_syncs_are_durable_only_once_released() {
+    let (fs, dir) = with_db();
+    fs.hold_syncs();
+    let a = fs.create(&dir.join("a")).expect("create");
+    a.append(b"first").expect("append");
+    a.sync().expect("a held sync succeeds");
+    fs.sync_dir(dir).expect("a held directory sync succeeds");
+    a.append(b"-second").expect("append");
+    assert_eq!(fs.held_syncs(), 2);
+    let crashed = fs.durable_copy();
+    assert!(
+        !crashed.exists(&dir.join("a")).expect("exists"),
+        "a crash before the release loses the directory entry"
+    );
+    fs.release_syncs();
+    assert_eq!(fs.held_syncs(), 0);
+    let after = fs.crash();
+    assert_eq!(
+        after.read_all(&dir.join("a")).expect("a survives"),
+        b"first",
+        "the release covers the length at the sync, not what came after"
+    );
+}
+
+// Proves that truncating while syncs are held is refused rather than
+// modelled wrongly.
+#[test]
+fn truncating_while_syncs_are_held_is_refused() {
+    let (fs, dir) = with_db();
+    let a = fs.create(&dir.join("a")).expect("create");
+    a.append(b"bytes").expect("append");
+    fs.hold_syncs();
+    let err = a.truncate(2).expect_err("refused");
+    assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+}
+
+// Proves that what is written while syncs are held comes after the slow
+// fsync: a crash before the release finds a file as it was when the hold
+// began, its bytes unsynced then surviving as a crash may keep them, and
+// nothing written since, even with every page written back.
+#[test]
+fn crash_while_syncs_are_held_loses_what_was_written_since() {
+    let (fs, dir) = with_db();
+    let b = fs.create(&dir.join("b")).expect("create");
+    fs.sync_dir(dir).expect("sync dir");
+    b.append(b"synced").expect("append");
+    b.sync().expect("sync");
+    b.append(b"-before").expect("append");
+    fs.hold_syncs();
+    b.append(b"-during").expect("append");
+    b.sync().expect("a held sync");
+    // Every length and every page kept: u64::MAX % 8 == 7, all of "-before".
+    let after = fs.crash_reordered(4096, || u64::MAX);
+    assert_eq!(
+        after.read_all(&dir.join("b")).expect("b survives"),
+        b"synced-before"
+    );
+}
+
+// Proves that held syncs hold every thread's syncs but count only the
+// holding thread's: another thread's sync (an engine's background work) is
+// durable only at the release, and does not count as the holder's fsync.
+#[test]
+fn held_syncs_hold_every_thread_but_count_the_holders() {
+    let (fs, dir) = with_db();
+    let a = fs.create(&dir.join("a")).expect("create");
+    fs.sync_dir(dir).expect("sync dir");
+    a.append(b"bytes").expect("append");
+    fs.hold_syncs();
+    std::thread::scope(|s| {
+        s.spawn(|| a.sync().expect("another thread's sync"));
+    });
+    assert_eq!(fs.held_syncs(), 0, "not the holder's");
+    let crashed = fs.durable_copy();
+    assert_eq!(crashed.read_all(&dir.join("a")).expect("a"), b"");
+    fs.release_syncs();
+    let after = fs.durable_copy();
+    assert_eq!(after.read_all(&dir.join("a")).expect("a"), b"bytes");
+}
+
+// Proves that releasing held directory syncs applies each as it found the
+// directory: a later sync's new entry is not undone by an earlier one.
+#[test]
+fn released_directory_sync_keeps_newer_entries_of_other_threads() {
+    let (fs, dir) = with_db();
+    fs.hold_syncs();
+    fs.sync_dir(dir).expect("a held directory sync");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            fs.create(&dir.join("b")).expect("create b");
+            fs.sync_dir(dir).expect("another thread's directory sync");
+        });
+    });
+    fs.release_syncs();
+    let after = fs.crash();
+    assert!(
+        after.exists(&dir.join("b")).expect("exists"),
+        "b stays durable"
+    );
+}

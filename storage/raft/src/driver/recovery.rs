@@ -52,18 +52,17 @@ pub(super) fn recover(
             config.members.replace(map);
         }
     }
-    // raft restarts at the engine's applied index and applies the entries
-    // after it again, each configuration change on top of the
-    // configuration before it. The raft log records the configuration of
-    // the newest change applied, which may be past that index (the engine
-    // is durable only at a flush): raft must start from the one the engine
-    // holds, which is as of its applied index.
+    // Raft applies the entries after the engine's applied index again,
+    // configuration changes among them, so it must start from the
+    // configuration at that index. The raft log may hold a later one: its
+    // record was synced, while the engine's write of the same change was
+    // lost at a crash.
     if let Some(bytes) = state_machine.conf_state()? {
-        let cs = ConfState::parse_from_bytes(&bytes).map_err(|e| {
+        let applied_conf = ConfState::parse_from_bytes(&bytes).map_err(|e| {
             StartError::Config(format!("the engine's configuration does not decode: {e}"))
         })?;
-        if cs != *store.conf_state() {
-            store.set_conf_state(&cs);
+        if &applied_conf != store.conf_state() {
+            store.set_conf_state(&applied_conf);
             store.persist()?;
         }
     }
@@ -118,4 +117,70 @@ fn finish_interrupted_install(
     sm.finish_install()?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use raft::eraftpb::Entry;
+    use strata_engine::{Engine, FaultFs, Options, WalMode};
+
+    use super::*;
+
+    /// A member's parts on `fs`, as a start finds them.
+    fn parts(fs: &FaultFs, snapshots: &Path) -> (PeerConfig, StateMachine, SnapshotDirs) {
+        let mut config = PeerConfig::new(1, 1, vec![1, 2, 3], PathBuf::from("/raft"));
+        config.log_fs = Arc::new(fs.clone());
+        config.snapshot_root = snapshots.to_path_buf();
+        let engine = Engine::open_with_fs(
+            Arc::new(fs.clone()),
+            Path::new("/engine"),
+            Options {
+                wal: WalMode::NoSync,
+                ..Options::default()
+            },
+        )
+        .expect("engine opens");
+        let dirs = SnapshotDirs::new(snapshots.to_path_buf()).expect("snapshot dirs");
+        (config, StateMachine::new(Arc::new(engine), 1), dirs)
+    }
+
+    // Proves: when the raft log recorded a configuration whose application
+    // the engine lost at a crash (the engine's write was not yet durable,
+    // the raft log's record was synced), raft restarts from the
+    // configuration at the engine's applied index, so the change is
+    // applied again once, not on top of itself.
+    #[test]
+    fn restart_takes_the_configuration_at_the_engines_applied_index() {
+        let snapshots = tempfile::tempdir().expect("tempdir");
+        let fs = FaultFs::new();
+        let (config, sm, dirs) = parts(&fs, snapshots.path());
+        let (mut store, applied) = recover(&config, &sm, &dirs).expect("first start");
+        let later = ConfState {
+            voters: vec![1, 2, 3, 4],
+            ..Default::default()
+        };
+        store.append(&[Entry {
+            index: applied + 1,
+            term: 1,
+            ..Default::default()
+        }]);
+        store.set_conf_state(&later);
+        store.persist().expect("persist");
+        drop((store, sm));
+        let fs = fs.crash();
+        let (config, sm, dirs) = parts(&fs, snapshots.path());
+        let (store, applied_after) = recover(&config, &sm, &dirs).expect("restart");
+        assert_eq!(
+            applied_after, applied,
+            "the engine lost nothing it had made durable"
+        );
+        assert_eq!(
+            store.conf_state().voters,
+            vec![1, 2, 3],
+            "the configuration at the engine's applied index"
+        );
+    }
 }

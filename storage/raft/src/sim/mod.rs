@@ -1,6 +1,7 @@
 //! Deterministic simulation of a raft group: every member in one process,
 //! driven by one seeded RNG and a virtual clock over a lossy, reordering,
-//! partitionable network, with crashes that lose whatever was not fsynced.
+//! partitionable network, on disks whose fsyncs take time and whose
+//! unsynced pages a crash keeps in any subset (`disk`).
 //! Logs are compacted often, so members that fall behind (or join empty)
 //! are caught up by snapshots, built and sent as a real node does; members
 //! are added, promoted, replaced and removed as the run goes on.
@@ -17,9 +18,10 @@
 //!
 //! Targeted scenarios sit beside the random runs: `reads` (ReadIndex),
 //! `amnesia` (members whose disk is replaced, so that they come back empty;
-//! the random crashes keep what was synced and never do that) and
-//! `install` (snapshot installs that fail at each step, and catching up
-//! under writes with aggressive compaction).
+//! the random crashes keep what was synced and never do that), `install`
+//! (snapshot installs that fail at each step, and catching up under writes
+//! with aggressive compaction) and `fsync` (a follower that crashes inside
+//! its fsync).
 //!
 //! `SIM_SEEDS=N` runs seeds 1..=N, `SIM_SEED=S` replays one seed exactly
 //! (`just sim seeds=N`, `just sim seed=S`) and prints what it did with a
@@ -28,6 +30,8 @@
 mod amnesia;
 mod check;
 mod conf_recovery;
+mod disk;
+mod fsync;
 mod install;
 mod lease;
 mod membership;
@@ -56,6 +60,7 @@ use crate::config::ReadMode;
 use crate::error::ProposeError;
 use crate::mailbox::Input;
 use check::Invariants;
+use disk::Disk;
 use membership::Membership;
 use net::{Net, Weather};
 use node::{LogPolicy, SimNode};
@@ -69,6 +74,16 @@ const WRITE_PROBABILITY: f64 = 0.2;
 const INITIAL_VOTERS: [u64; 3] = [1, 2, 3];
 
 type Ack = oneshot::Receiver<Result<(u64, ApplyResult), ProposeError>>;
+
+/// A write proposed on a member, not answered yet.
+struct PendingWrite {
+    key: String,
+    value: String,
+    /// The member and the life of it that took the write.
+    node: u64,
+    generation: u64,
+    ack: Ack,
+}
 
 /// What a run did, to show the checks were not vacuous.
 #[derive(Debug, Default, Clone, Copy)]
@@ -100,10 +115,11 @@ struct Sim {
     net: Net,
     weather: Weather,
     policy: LogPolicy,
+    disk: Disk,
     invariants: Invariants,
     membership: Membership,
     next_key: u64,
-    pending: Vec<(String, String, Ack)>,
+    pending: Vec<PendingWrite>,
     acked: BTreeMap<String, String>,
     /// The highest index of an acknowledged write.
     acked_index: u64,
@@ -156,6 +172,7 @@ impl Sim {
             compact_keep_entries: rng.random_range(0..=16),
             max_segment_bytes: rng.random_range(1024..=16 * 1024),
         };
+        let disk = Disk::draw(&mut rng);
         let root = dir.path().to_path_buf();
         let mut nodes: Vec<SimNode> = voters
             .iter()
@@ -175,6 +192,7 @@ impl Sim {
             net: Net::default(),
             weather,
             policy,
+            disk,
             invariants: Invariants::default(),
             membership: Membership::new(voters.iter().max().map_or(1, |m| m + 1)),
             next_key: 0,
@@ -205,17 +223,40 @@ impl Sim {
                 n.paused_ms += 1;
             }
         }
-        for e in self.net.due(&mut self.rng, self.now) {
+        self.finish_fsyncs();
+        // What waited for a member inside an fsync arrives first, and what
+        // arrives for one inside an fsync waits: its thread is blocked.
+        let mut arrived = Vec::new();
+        for n in self.nodes.iter_mut().filter(|n| n.fsync_until.is_none()) {
+            arrived.append(&mut n.inbox);
+        }
+        arrived.extend(self.net.due(&mut self.rng, self.now));
+        for e in arrived {
+            let to = e.message.to;
+            if let Some(n) = self
+                .nodes
+                .iter_mut()
+                .find(|n| n.id == to && n.fsync_until.is_some())
+            {
+                n.inbox.push(e);
+                continue;
+            }
             self.deliver(e)
                 .map_err(|e| format!("at {} ms: {e}", self.now))?;
         }
         if self.now.is_multiple_of(TICK_MS) {
+            // A paused member takes no tick. A member inside an fsync ticks
+            // when it comes out, once, as the driver's loop does after a
+            // late wake-up.
             let now = self.now;
             for n in &mut self.nodes {
                 if n.is_paused(now) {
                     continue;
                 }
-                if let Some(live) = &mut n.live {
+                if n.fsync_until.is_some() {
+                    n.ticks_dropped += u64::from(n.tick_missed);
+                    n.tick_missed = true;
+                } else if let Some(live) = &mut n.live {
                     live.driver.tick();
                 }
             }
@@ -251,10 +292,11 @@ impl Sim {
     }
 
     /// Finished snapshot jobs, then one driver round, then the messages
-    /// out onto the network.
+    /// out onto the network. If the round synced, its fsyncs may take a
+    /// while: what it sent after the first one waits for them.
     fn run_node(&mut self, i: usize) {
         let n = &mut self.nodes[i];
-        if n.is_paused(self.now) {
+        if n.is_paused(self.now) || n.fsync_until.is_some() {
             return;
         }
         let Some(live) = &mut n.live else { return };
@@ -264,10 +306,34 @@ impl Sim {
         {
             live.driver.handle(Input::Job(done));
         }
+        n.fs.hold_syncs();
         live.driver.round(&live.shared);
         seed_election_timeout(&mut live.driver.raw_mut().raft, &mut self.rng);
         n.count_events(&mut self.stats);
+        let fsync_ms = if n.fs.held_syncs() > 0 {
+            self.disk.fsync_ms(&mut self.rng)
+        } else {
+            0
+        };
+        if fsync_ms == 0 {
+            n.finish_fsync();
+        } else {
+            n.fsync_until = Some(self.now + fsync_ms);
+            let id = n.id;
+            self.note(("fsync", id, fsync_ms));
+        }
         self.send_outbox(i);
+    }
+
+    /// Members whose fsyncs finish now send what waited for them.
+    fn finish_fsyncs(&mut self) {
+        for i in 0..self.nodes.len() {
+            let n = &mut self.nodes[i];
+            if n.fsync_until.is_some_and(|t| t <= self.now) {
+                n.finish_fsync();
+                self.send_outbox(i);
+            }
+        }
     }
 
     /// Indexes of the nodes that believe they lead.
@@ -305,14 +371,21 @@ impl Sim {
             key: key.clone().into_bytes(),
             value: value.clone().into_bytes(),
         };
-        if let Some(live) = &mut self.nodes[i].live {
+        let n = &mut self.nodes[i];
+        if let Some(live) = &mut n.live {
             live.driver.handle(Input::Propose {
                 request_id: self.next_key,
                 command,
                 trace: None,
                 tx,
             });
-            self.pending.push((key, value, rx));
+            self.pending.push(PendingWrite {
+                key,
+                value,
+                node: n.id,
+                generation: n.generation,
+                ack: rx,
+            });
         }
     }
 
@@ -321,8 +394,8 @@ impl Sim {
         let i = self.rng.random_range(0..self.nodes.len());
         let id = self.nodes[i].id;
         if roll < 0.002 && self.nodes[i].is_up() {
-            self.note(("crash", id));
-            self.nodes[i].crash();
+            self.note(("crash", id, self.nodes[i].fsync_until.is_some()));
+            self.nodes[i].crash_reordered(&self.disk, &mut self.rng);
         } else if roll < 0.006 && !self.nodes[i].is_up() {
             self.note(("start", id));
             self.nodes[i].start();
@@ -340,16 +413,29 @@ impl Sim {
         }
     }
 
+    /// Takes the answers that left their members. An answer made inside
+    /// an fsync leaves when the fsync finishes; if the member stops first,
+    /// it never does.
     fn collect_acks(&mut self) {
         let mut still = Vec::new();
-        for (key, value, mut rx) in self.pending.drain(..) {
-            match rx.try_recv() {
+        for mut w in std::mem::take(&mut self.pending) {
+            let Some(n) = self.nodes.iter().find(|n| n.id == w.node) else {
+                continue;
+            };
+            if !n.is_up() || n.generation != w.generation {
+                continue;
+            }
+            if n.fsync_until.is_some() {
+                still.push(w);
+                continue;
+            }
+            match w.ack.try_recv() {
                 Ok(Ok((index, _))) => {
-                    self.acked.insert(key, value);
+                    self.acked.insert(w.key, w.value);
                     self.acked_index = self.acked_index.max(index);
                 }
-                Err(oneshot::error::TryRecvError::Empty) => still.push((key, value, rx)),
-                // Refused, dropped, or the node crashed: not acknowledged.
+                Err(oneshot::error::TryRecvError::Empty) => still.push(w),
+                // Refused or dropped: not acknowledged.
                 _ => {}
             }
         }
@@ -359,6 +445,7 @@ impl Sim {
     /// Heals everything, lets the group settle, and compares the members.
     fn finish(&mut self) -> Result<u64, String> {
         self.net.heal();
+        self.disk = Disk::instant();
         for n in &mut self.nodes {
             if !n.is_up() {
                 n.start();

@@ -1,16 +1,21 @@
 //! One simulated member: the real driver, raft log and state machine, with
 //! the raft log and the engine on one in-memory fault-injecting file
-//! system. A crash keeps only what was fsynced, in both.
+//! system. A crash keeps what was fsynced, in both, and of the rest what
+//! the disk wrote back (`disk`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use raft::eraftpb::Message;
+use rand::Rng;
+use rand::rngs::StdRng;
 use strata_engine::{Engine, FaultFs, Options, WalMode};
 use tokio::sync::broadcast;
 
 use super::Stats;
+use super::disk::Disk;
+use super::net::Envelope;
 use super::worker::Worker;
 use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
@@ -26,19 +31,46 @@ use crate::transport::Transport;
 /// The raft group every simulated member serves.
 pub const GROUP: u64 = 1;
 
-/// Collects what a driver sends, for the simulated network to carry.
+/// Collects what a driver sends, for the simulated network to carry, and
+/// marks what it sent after an fsync that has not finished yet.
 #[derive(Clone, Default)]
-pub struct Outbox(Arc<Mutex<Vec<Message>>>);
+pub struct Outbox(Arc<Mutex<OutboxState>>);
+
+#[derive(Default)]
+struct OutboxState {
+    /// Each message, and whether an fsync was under way when it was sent.
+    messages: Vec<(bool, Message)>,
+    /// The member's file system, whose held syncs are fsyncs under way.
+    fs: Option<FaultFs>,
+}
 
 impl Transport for Outbox {
     fn send(&self, messages: Vec<Message>) {
-        self.0.lock().extend(messages);
+        let mut state = self.0.lock();
+        let after_sync = state.fs.as_ref().is_some_and(|fs| fs.held_syncs() > 0);
+        state
+            .messages
+            .extend(messages.into_iter().map(|m| (after_sync, m)));
     }
 }
 
 impl Outbox {
+    /// Everything sent so far.
     pub fn take(&self) -> Vec<Message> {
-        std::mem::take(&mut *self.0.lock())
+        let mut state = self.0.lock();
+        state.messages.drain(..).map(|(_, m)| m).collect()
+    }
+
+    /// What was sent before the fsyncs under way began; the rest waits.
+    pub fn take_before_sync(&self) -> Vec<Message> {
+        let mut state = self.0.lock();
+        let (after, before) = state.messages.drain(..).partition(|(after, _)| *after);
+        state.messages = after;
+        before.into_iter().map(|(_, m)| m).collect()
+    }
+
+    fn watch(&self, fs: &FaultFs) {
+        self.0.lock().fs = Some(fs.clone());
     }
 }
 
@@ -98,6 +130,18 @@ pub struct SimNode {
     /// Simulated milliseconds spent paused so far: its read timeout counts
     /// ticks, which stop meanwhile.
     pub paused_ms: u64,
+    /// The millisecond the fsyncs of its last round finish at, while they
+    /// are under way: it is stopped inside that round until then.
+    pub fsync_until: Option<u64>,
+    /// A tick came while it was inside an fsync.
+    pub tick_missed: bool,
+    /// Messages that arrived while it was inside an fsync, stepped when it
+    /// comes out; after a crash they arrive as late messages do (to a
+    /// member that is down, they are lost).
+    pub inbox: Vec<Envelope>,
+    /// Ticks it never took: all but one of those that came during one
+    /// fsync (its read timeout, counted in ticks, runs that much later).
+    pub ticks_dropped: u64,
 }
 
 impl SimNode {
@@ -120,6 +164,10 @@ impl SimNode {
             clock: Clock::Monotonic,
             paused_until: None,
             paused_ms: 0,
+            fsync_until: None,
+            tick_missed: false,
+            ticks_dropped: 0,
+            inbox: Vec::new(),
         }
     }
 
@@ -173,6 +221,7 @@ impl SimNode {
             driver.metrics().clone(),
         ));
         let events = shared.events.subscribe();
+        self.outbox.watch(&self.fs);
         self.generation += 1;
         self.live = Some(Live {
             driver,
@@ -186,14 +235,38 @@ impl SimNode {
     /// jobs that had not finished. The file system crashes first, so that
     /// nothing the dying member does afterwards reaches the disk.
     pub fn crash(&mut self) {
+        self.crash_with(|fs| fs.crash());
+    }
+
+    /// Power loss on `disk`: of what was not fsynced (fsyncs under way
+    /// included), each file keeps a seeded subset of its pages.
+    pub fn crash_reordered(&mut self, disk: &Disk, rng: &mut StdRng) {
+        self.crash_with(|fs| fs.crash_reordered(disk.page_bytes, || rng.random()));
+    }
+
+    fn crash_with(&mut self, crash: impl FnOnce(&FaultFs) -> FaultFs) {
         let Some(live) = self.live.take() else {
             return;
         };
         // The paused process is gone; the next one starts running.
         self.paused_until = None;
-        self.fs = self.fs.crash();
+        self.fs = crash(&self.fs);
+        self.fsync_until = None;
+        self.tick_missed = false;
         drop(live);
         self.outbox.take();
+    }
+
+    /// Its fsyncs under way finish: what they covered is durable, and the
+    /// member goes on from the round they stopped.
+    pub fn finish_fsync(&mut self) {
+        self.fs.release_syncs();
+        self.fsync_until = None;
+        if std::mem::take(&mut self.tick_missed)
+            && let Some(live) = &mut self.live
+        {
+            live.driver.tick();
+        }
     }
 
     /// Its disk is replaced: the member stops and its next start finds
@@ -203,6 +276,7 @@ impl SimNode {
     pub fn wipe(&mut self) {
         self.live = None;
         self.outbox.take();
+        self.fsync_until = None;
         self.fs = FaultFs::new();
         let _ = std::fs::remove_dir_all(&self.snapshot_root);
         self.wiped = true;

@@ -4,7 +4,8 @@
 //! which `check` verifies, so that is linearizability for a ReadIndex
 //! read); and every read is answered within the read timeout, unless its
 //! member stopped (a crash or a retirement drops the answer). The timeout
-//! counts the member's ticks, so time it spends paused does not count.
+//! counts the member's ticks, so time it spends paused does not count, and
+//! ticks a long fsync cost it extend it.
 
 use rand::Rng;
 use tokio::sync::oneshot;
@@ -30,6 +31,8 @@ pub(super) struct PendingRead {
     must_see: u64,
     /// The member's paused milliseconds when the read was issued.
     paused_ms: u64,
+    /// The member's dropped ticks when the read was issued.
+    ticks_dropped: u64,
     rx: oneshot::Receiver<Result<u64, ProposeError>>,
 }
 
@@ -51,6 +54,7 @@ impl Sim {
             issued_ms: self.now,
             must_see: self.acked_index,
             paused_ms: n.paused_ms,
+            ticks_dropped: n.ticks_dropped,
             rx,
         });
     }
@@ -72,12 +76,12 @@ impl Sim {
                 // Refused or told to retry; or the member stopped.
                 Ok(Err(_)) | Err(oneshot::error::TryRecvError::Closed) => {}
                 Err(oneshot::error::TryRecvError::Empty) => {
-                    let paused = self
-                        .nodes
-                        .iter()
-                        .find(|n| n.id == r.node)
-                        .map_or(0, |n| n.paused_ms.saturating_sub(r.paused_ms));
-                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS + paused {
+                    let node = self.nodes.iter().find(|n| n.id == r.node);
+                    let paused = node.map_or(0, |n| n.paused_ms.saturating_sub(r.paused_ms));
+                    let dropped = node.map_or(0, |n| n.ticks_dropped - r.ticks_dropped);
+                    if self.now - r.issued_ms
+                        > READ_TIMEOUT_MS + SLACK_MS + paused + dropped * TICK_MS
+                    {
                         return Err(format!(
                             "the read on node {} issued at {} ms is unanswered after the \
                              read timeout",

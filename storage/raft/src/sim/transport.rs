@@ -39,12 +39,18 @@ pub struct Payload {
 }
 
 impl Sim {
-    /// Puts what node `i` sent onto the network; a snapshot carries its
+    /// Puts what node `i` sent onto the network (while its fsyncs are
+    /// under way, only what it sent before them); a snapshot carries its
     /// files, read now as the real transport streams them.
     pub(super) fn send_outbox(&mut self, i: usize) {
         let n = &mut self.nodes[i];
         let Some(live) = &mut n.live else { return };
-        for m in n.outbox.take() {
+        let sendable = if n.fsync_until.is_some() {
+            n.outbox.take_before_sync()
+        } else {
+            n.outbox.take()
+        };
+        for m in sendable {
             let to = m.to;
             let snapshot = if m.get_msg_type() == MessageType::MsgSnapshot {
                 // A build that finished after raft made the message may have
