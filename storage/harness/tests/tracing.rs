@@ -70,7 +70,18 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
         let follower_appended = trace
             .iter()
             .any(|s| s.span.name == "raft.append" && s.node_id.is_some_and(|n| n != leader as i64));
-        trace.iter().any(|s| s.service == "strata-gateway")
+        // Spans are exported as they end, in batches: a parent (the
+        // request, Envoy's root) may arrive after its children.
+        let gateway = |name: &str| {
+            trace
+                .iter()
+                .any(|s| s.service == "strata-gateway" && s.span.name == name)
+        };
+        gateway("ingress")
+            && trace
+                .iter()
+                .any(|s| s.service == "strata-gateway" && s.span.name.starts_with("router"))
+            && on(leader, "PUT /v1/kv/{key}")
             && on(leader, "raft.propose")
             && on(leader, "raft.append")
             && on(leader, "raft.apply")
