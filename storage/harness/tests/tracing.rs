@@ -51,7 +51,7 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
     // Envoy); the leader's fsync span lies inside its commit (propose) span.
     let receiver = Receiver::start().await.unwrap();
     let cluster = Cluster::start_traced(3, &receiver.address()).await.unwrap();
-    let leader = cluster.wait_leader(Duration::from_secs(10)).await.unwrap();
+    cluster.wait_leader(Duration::from_secs(10)).await.unwrap();
     let resp = cluster
         .http()
         .put(format!("{}/v1/kv/traced", cluster.gateway_url()))
@@ -61,15 +61,27 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
         .unwrap();
     assert_eq!(resp.status(), 200, "{:?}", resp.text().await);
 
+    // The leader is the member that proposed the write, read from the
+    // trace itself: on a busy machine leadership can move between a status
+    // poll and the PUT.
+    let proposer = |trace: &[ReceivedSpan]| {
+        trace
+            .iter()
+            .find(|s| s.span.name == "raft.propose")
+            .and_then(|s| s.node_id)
+    };
     let complete = |trace: &[ReceivedSpan]| {
-        let on = |node: u64, name: &str| {
+        let Some(leader) = proposer(trace) else {
+            return false;
+        };
+        let on = |name: &str| {
             trace
                 .iter()
-                .any(|s| s.node_id == Some(node as i64) && s.span.name == name)
+                .any(|s| s.node_id == Some(leader) && s.span.name == name)
         };
         let follower_appended = trace
             .iter()
-            .any(|s| s.span.name == "raft.append" && s.node_id.is_some_and(|n| n != leader as i64));
+            .any(|s| s.span.name == "raft.append" && s.node_id.is_some_and(|n| n != leader));
         // Spans are exported as they end, in batches: a parent (the
         // request, Envoy's root) may arrive after its children.
         let gateway = |name: &str| {
@@ -81,13 +93,14 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
             && trace
                 .iter()
                 .any(|s| s.service == "strata-gateway" && s.span.name.starts_with("router"))
-            && on(leader, "PUT /v1/kv/{key}")
-            && on(leader, "raft.propose")
-            && on(leader, "raft.append")
-            && on(leader, "raft.apply")
+            && on("PUT /v1/kv/{key}")
+            && on("raft.propose")
+            && on("raft.append")
+            && on("raft.apply")
             && follower_appended
     };
     let trace = trace_with(&receiver, complete, "raft.propose").await;
+    let leader = proposer(&trace).expect("a proposing member");
 
     // One root, in Envoy; every other span's parent is in the trace.
     let ids: HashSet<&[u8]> = trace.iter().map(|s| s.span.span_id.as_slice()).collect();
@@ -115,7 +128,7 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
     let propose = named(&trace, "raft.propose")[0];
     let leader_append = named(&trace, "raft.append")
         .into_iter()
-        .find(|s| s.node_id == Some(leader as i64))
+        .find(|s| s.node_id == Some(leader))
         .unwrap();
     assert_eq!(
         leader_append.span.parent_span_id, propose.span.span_id,
@@ -129,13 +142,13 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
     // A follower's append joins through the entry, under the same propose.
     let follower_append = named(&trace, "raft.append")
         .into_iter()
-        .find(|s| s.node_id != Some(leader as i64))
+        .find(|s| s.node_id != Some(leader))
         .unwrap();
     assert_eq!(follower_append.span.parent_span_id, propose.span.span_id);
     // The leader's request span continues Envoy's.
     let request = trace
         .iter()
-        .find(|s| s.node_id == Some(leader as i64) && s.span.name == "PUT /v1/kv/{key}")
+        .find(|s| s.node_id == Some(leader) && s.span.name == "PUT /v1/kv/{key}")
         .expect("the leader's request span");
     let parent = by_id
         .get(request.span.parent_span_id.as_slice())
