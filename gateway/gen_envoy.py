@@ -324,6 +324,8 @@ def routes() -> list[dict]:
         },
         rest_route({"prefix": "/v1/"}, "nodes"),
         rest_route({"path": "/openapi.json"}, "nodes"),
+        # One node's metrics, whichever answers; Prometheus scrapes every node on its own port.
+        rest_route({"path": "/metrics"}, "nodes_any"),
         rest_route({"prefix": "/health/"}, "nodes"),
         {
             # k6's REST API (k6 run --address 127.0.0.1:6565); absent when no load test runs.

@@ -21,6 +21,14 @@ if [ "$strict" != "true" ]; then
 fi
 # Run from the run directory so hypothesis' caches stay out of the tree.
 cd "$out"
+# The highest term any node reports, read through the gateway: a 504 is an
+# honest answer only if leadership moved while the run went on.
+term() {
+  curl -s --max-time 5 "$STRATA_URL/v1/cluster/status" \
+    | python3 -c 'import json,sys; print(max(n.get("term") or 0 for n in json.load(sys.stdin)["nodes"]))' \
+    2>/dev/null || echo 0
+}
+term_before="$(term)"
 rc=0
 nice "$venv/bin/schemathesis" run "$root/proto/openapi.json" \
   --url "$STRATA_URL" \
@@ -32,9 +40,11 @@ nice "$venv/bin/schemathesis" run "$root/proto/openapi.json" \
   --suppress-health-check all --report junit,ndjson --report-dir "$out" --no-color \
   "${baseline[@]}" ${SCHEMATHESIS_EXTRA:-} || rc=$?
 if [ "$rc" = 1 ]; then
-  # Failures: only transient 503s (elections under load) may be forgiven.
+  # Failures: only what an election under load explains may be forgiven.
   report="$(ls -t "$out"/ndjson-*.ndjson | head -1)"
-  python3 "$root/chaos/scripts/st_triage.py" "$report" $([ "$strict" = true ] && echo --strict)
+  term_after="$(term)"
+  python3 "$root/chaos/scripts/st_triage.py" "$report" --terms "$term_before" "$term_after" \
+    $([ "$strict" = true ] && echo --strict)
   exit $?
 fi
 exit "$rc"
