@@ -95,6 +95,9 @@ func cmdCrashLoop(args []string) int {
 	}
 	ops := rec.Ops()
 	counts := history.Counts(ops)
+	if state != nil {
+		failures = append(failures, checkUnacknowledged(ops, state)...)
+	}
 	lost, checked := 0, 0
 	// What became of the writes that were not acknowledged, by answer: it
 	// shows whether an "outcome unknown" was in fact ever applied.
@@ -109,15 +112,6 @@ func cmdCrashLoop(args []string) int {
 			fate[fmt.Sprintf("%s %s → present=%v", op.Result, truncate(note, 70), present)]++
 		}
 		if op.Result != history.Ok {
-			// Ambiguous or failed writes: the key holds the value or is absent.
-			if v, ok := state[op.Key]; ok && v != op.Value {
-				failures = append(failures, fmt.Sprintf("%s holds %q, never written", op.Key, v))
-			}
-			if ok := state != nil; ok && op.Result == history.Failed {
-				if _, present := state[op.Key]; present {
-					failures = append(failures, fmt.Sprintf("%s was refused with %s but is present", op.Key, op.Note))
-				}
-			}
 			continue
 		}
 		checked++
@@ -160,6 +154,37 @@ func cmdCrashLoop(args []string) int {
 			c.runDir, *cycles, c.seed)
 	}
 	return code
+}
+
+// checkUnacknowledged checks the writes that were not acknowledged against
+// the converged state: every key holds a value some attempt wrote to it
+// (a refused write is retried under a new value, "r1", "r2", ..., on the
+// same key), and no value refused as "not applied" (503) is present.
+func checkUnacknowledged(ops []history.Op, state map[string]string) []string {
+	written := map[string]map[string]bool{}
+	for _, op := range ops {
+		if op.Kind != history.Put {
+			continue
+		}
+		if written[op.Key] == nil {
+			written[op.Key] = map[string]bool{}
+		}
+		written[op.Key][op.Value] = true
+	}
+	var failures []string
+	for _, op := range ops {
+		if op.Kind != history.Put || op.Result == history.Ok {
+			continue
+		}
+		v, present := state[op.Key]
+		if present && !written[op.Key][v] {
+			failures = append(failures, fmt.Sprintf("%s holds %q, never written", op.Key, v))
+		}
+		if present && v == op.Value && op.Result == history.Failed {
+			failures = append(failures, fmt.Sprintf("%s=%q was refused with %s but is present", op.Key, op.Value, op.Note))
+		}
+	}
+	return failures
 }
 
 func waitLive(cl *cluster.Cluster, id int, timeout time.Duration) error {
