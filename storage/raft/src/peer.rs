@@ -13,6 +13,7 @@ use crate::command::{ApplyResult, Command};
 use crate::driver::Driver;
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
+use crate::log::io::{IoThread, LogIo};
 use crate::mailbox::Input;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
@@ -54,6 +55,8 @@ impl Peer {
         })?;
         // A small queue: at most one build and one durability job are in flight.
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
+        let wake = senders.raft();
+        let io_name = format!("raft-io-{}-{}", config.group_id, config.id);
         let driver = Driver::new(
             &config,
             state_machine.clone(),
@@ -61,6 +64,15 @@ impl Peer {
             Box::new(transport),
             dirs.clone(),
             jobs_tx,
+            |writer| {
+                // The driver takes the outcomes in its next round; a full
+                // raft channel means one is coming anyway.
+                let io = IoThread::spawn(io_name, writer, move || {
+                    let _ = wake.try_send(Input::Wake);
+                })
+                .map_err(|e| StartError::Config(format!("cannot start raft log thread: {e}")))?;
+                Ok(Box::new(io) as Box<dyn LogIo>)
+            },
         )?;
         let worker = spawn_worker(
             format!("snap-{}-{}", config.group_id, config.id),

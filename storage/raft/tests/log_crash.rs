@@ -80,7 +80,10 @@ impl Op {
                 cs.set_voters(voters.clone());
                 store.set_conf_state(&cs);
             }
-            Op::Compact(index) => store.compact(*index).expect("compact"),
+            Op::Compact(index) => {
+                store.compact(*index);
+                store.persist().expect("compact");
+            }
             Op::Snapshot { index, term } => {
                 let mut meta = SnapshotMetadata {
                     index: *index,

@@ -35,8 +35,9 @@ fn assert_poisoned(store: &mut RaftLogStore) {
         "persist after a failure"
     );
     let last = store.last_index();
+    store.compact(last);
     assert!(
-        matches!(store.compact(last), Err(LogError::Poisoned { .. })),
+        matches!(store.persist(), Err(LogError::Poisoned { .. })),
         "compaction after a failure"
     );
 }
@@ -147,7 +148,8 @@ fn failed_segment_removal_poisons_log() {
     assert!(before > 3, "{before} segments");
     // The compaction's persist syncs once; the removal's directory sync fails.
     fs.fail_sync_after(1, ErrorKind::Other);
-    let err = store.compact(10).expect_err("directory sync fails");
+    store.compact(10);
+    let err = store.persist().expect_err("directory sync fails");
     assert!(matches!(err, LogError::Io { .. }), "{err}");
     assert_poisoned(&mut store);
     drop(store);

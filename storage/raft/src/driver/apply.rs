@@ -125,10 +125,14 @@ impl Driver {
     }
 
     /// Tells raft how far the engine has applied; called only between
-    /// Readies (see `Unapplied::applied`).
+    /// Readies (see `Unapplied::applied`). Raft takes no applied index past
+    /// what it knows persisted: a snapshot installed in a Ready whose write
+    /// is still in flight is told once that write is durable.
     pub(super) fn tell_raft_applied(&mut self) {
-        if self.unapplied.applied > self.node.raft.raft_log.applied {
-            self.node.advance_apply_to(self.unapplied.applied);
+        let log = &self.node.raft.raft_log;
+        let applied = self.unapplied.applied.min(log.committed).min(log.persisted);
+        if applied > log.applied {
+            self.node.advance_apply_to(applied);
         }
     }
 

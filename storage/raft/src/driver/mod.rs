@@ -1,18 +1,22 @@
 //! The driver thread of one peer: owns the `RawNode`, turns mailbox inputs
-//! into raft steps, and handles each Ready (send, persist with one fsync,
-//! apply, answer waiters). It never waits for an engine write stall:
-//! committed entries the engine would make wait stay queued for a later
-//! round (`apply`), so ticks and heartbeats go on through it.
+//! into raft steps, and handles each Ready (send, hand its records to the
+//! log's I/O queue, apply, answer waiters). It never waits for a disk: the
+//! raft log is written and synced on an I/O thread (`log::io`), and what
+//! must follow durability waits in `persist` until the write is reported;
+//! nor for an engine write stall: committed entries the engine would make
+//! wait stay queued for a later round (`apply`), so ticks and heartbeats
+//! go on through both.
 //!
-//! Everything that arrives while the thread is busy (for instance in
-//! `fdatasync`) is drained in one go before the next Ready, so concurrent
-//! proposals share one log write and one sync.
+//! Everything that arrives while the thread is busy is drained in one go
+//! before the next Ready, and writes that queue while one is being synced
+//! share the next fsync, so concurrent proposals share one sync.
 //!
 //! This file is the loop and the order of a round. What a round does is in
 //! the modules beside it: `recovery` (start), `amnesia` (incoming raft
 //! messages screened before they are stepped), `proposals`, `reads` (with
 //! `lease`),
-//! `membership` and `leadership` (the requests), `apply` (committed entries
+//! `membership` and `leadership` (the requests), `persist` (writes in
+//! flight and what waits for them), `apply` (committed entries
 //! and their waiters), `snapshots` (snapshots and log compaction),
 //! `failure` (the storage failure policy), `stop` (the answers at stop) and
 //! `publish` (status and events).
@@ -28,7 +32,8 @@ use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
 use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
-use crate::log::RaftLogStore;
+use crate::log::io::LogIo;
+use crate::log::{LogWriter, RaftLogStore};
 use crate::logger::raft_logger;
 use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
@@ -45,6 +50,7 @@ mod failure;
 mod leadership;
 mod lease;
 mod membership;
+mod persist;
 mod proposals;
 mod publish;
 mod read_ids;
@@ -61,6 +67,10 @@ pub(crate) struct Driver {
     id: u64,
     group_id: u64,
     node: RawNode<RaftLogStore>,
+    /// Where the raft log's writes go (an I/O thread in a running peer).
+    io: Box<dyn LogIo>,
+    /// The writes handed to `io` and not yet reported durable.
+    persisting: persist::Persisting,
     state_machine: Arc<StateMachine>,
     inbox: Inbox,
     transport: Box<dyn Transport>,
@@ -102,6 +112,9 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
+    /// Recovers the peer's state and makes its driver; `io` gets the raft
+    /// log's writer, once recovery no longer needs it, and says where the
+    /// driver's writes go.
     pub(crate) fn new(
         config: &PeerConfig,
         state_machine: Arc<StateMachine>,
@@ -109,8 +122,13 @@ impl Driver {
         transport: Box<dyn Transport>,
         dirs: SnapshotDirs,
         jobs: crossbeam_channel::Sender<Job>,
+        io: impl FnOnce(LogWriter) -> Result<Box<dyn LogIo>, StartError>,
     ) -> Result<Self, StartError> {
-        let (store, applied) = recovery::recover(config, &state_machine, &dirs)?;
+        let (mut store, applied) = recovery::recover(config, &state_machine, &dirs)?;
+        let writer = store
+            .take_writer()
+            .ok_or_else(|| StartError::Config("the raft log's writer is taken".into()))?;
+        let io = io(writer)?;
         let raft_config = raft::Config {
             id: config.id,
             election_tick: config.election_ticks,
@@ -142,6 +160,8 @@ impl Driver {
             id: config.id,
             group_id: config.group_id,
             node,
+            io,
+            persisting: persist::Persisting::default(),
             state_machine,
             inbox,
             transport,
@@ -311,7 +331,8 @@ impl Driver {
     }
 
     fn on_ready(&mut self) {
-        while self.node.has_ready() {
+        self.take_persisted();
+        while self.failure.is_none() && self.node.has_ready() {
             let mut ready = self.node.ready();
             if let Some(ss) = ready.ss() {
                 self.on_soft_state(ss);
@@ -340,9 +361,9 @@ impl Driver {
                 }
             }
             self.take_read_states(ready.take_read_states());
-            // Entries committed before this Ready are durable already:
-            // applying them before this Ready's fsync answers their writers
-            // one fsync sooner.
+            // Committed entries are durable here already (raft hands out
+            // only persisted ones): applying them before this Ready's
+            // records are written answers their writers one fsync sooner.
             self.take_committed(ready.take_committed_entries());
             self.apply_queued(false);
             let store = self.node.mut_store();
@@ -350,51 +371,40 @@ impl Driver {
             if let Some(hs) = ready.hs() {
                 store.set_hard_state(hs);
             }
-            let appending = (ready.entries().len() as u64, store.pending_bytes() as u64);
+            let write = store.take_write();
+            if write.is_none() && self.persisting.is_empty() {
+                // Nothing to make durable and nothing in flight: the Ready
+                // is done now.
+                self.send(ready.take_persisted_messages());
+                let mut light = self.node.advance_append(ready);
+                self.tell_raft_applied();
+                if let Some(commit) = light.commit_index() {
+                    self.node.mut_store().set_commit(commit);
+                }
+                self.send(light.take_messages());
+                self.take_committed(light.take_committed_entries());
+                self.apply_queued(false);
+                self.tell_raft_applied();
+                continue;
+            }
             // Each traced entry's `raft.append` span covers the write and
             // the fsync, on the leader and on every follower alike.
-            let traced = trace::spans(ready.entries(), "raft.append");
-            let started = Instant::now();
-            let persisted = store.persist();
-            drop(traced);
-            match persisted {
-                Ok(true) => {
-                    let m = &self.metrics;
-                    m.append_seconds.observe(started.elapsed().as_secs_f64());
-                    m.log_syncs.inc();
-                    m.appended_entries.inc_by(appending.0);
-                    m.appended_bytes.inc_by(appending.1);
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    self.fail_log(&e);
-                    return;
-                }
-            }
-            if let Some(dir) = &installed {
-                // The raft log now records the snapshot: the engine no
-                // longer needs the marker nor the staged copy.
-                if let Err(e) = self.state_machine.finish_install() {
-                    self.fail_storage(StorageFailure::new(
-                        e.is_no_space(),
-                        format!("clearing the install marker: {e}"),
-                    ));
-                    return;
-                }
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            self.send(ready.take_persisted_messages());
-            // Raft learns how far the engine got only now, between
-            // Readies; its applied index is never ahead of the engine's.
-            let mut light = self.node.advance_append(ready);
+            let tail = persist::ReadyTail {
+                number: ready.number(),
+                messages: ready.take_persisted_messages(),
+                spans: trace::spans(ready.entries(), "raft.append"),
+                installed: installed.take(),
+            };
+            self.node.advance_append_async(ready);
+            self.persist_async(write, tail);
+            // An inline writer is done already; a thread may be too.
+            self.take_persisted();
+            // Raft learns how far the engine got only between Readies; its
+            // applied index is never ahead of the engine's.
             self.tell_raft_applied();
-            if let Some(commit) = light.commit_index() {
-                self.node.mut_store().set_commit(commit);
-            }
-            self.send(light.take_messages());
-            self.take_committed(light.take_committed_entries());
-            self.apply_queued(false);
-            self.tell_raft_applied();
+        }
+        if self.failure.is_some() {
+            return;
         }
         // Entries held back by an engine that would have made the write
         // wait are tried again every round, Ready or not.

@@ -95,10 +95,9 @@ impl Driver {
                             .discard_point_for_bytes(index, self.compact_log_bytes / 2),
                     )
                     .min(self.snapshot_floor());
-                if to > self.node.store().first_index()
-                    && let Err(e) = self.node.mut_store().compact(to)
-                {
-                    self.fail_log(&e);
+                if to > self.node.store().first_index() {
+                    self.node.mut_store().compact(to);
+                    self.persist_pending();
                 }
             }
         }

@@ -109,6 +109,7 @@ mod tests {
             Box::new(NoNetwork),
             dirs.clone(),
             jobs,
+            |w| Ok(Box::new(crate::log::io::InlineIo::new(w)) as Box<dyn crate::log::io::LogIo>),
         )
         .expect("driver");
         let shared = Arc::new(Shared::new(

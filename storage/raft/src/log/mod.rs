@@ -1,8 +1,11 @@
 //! The raft log on disk: segmented, checksummed, append-only files holding
 //! entries, hard state and configuration. It is the node's write-ahead log.
 
+pub(crate) mod io;
 pub mod record;
 pub mod segment;
 pub mod store;
+pub mod writer;
 
 pub use store::{DEFAULT_SEGMENT_BYTES, RaftLogStore};
+pub use writer::{LogWrite, LogWriter};

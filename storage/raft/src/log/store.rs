@@ -1,21 +1,26 @@
-//! [`RaftLogStore`]: raft-rs's `Storage` backed by the segment files.
+//! [`RaftLogStore`]: raft-rs's `Storage` over the raft log, in memory, with
+//! the records its changes need gathered for the disk.
 //!
-//! Every mutation is framed into a pending buffer; [`RaftLogStore::persist`]
-//! writes the buffer and issues one `fdatasync`, so all entries and the hard
-//! state of one Ready share a single sync (group commit). A hard state that
-//! changed only in its commit index is not worth a sync of its own (raft
-//! keeps the commit index volatile): it is framed with the next write that
-//! must be synced, so an idle round of commit news costs no `fdatasync`.
+//! Every mutation updates the log in memory at once (raft reads it from
+//! there) and adds its records to a pending list; [`RaftLogStore::take_write`]
+//! hands that list over as one [`LogWrite`] for a [`LogWriter`], which
+//! writes it with one `fdatasync`, so all entries and the hard state of one
+//! Ready share a single sync (group commit). The driver hands its writes to
+//! a writer on a thread of its own and goes on; [`RaftLogStore::persist`]
+//! writes synchronously with the writer the store was opened with, for
+//! start-up and for tools and tests. A hard state that changed only in its
+//! commit index is not worth a sync of its own (raft keeps the commit index
+//! volatile): it is framed with the next write that must be synced, so an
+//! idle round of commit news costs no `fdatasync`.
 //!
 //! Every segment starts with the state needed to replay it (hard state,
 //! configuration, compaction point), so a sealed segment whose entries were
 //! all compacted away can be deleted without losing anything.
 //!
-//! A failed write or fsync poisons the log: that call returns the I/O error
-//! and every later persist or compaction returns [`LogError::Poisoned`]
-//! until the log is reopened, which recovers from what is durable. The
-//! entries in memory may then be ahead of the disk, so nothing may be
-//! acknowledged from them.
+//! A failed write or fsync poisons the writer: that call returns the I/O
+//! error and every later one returns [`LogError::Poisoned`] until the log
+//! is reopened, which recovers from what is durable. The entries in memory
+//! may then be ahead of the disk, so nothing may be acknowledged from them.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -29,6 +34,7 @@ use strata_fs::FileSystem;
 
 use super::record::{self, RecordKind, decode_entries};
 use super::segment::{OwnedRecord, Segments};
+use super::writer::{LogWrite, LogWriter, Part, Restated};
 use crate::error::LogError;
 
 mod raft_storage;
@@ -46,16 +52,25 @@ pub const DEFAULT_ENTRIES_RECORD_BYTES: usize = 16 << 20;
 pub const BOOTSTRAP_INDEX: u64 = 5;
 pub const BOOTSTRAP_TERM: u64 = 5;
 
-/// The durable raft log of one group.
+/// The raft log of one group, in memory, and what of it still has to reach
+/// the disk.
 pub struct RaftLogStore {
-    segments: Segments,
+    /// The writer for [`persist`](Self::persist); `None` once handed to
+    /// the driver's I/O thread ([`take_writer`](Self::take_writer)).
+    writer: Option<LogWriter>,
     /// The most bytes of encoded entries one Entries record holds (see
     /// [`record::encode_entries_records`]).
     max_entries_record_bytes: usize,
-    pending: Vec<u8>,
+    /// Records not yet handed to a writer, in order.
+    pending: Vec<Part>,
     /// Highest entry index in `pending`, 0 if none.
     pending_max_index: u64,
-    /// Highest entry index written into each segment.
+    /// Entries in `pending` and their payload bytes.
+    pending_entries: u64,
+    pending_entry_bytes: u64,
+    /// A compaction among `pending`: the first index kept.
+    pending_compacted_to: Option<u64>,
+    /// During replay: highest entry index in each segment, for the writer.
     segment_max_index: BTreeMap<u64, u64>,
     /// Entries from `first_index` on, contiguous.
     entries: Vec<Entry>,
@@ -85,23 +100,6 @@ pub struct RaftLogStore {
     /// During replay: the base the oldest segment's header recorded, below
     /// which no entries record may start.
     recorded_base: u64,
-    /// The state as of the end of the last persist, which a new segment's
-    /// header restates.
-    durable: Restated,
-}
-
-/// What a segment's header records: the state replay has reached when the
-/// segment starts. It must be the state on disk before the pending
-/// records, not the state in memory, which may already include them: a
-/// header restating, say, a new commit index ahead of the entries it
-/// covers would leave that commit index beyond the log if a crash kept the
-/// header but not the entries, and raft refuses to start from such a log.
-#[derive(Debug, Clone, Default)]
-struct Restated {
-    hard_state: HardState,
-    conf_state: ConfState,
-    base_index: u64,
-    base_term: u64,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -112,7 +110,7 @@ fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
     }
 }
 
-fn encode_compacted(index: u64, term: u64) -> [u8; 16] {
+pub(super) fn encode_compacted(index: u64, term: u64) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&index.to_le_bytes());
     b[8..].copy_from_slice(&term.to_le_bytes());
@@ -139,10 +137,13 @@ impl RaftLogStore {
         let (segments, records) = Segments::open(fs, dir, max_segment_bytes)?;
         let is_new = records.is_empty();
         let mut store = RaftLogStore {
-            segments,
+            writer: None,
             max_entries_record_bytes: DEFAULT_ENTRIES_RECORD_BYTES,
             pending: Vec::new(),
             pending_max_index: 0,
+            pending_entries: 0,
+            pending_entry_bytes: 0,
+            pending_compacted_to: None,
             segment_max_index: BTreeMap::new(),
             entries: Vec::new(),
             entries_bytes: 0,
@@ -156,12 +157,15 @@ impl RaftLogStore {
             snapshot_wanted: Cell::new(false),
             base_unconfirmed: false,
             recorded_base: 0,
-            durable: Restated::default(),
         };
         for rec in records {
             store.replay(dir, rec)?;
         }
-        store.note_durable();
+        store.writer = Some(LogWriter::new(
+            segments,
+            std::mem::take(&mut store.segment_max_index),
+            store.restated(),
+        ));
         if store.base_unconfirmed {
             return Err(corrupt(
                 dir,
@@ -176,10 +180,9 @@ impl RaftLogStore {
             cs.set_voters(bootstrap_voters.to_vec());
             store.set_conf_state(&cs);
             store.discard_through(BOOTSTRAP_INDEX, BOOTSTRAP_TERM);
-            record::encode(
+            store.frame(
                 RecordKind::Compacted,
                 &encode_compacted(BOOTSTRAP_INDEX, BOOTSTRAP_TERM),
-                &mut store.pending,
             );
             store.set_hard_state(&HardState {
                 term: BOOTSTRAP_TERM,
@@ -323,12 +326,27 @@ impl RaftLogStore {
             assert_eq!(pair[0].index + 1, pair[1].index, "entries not contiguous");
         }
         self.truncate_from(first.index);
-        self.entries_bytes += payload_bytes(entries);
+        let bytes = payload_bytes(entries);
+        self.entries_bytes += bytes;
         self.entries.extend_from_slice(entries);
         self.pending_max_index = self
             .pending_max_index
             .max(entries.last().map_or(0, |e| e.index));
-        record::encode_entries_records(entries, self.max_entries_record_bytes, &mut self.pending);
+        self.pending_entries += entries.len() as u64;
+        self.pending_entry_bytes += bytes;
+        self.pending.push(Part::Entries(entries.to_vec()));
+    }
+
+    /// Adds one small record to the pending list.
+    fn frame(&mut self, kind: RecordKind, body: &[u8]) {
+        match self.pending.last_mut() {
+            Some(Part::Framed(bytes)) => record::encode(kind, body, bytes),
+            _ => {
+                let mut bytes = Vec::new();
+                record::encode(kind, body, &mut bytes);
+                self.pending.push(Part::Framed(bytes));
+            }
+        }
     }
 
     /// Bounds the entries one record holds, `bytes` of their encoding at
@@ -367,7 +385,7 @@ impl RaftLogStore {
             .hard_state
             .write_to_bytes()
             .expect("hard state encodes");
-        record::encode(RecordKind::HardState, &payload, &mut self.pending);
+        self.frame(RecordKind::HardState, &payload);
         self.hard_state_deferred = false;
     }
 
@@ -382,15 +400,16 @@ impl RaftLogStore {
     pub fn set_conf_state(&mut self, cs: &ConfState) {
         self.conf_state = cs.clone();
         let payload = cs.write_to_bytes().expect("conf state encodes");
-        record::encode(RecordKind::ConfState, &payload, &mut self.pending);
+        self.frame(RecordKind::ConfState, &payload);
     }
 
-    /// Discards entries up to and including `index` (log compaction), then
-    /// deletes sealed segments that hold only discarded entries. `index` must
-    /// be applied and its effects durable in the state machine.
-    pub fn compact(&mut self, index: u64) -> Result<(), LogError> {
+    /// Discards entries up to and including `index` (log compaction). Once
+    /// the write carrying it is durable, the writer deletes the sealed
+    /// segments that hold only discarded entries. `index` must be applied
+    /// and its effects durable in the state machine.
+    pub fn compact(&mut self, index: u64) {
         if index <= self.base_index {
-            return Ok(());
+            return;
         }
         assert!(
             index <= self.last_index_inner(),
@@ -398,81 +417,85 @@ impl RaftLogStore {
         );
         let term = self.entries[(index - self.first_index) as usize].term;
         self.discard_through(index, term);
-        record::encode(
-            RecordKind::Compacted,
-            &encode_compacted(index, term),
-            &mut self.pending,
-        );
-        self.persist()?;
-        let current = self.segments.current_seq();
-        let dead: Vec<u64> = self
-            .segment_max_index
-            .iter()
-            .filter(|&(&seq, &max)| seq != current && max < self.first_index)
-            .map(|(&seq, _)| seq)
-            .collect();
-        self.segments.remove(&dead)?;
-        for seq in dead {
-            self.segment_max_index.remove(&seq);
-        }
-        Ok(())
+        self.frame(RecordKind::Compacted, &encode_compacted(index, term));
+        self.pending_compacted_to = Some(self.first_index);
     }
 
     /// Replaces the whole log with a snapshot's position (a follower that
-    /// installed a snapshot). Durable after [`persist`](Self::persist).
+    /// installed a snapshot). Durable once written.
     pub fn apply_snapshot(&mut self, meta: &SnapshotMetadata) {
         self.restore(meta);
         let payload = meta.write_to_bytes().expect("snapshot metadata encodes");
-        record::encode(RecordKind::Snapshot, &payload, &mut self.pending);
+        self.frame(RecordKind::Snapshot, &payload);
         self.frame_hard_state();
     }
 
-    /// Writes every pending record and fsyncs once. Returns whether it
-    /// synced (nothing was pending otherwise; a deferred commit index alone
-    /// is not worth a sync).
-    /// Bytes of records framed and waiting for the next [`persist`](Self::persist).
-    pub fn pending_bytes(&self) -> usize {
-        self.pending.len()
+    /// Whether records wait for a write.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
-    pub fn persist(&mut self) -> Result<bool, LogError> {
+    /// Hands over every pending record as one write, in order, or `None`
+    /// when nothing is pending (a deferred commit index alone is not worth
+    /// a write). Writes must reach a writer in the order they were taken.
+    pub fn take_write(&mut self) -> Option<LogWrite> {
         if self.pending.is_empty() {
-            return Ok(false);
+            return None;
         }
         if self.hard_state_deferred {
             // After the entries it may cover, so replay never sees a commit
             // index beyond the log.
             self.frame_hard_state();
         }
-        if self.segments.would_roll(self.pending.len()) {
-            self.segments.roll()?;
-            // A new segment starts with everything needed to replay it.
-            let header = self.durable.header();
-            self.segments.write(&header)?;
-        }
-        self.segments.write(&self.pending)?;
-        self.segments.sync()?;
-        let max = self
-            .segment_max_index
-            .entry(self.segments.current_seq())
-            .or_insert(0);
-        *max = (*max).max(self.pending_max_index);
-        self.pending.clear();
-        self.pending_max_index = 0;
-        self.note_durable();
-        Ok(true)
+        Some(LogWrite {
+            parts: std::mem::take(&mut self.pending),
+            max_index: std::mem::take(&mut self.pending_max_index),
+            restated: self.restated(),
+            compacted_to: self.pending_compacted_to.take(),
+            max_entries_record_bytes: self.max_entries_record_bytes,
+            entries: std::mem::take(&mut self.pending_entries),
+            entry_bytes: std::mem::take(&mut self.pending_entry_bytes),
+        })
     }
 
-    /// Records that the state in memory is now the state on disk: after a
-    /// replay, and after a persist (which wrote every change, a deferred
-    /// commit index included).
-    fn note_durable(&mut self) {
-        self.durable = Restated {
+    /// Writes every pending record with the store's own writer and fsyncs
+    /// once. Returns whether it synced (nothing was pending otherwise).
+    ///
+    /// # Panics
+    /// If the writer was taken ([`take_writer`](Self::take_writer)): from
+    /// then on writes go through whoever took it.
+    pub fn persist(&mut self) -> Result<bool, LogError> {
+        let Some(write) = self.take_write() else {
+            return Ok(false);
+        };
+        self.writer
+            .as_mut()
+            .expect("persist on a store whose writer was taken")
+            .write(std::slice::from_ref(&write))
+    }
+
+    /// Takes the writer, so that writes ([`take_write`](Self::take_write))
+    /// go to the disk elsewhere, such as on an I/O thread. `None` if it was
+    /// taken already.
+    pub fn take_writer(&mut self) -> Option<LogWriter> {
+        self.writer.take()
+    }
+
+    /// The segment the store's own writer writes into.
+    #[cfg(test)]
+    pub(crate) fn current_segment_seq(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.current_segment_seq())
+    }
+
+    /// The state in memory, as a header after the pending records would
+    /// restate it.
+    fn restated(&self) -> Restated {
+        Restated {
             hard_state: self.hard_state.clone(),
             conf_state: self.conf_state.clone(),
             base_index: self.base_index,
             base_term: self.base_term,
-        };
+        }
     }
 
     pub fn hard_state(&self) -> &HardState {
@@ -531,31 +554,6 @@ impl RaftLogStore {
     /// Whether raft asked for a snapshot that is not ready; clears the flag.
     pub fn take_snapshot_request(&self) -> bool {
         self.snapshot_wanted.replace(false)
-    }
-}
-
-impl Restated {
-    /// The records that open a new segment.
-    fn header(&self) -> Vec<u8> {
-        let mut header = Vec::new();
-        let hs = self
-            .hard_state
-            .write_to_bytes()
-            .expect("hard state encodes");
-        record::encode(RecordKind::HardState, &hs, &mut header);
-        let cs = self
-            .conf_state
-            .write_to_bytes()
-            .expect("conf state encodes");
-        record::encode(RecordKind::ConfState, &cs, &mut header);
-        if self.base_index > 0 {
-            record::encode(
-                RecordKind::Compacted,
-                &encode_compacted(self.base_index, self.base_term),
-                &mut header,
-            );
-        }
-        header
     }
 }
 

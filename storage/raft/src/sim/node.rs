@@ -210,6 +210,7 @@ impl SimNode {
             Box::new(self.outbox.clone()),
             dirs.clone(),
             jobs_tx,
+            |w| Ok(Box::new(crate::log::io::InlineIo::new(w)) as Box<dyn crate::log::io::LogIo>),
         )
         .expect("driver starts");
         driver.set_clock(self.clock.clone());

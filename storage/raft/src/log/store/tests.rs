@@ -55,7 +55,8 @@ fn replay_follows_a_leader_that_replaced_entries_of_the_oldest_segment() {
     };
     store.append(&run(1, 3, 1, &big));
     store.persist().unwrap();
-    store.compact(1).unwrap();
+    store.compact(1);
+    store.persist().unwrap();
     // Rolls: the new segment's header records the base (1), then 4..=11.
     store.append(&run(4, 11, 1, &big));
     store.persist().unwrap();
@@ -63,8 +64,9 @@ fn replay_follows_a_leader_that_replaced_entries_of_the_oldest_segment() {
     store.append(&run(3, 4, 2, b"new"));
     store.persist().unwrap();
     // The first segment (entries up to 3) is no longer needed.
-    store.compact(3).unwrap();
-    assert_eq!(store.segments.current_seq(), 2);
+    store.compact(3);
+    store.persist().unwrap();
+    assert_eq!(store.current_segment_seq(), 2);
     drop(store);
     let store = open_log(&fs, 10_000, &[]).unwrap();
     assert_eq!((store.first_index(), store.last_index()), (4, 4));
@@ -203,7 +205,8 @@ fn compaction_survives_reopen_and_deletes_dead_segments() {
     }
     let before = segment_files(&fs);
     assert!(before > 10, "{before} segments");
-    store.compact(50).unwrap();
+    store.compact(50);
+    store.persist().unwrap();
     assert_eq!(store.first_index(), 51);
     assert_eq!(store.term(50).unwrap(), 1);
     assert!(matches!(
@@ -299,7 +302,8 @@ fn entry_bytes_follow_appends_conflicts_and_compaction() {
     assert_eq!(store.discard_point_for_bytes(first + 7, 650), first + 5);
     assert_eq!(store.discard_point_for_bytes(first + 7, 700), first + 4);
     assert_eq!(store.discard_point_for_bytes(first + 7, 10_000), first - 1);
-    store.compact(first + 5).unwrap();
+    store.compact(first + 5);
+    store.persist().unwrap();
     assert_eq!(store.entries_bytes(), 600);
 }
 
