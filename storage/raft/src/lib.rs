@@ -24,7 +24,8 @@
 //!   driver publishes.
 //! - `driver/`: the driver thread. `mod.rs` is the loop and the order of a
 //!   round (inputs, proposals, reads, Ready, queued committed entries); `recovery` is what happens at
-//!   start; `amnesia` screens incoming raft messages for a member that lost
+//!   start; `persist` hands each Ready's records to the log's I/O queue and
+//!   holds what must follow their durability; `amnesia` screens incoming raft messages for a member that lost
 //!   what it acknowledged; `proposals`, `reads`, `membership` and
 //!   `leadership` take the requests (`read_ids` names the ReadIndex
 //!   requests); `apply` queues committed entries, applies them in order
@@ -33,7 +34,9 @@
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
-//! - `log/`: the raft log on disk. `state_machine`, `command`, `keys`:
+//! - `log/`: the raft log: `store` in memory (raft-rs's `Storage`),
+//!   `writer` on disk, `io` the I/O thread that runs the writer apart from
+//!   the driver. `state_machine`, `command`, `keys`:
 //!   applying commands to the engine, their encoding, the engine key layout.
 //!   `members`: the member directory.
 //! - `status` and `events`: what a peer reports. `error`: the errors,

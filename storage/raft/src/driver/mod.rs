@@ -387,11 +387,18 @@ impl Driver {
                 self.tell_raft_applied();
                 continue;
             }
+            // Answers that promise durability wait for the write; the rest
+            // leave now (see `persist`).
+            let (waiting, now): (Vec<_>, Vec<_>) = ready
+                .take_persisted_messages()
+                .into_iter()
+                .partition(persist::waits_for_persistence);
+            self.send(now);
             // Each traced entry's `raft.append` span covers the write and
             // the fsync, on the leader and on every follower alike.
             let tail = persist::ReadyTail {
                 number: ready.number(),
-                messages: ready.take_persisted_messages(),
+                messages: waiting,
                 spans: trace::spans(ready.entries(), "raft.append"),
                 installed: installed.take(),
             };

@@ -1,12 +1,22 @@
 //! Persistence in flight. Each Ready's records go to the log's I/O queue
 //! (`log::io`) and the driver goes on to the next round; what may happen
 //! only once they are durable waits here, in Ready order, until the queue
-//! reports them written: the messages raft sends only after persisting (a
-//! follower's acknowledgements, every vote), raft's own record of what is
-//! persisted (a leader counts its own vote for an entry only then, so
-//! nothing commits on a quorum that does not include a disk which has the
-//! entry), the end of a snapshot install, and the entries' `raft.append`
-//! spans.
+//! reports them written: the answers that promise durability (a follower's
+//! acknowledgement of appended entries, every vote and pre-vote: the
+//! sender counts on the entries or the vote surviving a crash), raft's own
+//! record of what is persisted (a leader counts its own vote for an entry
+//! only then, so nothing commits on a quorum that does not include a disk
+//! which has the entry), the end of a snapshot install, and the entries'
+//! `raft.append` spans.
+//!
+//! raft-rs holds back every message of a member that does not lead until
+//! its Ready is persisted; the driver holds back only those and a
+//! candidate's vote requests, and sends the others at once, as etcd's raft
+//! does with asynchronous storage writes. A heartbeat's answer
+//! promises nothing about the disk (at most it names a term not yet
+//! durable, and forgetting a term at a crash is harmless while every vote
+//! is durable), so a follower whose disk stalls still answers its leader,
+//! which keeps the leader's quorum check and ReadIndex rounds going.
 //!
 //! A Ready with nothing to write while earlier writes are in flight joins
 //! the newest of them: raft hears that all Readies up to its number are
@@ -16,7 +26,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-use raft::eraftpb::Message;
+use raft::eraftpb::{Message, MessageType};
 
 use super::Driver;
 use crate::error::StorageFailure;
@@ -49,6 +59,22 @@ impl Persisting {
     pub(super) fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
+}
+
+/// Whether `m` may leave only once the Ready that made it is persisted:
+/// an answer to an append (which says the entries are held) or to a vote
+/// or pre-vote (a vote must survive a crash), and a candidate's own vote
+/// and pre-vote requests (raft-rs makes a candidate that wins leader on
+/// the assumption that its whole log was durable when it asked).
+pub(super) fn waits_for_persistence(m: &Message) -> bool {
+    matches!(
+        m.get_msg_type(),
+        MessageType::MsgAppendResponse
+            | MessageType::MsgRequestVoteResponse
+            | MessageType::MsgRequestPreVoteResponse
+            | MessageType::MsgRequestVote
+            | MessageType::MsgRequestPreVote
+    )
 }
 
 /// What one Ready leaves to do once it is persisted.

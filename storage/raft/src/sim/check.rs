@@ -136,7 +136,15 @@ impl Invariants {
     }
 
     fn check_conf(&mut self, id: u64, live: &Live) -> Result<(), String> {
-        let applied = live.driver.raw().raft.raft_log.applied;
+        // The engine's applied index, which the configuration is stored
+        // with: raft hears of an installed snapshot's index only once the
+        // raft log records it durably, while it uses the snapshot's
+        // configuration from the moment it steps the snapshot.
+        let applied = live
+            .shared
+            .state_machine
+            .applied_index()
+            .map_err(|e| format!("node {id} cannot read its applied index: {e}"))?;
         let conf = Conf::current(live);
         let stored = live
             .shared

@@ -1,7 +1,11 @@
 //! Deterministic simulation of a raft group: every member in one process,
 //! driven by one seeded RNG and a virtual clock over a lossy, reordering,
 //! partitionable network, on disks whose fsyncs take time and whose
-//! unsynced pages a crash keeps in any subset (`disk`).
+//! unsynced pages a crash keeps in any subset (`disk`). As in a real peer,
+//! each member's raft log is written and synced apart from its raft thread
+//! (`io`): the member goes on with its rounds while its writes queue for
+//! the disk, and each member's disk takes its own seeded time, so writes
+//! finish late and in any order across members.
 //! Logs are compacted often, so members that fall behind (or join empty)
 //! are caught up by snapshots, built and sent as a real node does; members
 //! are added, promoted, replaced and removed as the run goes on.
@@ -20,12 +24,14 @@
 //! `amnesia` (members whose disk is replaced, so that they come back empty;
 //! the random crashes keep what was synced and never do that), `install`
 //! (snapshot installs that fail at each step, and catching up under writes
-//! with aggressive compaction) and `fsync` (a follower that crashes inside
-//! its fsync).
+//! with aggressive compaction) and `fsync` (a follower that crashes while
+//! its log write is being synced).
 //!
 //! `SIM_SEEDS=N` runs seeds 1..=N, `SIM_SEED=S` replays one seed exactly
 //! (`just sim seeds=N`, `just sim seed=S`) and prints what it did with a
 //! digest of its trace: two runs of a seed print the same digest.
+//! `SIM_TRACE=1` prints every step of the trace, to find where two runs
+//! part.
 
 mod amnesia;
 mod check;
@@ -33,6 +39,7 @@ mod conf_recovery;
 mod disk;
 mod fsync;
 mod install;
+mod io;
 mod lease;
 mod membership;
 mod net;
@@ -211,8 +218,8 @@ impl Sim {
         }
     }
 
-    fn note(&mut self, what: impl Hash) {
-        (self.now, what).hash(&mut self.trace);
+    fn note(&mut self, what: impl Hash + std::fmt::Debug) {
+        note_in(&mut self.trace, self.now, what);
     }
 
     fn step(&mut self, faults: bool, writes: bool) -> Result<(), String> {
@@ -223,40 +230,19 @@ impl Sim {
                 n.paused_ms += 1;
             }
         }
-        self.finish_fsyncs();
-        // What waited for a member inside an fsync arrives first, and what
-        // arrives for one inside an fsync waits: its thread is blocked.
-        let mut arrived = Vec::new();
-        for n in self.nodes.iter_mut().filter(|n| n.fsync_until.is_none()) {
-            arrived.append(&mut n.inbox);
-        }
-        arrived.extend(self.net.due(&mut self.rng, self.now));
-        for e in arrived {
-            let to = e.message.to;
-            if let Some(n) = self
-                .nodes
-                .iter_mut()
-                .find(|n| n.id == to && n.fsync_until.is_some())
-            {
-                n.inbox.push(e);
-                continue;
-            }
+        for e in self.net.due(&mut self.rng, self.now) {
             self.deliver(e)
                 .map_err(|e| format!("at {} ms: {e}", self.now))?;
         }
         if self.now.is_multiple_of(TICK_MS) {
-            // A paused member takes no tick. A member inside an fsync ticks
-            // when it comes out, once, as the driver's loop does after a
-            // late wake-up.
+            // A paused member takes no tick; a member whose log write is
+            // being synced ticks on, as its raft thread does not wait.
             let now = self.now;
             for n in &mut self.nodes {
                 if n.is_paused(now) {
                     continue;
                 }
-                if n.fsync_until.is_some() {
-                    n.ticks_dropped += u64::from(n.tick_missed);
-                    n.tick_missed = true;
-                } else if let Some(live) = &mut n.live {
+                if let Some(live) = &mut n.live {
                     live.driver.tick();
                 }
             }
@@ -291,49 +277,37 @@ impl Sim {
         Ok(())
     }
 
-    /// Finished snapshot jobs, then one driver round, then the messages
-    /// out onto the network. If the round synced, its fsyncs may take a
-    /// while: what it sent after the first one waits for them.
+    /// Finished snapshot jobs and log writes, then one driver round, then
+    /// the log writes it queued onto the member's disk, then the messages
+    /// out onto the network. A write whose fsync takes no time is reported
+    /// at once and the driver runs another round for it, as a real driver
+    /// woken by its I/O thread does; a slower one is reported in the round
+    /// of the millisecond its fsync finishes in.
     fn run_node(&mut self, i: usize) {
+        let now = self.now;
         let n = &mut self.nodes[i];
-        if n.is_paused(self.now) || n.fsync_until.is_some() {
+        if n.is_paused(now) {
             return;
         }
         let Some(live) = &mut n.live else { return };
-        for done in live
-            .worker
-            .run_due(&mut self.rng, self.now, &n.fs, &live.shared)
-        {
+        for done in live.worker.run_due(&mut self.rng, now, &n.fs, &live.shared) {
             live.driver.handle(Input::Job(done));
         }
-        n.fs.hold_syncs();
+        live.io.0.lock().finish_due(&n.fs, now);
         live.driver.round(&live.shared);
         seed_election_timeout(&mut live.driver.raw_mut().raft, &mut self.rng);
+        let (disk, rng) = (&self.disk, &mut self.rng);
+        let started = live.io.0.lock().start(&n.fs, now, || disk.fsync_ms(rng));
+        if started.is_some() && live.io.0.lock().finish_due(&n.fs, now) {
+            live.driver.round(&live.shared);
+            seed_election_timeout(&mut live.driver.raw_mut().raft, &mut self.rng);
+        }
         n.count_events(&mut self.stats);
-        let fsync_ms = if n.fs.held_syncs() > 0 {
-            self.disk.fsync_ms(&mut self.rng)
-        } else {
-            0
-        };
-        if fsync_ms == 0 {
-            n.finish_fsync();
-        } else {
-            n.fsync_until = Some(self.now + fsync_ms);
+        if let Some(ms) = started.filter(|&ms| ms > 0) {
             let id = n.id;
-            self.note(("fsync", id, fsync_ms));
+            self.note(("fsync", id, ms));
         }
         self.send_outbox(i);
-    }
-
-    /// Members whose fsyncs finish now send what waited for them.
-    fn finish_fsyncs(&mut self) {
-        for i in 0..self.nodes.len() {
-            let n = &mut self.nodes[i];
-            if n.fsync_until.is_some_and(|t| t <= self.now) {
-                n.finish_fsync();
-                self.send_outbox(i);
-            }
-        }
     }
 
     /// Indexes of the nodes that believe they lead.
@@ -394,7 +368,7 @@ impl Sim {
         let i = self.rng.random_range(0..self.nodes.len());
         let id = self.nodes[i].id;
         if roll < 0.002 && self.nodes[i].is_up() {
-            self.note(("crash", id, self.nodes[i].fsync_until.is_some()));
+            self.note(("crash", id, self.nodes[i].syncing()));
             self.nodes[i].crash_reordered(&self.disk, &mut self.rng);
         } else if roll < 0.006 && !self.nodes[i].is_up() {
             self.note(("start", id));
@@ -413,9 +387,8 @@ impl Sim {
         }
     }
 
-    /// Takes the answers that left their members. An answer made inside
-    /// an fsync leaves when the fsync finishes; if the member stops first,
-    /// it never does.
+    /// Takes the answers that left their members; if a member stops
+    /// first, they never do.
     fn collect_acks(&mut self) {
         let mut still = Vec::new();
         for mut w in std::mem::take(&mut self.pending) {
@@ -423,10 +396,6 @@ impl Sim {
                 continue;
             };
             if !n.is_up() || n.generation != w.generation {
-                continue;
-            }
-            if n.fsync_until.is_some() {
-                still.push(w);
                 continue;
             }
             match w.ack.try_recv() {
@@ -462,6 +431,16 @@ impl Sim {
             self.step(false, i < QUIET_MS / 2)?;
         }
         check::compare_final(&self.nodes, &self.acked)
+    }
+}
+
+/// Adds `what`, at `now`, to the trace; with `SIM_TRACE` set, also prints
+/// it and the digest so far, so that two runs of a seed can be compared
+/// line by line.
+fn note_in(trace: &mut DefaultHasher, now: u64, what: impl Hash + std::fmt::Debug) {
+    (now, &what).hash(trace);
+    if std::env::var_os("SIM_TRACE").is_some() {
+        eprintln!("sim trace {now} {what:?} {:016x}", trace.clone().finish());
     }
 }
 

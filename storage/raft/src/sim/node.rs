@@ -1,7 +1,8 @@
 //! One simulated member: the real driver, raft log and state machine, with
 //! the raft log and the engine on one in-memory fault-injecting file
-//! system. A crash keeps what was fsynced, in both, and of the rest what
-//! the disk wrote back (`disk`).
+//! system, and the log's writes queued for the simulated disk (`io`). A
+//! crash keeps what was fsynced, in both, and of the rest what the disk
+//! wrote back (`disk`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use tokio::sync::broadcast;
 
 use super::Stats;
 use super::disk::Disk;
-use super::net::Envelope;
+use super::io::SimIo;
 use super::worker::Worker;
 use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
@@ -31,46 +32,20 @@ use crate::transport::Transport;
 /// The raft group every simulated member serves.
 pub const GROUP: u64 = 1;
 
-/// Collects what a driver sends, for the simulated network to carry, and
-/// marks what it sent after an fsync that has not finished yet.
+/// Collects what a driver sends, for the simulated network to carry.
 #[derive(Clone, Default)]
-pub struct Outbox(Arc<Mutex<OutboxState>>);
-
-#[derive(Default)]
-struct OutboxState {
-    /// Each message, and whether an fsync was under way when it was sent.
-    messages: Vec<(bool, Message)>,
-    /// The member's file system, whose held syncs are fsyncs under way.
-    fs: Option<FaultFs>,
-}
+pub struct Outbox(Arc<Mutex<Vec<Message>>>);
 
 impl Transport for Outbox {
     fn send(&self, messages: Vec<Message>) {
-        let mut state = self.0.lock();
-        let after_sync = state.fs.as_ref().is_some_and(|fs| fs.held_syncs() > 0);
-        state
-            .messages
-            .extend(messages.into_iter().map(|m| (after_sync, m)));
+        self.0.lock().extend(messages);
     }
 }
 
 impl Outbox {
     /// Everything sent so far.
     pub fn take(&self) -> Vec<Message> {
-        let mut state = self.0.lock();
-        state.messages.drain(..).map(|(_, m)| m).collect()
-    }
-
-    /// What was sent before the fsyncs under way began; the rest waits.
-    pub fn take_before_sync(&self) -> Vec<Message> {
-        let mut state = self.0.lock();
-        let (after, before) = state.messages.drain(..).partition(|(after, _)| *after);
-        state.messages = after;
-        before.into_iter().map(|(_, m)| m).collect()
-    }
-
-    fn watch(&self, fs: &FaultFs) {
-        self.0.lock().fs = Some(fs.clone());
+        std::mem::take(&mut *self.0.lock())
     }
 }
 
@@ -87,6 +62,8 @@ pub struct LogPolicy {
 pub struct Live {
     pub driver: Driver,
     pub shared: Arc<Shared>,
+    /// Its raft log's writes, queued for the disk.
+    pub io: SimIo,
     pub worker: Worker,
     events: broadcast::Receiver<RaftEvent>,
 }
@@ -124,24 +101,12 @@ pub struct SimNode {
     /// The simulation's clock, which its lease is measured on.
     pub clock: Clock,
     /// Stopped until this simulated millisecond: it neither ticks nor
-    /// runs rounds, and what is sent to it waits (a driver blocked on its
-    /// disk, or a paused process).
+    /// runs rounds nor finishes writes, and what is sent to it waits (a
+    /// paused process).
     pub paused_until: Option<u64>,
     /// Simulated milliseconds spent paused so far: its read timeout counts
     /// ticks, which stop meanwhile.
     pub paused_ms: u64,
-    /// The millisecond the fsyncs of its last round finish at, while they
-    /// are under way: it is stopped inside that round until then.
-    pub fsync_until: Option<u64>,
-    /// A tick came while it was inside an fsync.
-    pub tick_missed: bool,
-    /// Messages that arrived while it was inside an fsync, stepped when it
-    /// comes out; after a crash they arrive as late messages do (to a
-    /// member that is down, they are lost).
-    pub inbox: Vec<Envelope>,
-    /// Ticks it never took: all but one of those that came during one
-    /// fsync (its read timeout, counted in ticks, runs that much later).
-    pub ticks_dropped: u64,
 }
 
 impl SimNode {
@@ -164,10 +129,6 @@ impl SimNode {
             clock: Clock::Monotonic,
             paused_until: None,
             paused_ms: 0,
-            fsync_until: None,
-            tick_missed: false,
-            ticks_dropped: 0,
-            inbox: Vec::new(),
         }
     }
 
@@ -177,14 +138,20 @@ impl SimNode {
             Path::new("/engine"),
             Options {
                 wal: WalMode::NoSync,
-                // The driver holds entries back while the engine would make
-                // a write wait, which depends on how far the background
-                // thread got: a real thread, outside the simulation's
-                // clock. Without the L0 stop, only a full memtable queue
-                // stalls, which 64 MiB memtables never reach here, so a
+                // The engine's background thread is a real thread, outside
+                // the simulation's clock, so nothing the simulation sees may
+                // depend on how far it got. The driver holds entries back
+                // while the engine would make a write wait: without the L0
+                // stop, only a full memtable queue stalls, which 64 MiB
+                // memtables never reach here. And a snapshot holds the
+                // engine's files as they are: without compactions, the
+                // only background work is the flushes the snapshot thread
+                // asks for and waits on, so which files a snapshot holds
+                // (and a stream cut short leaves out) is the seed's. So a
                 // seed replays exactly.
                 l0_slowdown_trigger: usize::MAX,
                 l0_stop_trigger: usize::MAX,
+                l0_compaction_trigger: usize::MAX - 1,
                 ..Options::default()
             },
         )
@@ -203,6 +170,7 @@ impl SimNode {
         let (senders, inbox) = mailbox(1024, 1024);
         // The real peer's queue size; the simulation runs the jobs itself.
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
+        let mut io = None;
         let mut driver = Driver::new(
             &config,
             sm.clone(),
@@ -210,7 +178,11 @@ impl SimNode {
             Box::new(self.outbox.clone()),
             dirs.clone(),
             jobs_tx,
-            |w| Ok(Box::new(crate::log::io::InlineIo::new(w)) as Box<dyn crate::log::io::LogIo>),
+            |writer| {
+                let queue = SimIo::new(writer);
+                io = Some(queue.clone());
+                Ok(Box::new(queue) as Box<dyn crate::log::io::LogIo>)
+            },
         )
         .expect("driver starts");
         driver.set_clock(self.clock.clone());
@@ -222,11 +194,11 @@ impl SimNode {
             driver.metrics().clone(),
         ));
         let events = shared.events.subscribe();
-        self.outbox.watch(&self.fs);
         self.generation += 1;
         self.live = Some(Live {
             driver,
             shared,
+            io: io.expect("the driver took its writer"),
             worker: Worker::new(jobs_rx),
             events,
         });
@@ -252,22 +224,13 @@ impl SimNode {
         // The paused process is gone; the next one starts running.
         self.paused_until = None;
         self.fs = crash(&self.fs);
-        self.fsync_until = None;
-        self.tick_missed = false;
         drop(live);
         self.outbox.take();
     }
 
-    /// Its fsyncs under way finish: what they covered is durable, and the
-    /// member goes on from the round they stopped.
-    pub fn finish_fsync(&mut self) {
-        self.fs.release_syncs();
-        self.fsync_until = None;
-        if std::mem::take(&mut self.tick_missed)
-            && let Some(live) = &mut self.live
-        {
-            live.driver.tick();
-        }
+    /// Whether a group of its log writes is being synced.
+    pub fn syncing(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.io.0.lock().syncing())
     }
 
     /// Its disk is replaced: the member stops and its next start finds
@@ -277,7 +240,6 @@ impl SimNode {
     pub fn wipe(&mut self) {
         self.live = None;
         self.outbox.take();
-        self.fsync_until = None;
         self.fs = FaultFs::new();
         let _ = std::fs::remove_dir_all(&self.snapshot_root);
         self.wiped = true;

@@ -31,8 +31,6 @@ pub(super) struct PendingRead {
     must_see: u64,
     /// The member's paused milliseconds when the read was issued.
     paused_ms: u64,
-    /// The member's dropped ticks when the read was issued.
-    ticks_dropped: u64,
     rx: oneshot::Receiver<Result<u64, ProposeError>>,
 }
 
@@ -54,7 +52,6 @@ impl Sim {
             issued_ms: self.now,
             must_see: self.acked_index,
             paused_ms: n.paused_ms,
-            ticks_dropped: n.ticks_dropped,
             rx,
         });
     }
@@ -78,10 +75,7 @@ impl Sim {
                 Err(oneshot::error::TryRecvError::Empty) => {
                     let node = self.nodes.iter().find(|n| n.id == r.node);
                     let paused = node.map_or(0, |n| n.paused_ms.saturating_sub(r.paused_ms));
-                    let dropped = node.map_or(0, |n| n.ticks_dropped - r.ticks_dropped);
-                    if self.now - r.issued_ms
-                        > READ_TIMEOUT_MS + SLACK_MS + paused + dropped * TICK_MS
-                    {
+                    if self.now - r.issued_ms > READ_TIMEOUT_MS + SLACK_MS + paused {
                         return Err(format!(
                             "the read on node {} issued at {} ms is unanswered after the \
                              read timeout",

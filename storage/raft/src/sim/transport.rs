@@ -11,7 +11,6 @@
 //! outcome through `Shared::report_snapshot`, a failure included (message
 //! lost, target down or gone).
 
-use std::hash::Hash;
 use std::io;
 use std::path::PathBuf;
 
@@ -39,18 +38,12 @@ pub struct Payload {
 }
 
 impl Sim {
-    /// Puts what node `i` sent onto the network (while its fsyncs are
-    /// under way, only what it sent before them); a snapshot carries its
+    /// Puts what node `i` sent onto the network; a snapshot carries its
     /// files, read now as the real transport streams them.
     pub(super) fn send_outbox(&mut self, i: usize) {
         let n = &mut self.nodes[i];
         let Some(live) = &mut n.live else { return };
-        let sendable = if n.fsync_until.is_some() {
-            n.outbox.take_before_sync()
-        } else {
-            n.outbox.take()
-        };
-        for m in sendable {
+        for m in n.outbox.take() {
             let to = m.to;
             let snapshot = if m.get_msg_type() == MessageType::MsgSnapshot {
                 // A build that finished after raft made the message may have
@@ -69,8 +62,11 @@ impl Sim {
                         })
                     }
                     Err(_) => {
-                        let what = (self.now, "snapshot unreadable", n.id, to);
-                        what.hash(&mut self.trace);
+                        super::note_in(
+                            &mut self.trace,
+                            self.now,
+                            ("snapshot unreadable", n.id, to),
+                        );
                         live.shared.report_snapshot(to, false);
                         continue;
                     }
@@ -121,8 +117,7 @@ impl Sim {
             match stage(&live.shared.snapshot_dirs, &e.message, p) {
                 Ok(()) => {}
                 Err(StageError::Refused(why)) => {
-                    let what = (self.now, "snapshot refused", from, to, why);
-                    what.hash(&mut self.trace);
+                    self.note(("snapshot refused", from, to, why));
                     if let Some(p) = e.snapshot {
                         self.report_snapshot(from, p.sender_generation, to, false);
                     }
