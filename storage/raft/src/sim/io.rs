@@ -58,7 +58,7 @@ impl IoQueue {
     /// syncs become durable and its outcomes are reported. Returns whether
     /// it finished one.
     pub fn finish_due(&mut self, fs: &FaultFs, now: u64) -> bool {
-        if !self.under_way.as_ref().is_some_and(|u| u.until_ms <= now) {
+        if self.under_way.as_ref().is_none_or(|u| u.until_ms > now) {
             return false;
         }
         let u = self.under_way.take().expect("a group under way");
