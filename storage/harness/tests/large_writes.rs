@@ -7,12 +7,13 @@
 //! bound; every acknowledged batch must be readable afterwards, and every
 //! refused one absent.
 //!
-//! Ignored in the suite until persistence and apply leave the raft thread
-//! (docs/reliability.md, "Large writes under load"): a leader that writes,
-//! syncs and applies a 15 MiB entry on its raft thread misses its
-//! heartbeats for longer than an election timeout here, so the test still
-//! fails, on elections and the outcome-unknown answers they cause. Run it
-//! against a release node:
+//! Ignored in the suite while it still fails (docs/reliability.md, "Large
+//! writes under load"): with the raft log's fsync and the engine's apply
+//! off the raft thread, raft threads answer within milliseconds, but on a
+//! 2-core machine that the 24 writers, Envoy and three nodes saturate,
+//! heartbeats still reach followers late at times and the group holds
+//! elections, and the nodes' memory passes the bound. Run it against a
+//! release node:
 //! `cargo build --release --bin strata-node` then
 //! `STRATA_NODE_BIN=$PWD/target/release/strata-node cargo test -p strata-harness --test large_writes -- --ignored --nocapture`.
 
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use strata_client::{Client, ClientError};
 use strata_harness::Cluster;
 use tonic::Code;
@@ -75,8 +76,37 @@ fn batch_keys(front: &str, client: usize, seq: usize) -> Vec<String> {
 
 /// The value written under `key`: the key repeated to `VALUE_BYTES`, so a
 /// value read under the wrong key, or cut short, does not compare equal.
+/// Built with whole copies of the key: the clients run beside the cluster
+/// on the same cores and must not starve it.
 fn value_of(key: &str) -> Vec<u8> {
-    key.bytes().cycle().take(VALUE_BYTES).collect()
+    let mut value = Vec::with_capacity(VALUE_BYTES + key.len());
+    while value.len() < VALUE_BYTES {
+        value.extend_from_slice(key.as_bytes());
+    }
+    value.truncate(VALUE_BYTES);
+    value
+}
+
+/// The REST batch body putting each key's value: JSON written directly
+/// (keys and values are plain ASCII, nothing to escape), since building
+/// and serializing a 15 MiB JSON tree takes a core for seconds in a debug
+/// build.
+fn rest_batch_body(keys: &[String]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(keys.len() * (VALUE_BYTES + 64));
+    body.extend_from_slice(b"{\"ops\":[");
+    for (i, key) in keys.iter().enumerate() {
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(b"{\"op\":\"put\",\"key\":\"");
+        body.extend_from_slice(key.as_bytes());
+        body.extend_from_slice(b"\",\"value\":\"");
+        body.extend_from_slice(&value_of(key));
+        body.extend_from_slice(b"\"}");
+    }
+    body.extend_from_slice(b"]}");
+    body
 }
 
 async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
@@ -90,14 +120,7 @@ async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
         if Instant::now() >= until {
             break;
         }
-        let ops: Vec<Value> = batch_keys("rest", client, seq)
-            .into_iter()
-            .map(|key| {
-                let value = String::from_utf8(value_of(&key)).unwrap();
-                json!({"op": "put", "key": key, "value": value})
-            })
-            .collect();
-        let body = serde_json::to_vec(&json!({ "ops": ops })).unwrap();
+        let body = rest_batch_body(&batch_keys("rest", client, seq));
         let answer = match http
             .post(&url)
             .header("content-type", "application/json")
@@ -271,7 +294,7 @@ async fn check_contents(gateway: &str, sent: Vec<Sent>) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails until persistence and apply leave the raft thread: a 15 MiB entry still costs the leader its quorum"]
+#[ignore = "fails on a saturated 2-core machine: heartbeats reach followers late and memory passes its bound (docs/reliability.md)"]
 async fn maximum_size_batches_for_a_minute_are_pushed_back_without_elections() {
     // Proves: 24 clients sending 15 MiB batches through the gateway, half
     // over REST and half over gRPC, for RUN_FOR, get only "applied" and

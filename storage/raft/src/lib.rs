@@ -28,9 +28,10 @@
 //!   holds what must follow their durability; `amnesia` screens incoming raft messages for a member that lost
 //!   what it acknowledged; `proposals`, `reads`, `membership` and
 //!   `leadership` take the requests (`read_ids` names the ReadIndex
-//!   requests); `apply` queues committed entries, applies them in order
-//!   whenever the engine takes a write without stalling (the thread never
-//!   waits for a stall, so it keeps ticking), and answers their waiters; `snapshots` builds, installs and compacts; `failure` is the
+//!   requests); `apply` queues committed entries, hands them in order to
+//!   the applier (`applier`: a thread of the peer's own, so the driver
+//!   never waits for an engine write) and answers their waiters once they
+//!   are applied; `snapshots` builds, installs and compacts; `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
@@ -56,7 +57,7 @@
 //!   request's `Input` variant; the driver is a plain thread, so its module
 //!   enters the span itself.
 //! - Watch: `apply` is the one place that sees every applied entry in
-//!   order; it publishes them once the state machine has applied the batch,
+//!   order; it publishes them once the applier reports the batch applied,
 //!   on a bounded channel in `Shared` like the events.
 //! - Leases: `driver/lease.rs` ([`ReadMode::Lease`]), measured on
 //!   `clock` (which the simulation replaces); `reads` answers from it and
@@ -68,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+mod applier;
 mod clock;
 pub mod command;
 mod config;

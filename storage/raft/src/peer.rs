@@ -9,8 +9,9 @@ use raft::eraftpb::Message;
 use tokio::sync::{broadcast, oneshot};
 use tracing::Instrument;
 
+use crate::applier::ApplyThread;
 use crate::command::{ApplyResult, Command};
-use crate::driver::Driver;
+use crate::driver::{Driver, LogIoStart, Workers};
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
 use crate::log::io::{IoThread, LogIo};
@@ -57,6 +58,26 @@ impl Peer {
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
         let wake = senders.raft();
         let io_name = format!("raft-io-{}-{}", config.group_id, config.id);
+        let applier = ApplyThread::spawn(
+            format!("raft-apply-{}-{}", config.group_id, config.id),
+            state_machine.clone(),
+            {
+                let wake = wake.clone();
+                move || {
+                    let _ = wake.try_send(Input::Wake);
+                }
+            },
+        )
+        .map_err(|e| StartError::Config(format!("cannot start raft apply thread: {e}")))?;
+        let log_io: LogIoStart = Box::new(move |writer| {
+            // The driver takes the outcomes in its next round; a full raft
+            // channel means one is coming anyway.
+            let io = IoThread::spawn(io_name, writer, move || {
+                let _ = wake.try_send(Input::Wake);
+            })
+            .map_err(|e| StartError::Config(format!("cannot start raft log thread: {e}")))?;
+            Ok(Box::new(io) as Box<dyn LogIo>)
+        });
         let driver = Driver::new(
             &config,
             state_machine.clone(),
@@ -64,14 +85,9 @@ impl Peer {
             Box::new(transport),
             dirs.clone(),
             jobs_tx,
-            |writer| {
-                // The driver takes the outcomes in its next round; a full
-                // raft channel means one is coming anyway.
-                let io = IoThread::spawn(io_name, writer, move || {
-                    let _ = wake.try_send(Input::Wake);
-                })
-                .map_err(|e| StartError::Config(format!("cannot start raft log thread: {e}")))?;
-                Ok(Box::new(io) as Box<dyn LogIo>)
+            Workers {
+                log_io,
+                applier: Box::new(applier),
             },
         )?;
         let worker = spawn_worker(

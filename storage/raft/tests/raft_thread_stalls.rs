@@ -1,18 +1,24 @@
 //! Blocking work on a member's raft thread, and the elections it costs: a
 //! three-member group run in process, each member's engine on a file
 //! system that can hold the creation of every table (`.sst`) back while a
-//! gate is closed. With the gate closed the engine's background thread
-//! cannot flush: frozen memtables pile up and the engine makes writers
-//! wait, and a flush asked for does not finish. A leader's raft thread
-//! must keep ticking and sending heartbeats through such a stall, so that
-//! the followers do not elect another leader.
+//! gate is closed, or every append to its WAL. With the table gate closed
+//! the engine's background thread cannot flush: frozen memtables pile up
+//! and the engine makes writers wait, and a flush asked for does not
+//! finish; with the WAL gate closed every engine write takes as long as the
+//! gate stays closed, as a large entry's does on a busy machine. A
+//! leader's raft thread must keep ticking and sending heartbeats through
+//! either, so that the followers do not elect another leader.
 
 mod stall_group;
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use stall_group::{ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, leader, start_group};
+use stall_group::{
+    ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, leader, start_group,
+    start_group_with_wal,
+};
+use strata_engine::WalMode;
 use strata_raft::{Command, RaftEventKind};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,5 +346,93 @@ async fn followers_engine_write_stall_causes_no_election() {
             .scan(b"k", Some(b"l"), WRITES + 1)
             .expect("scan");
         assert_eq!(held.len(), WRITES, "the follower holds every write");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_slow_engine_write_causes_no_election() {
+    // Proves that a leader whose engine writes take many election timeouts
+    // each (here its WAL appends wait; a large entry on a busy machine does
+    // the same), without the engine reporting a stall, keeps its office:
+    // committed entries are applied on a thread of their own, so the raft
+    // thread goes on ticking and sending heartbeats, and the writes are
+    // answered once the engine takes them. A raft thread that applied
+    // itself would stop for the whole write.
+    const WRITES: usize = 16;
+    const WRITERS: usize = 4;
+    const STALL: Duration = Duration::from_secs(3);
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let members = start_group_with_wal(dir.path(), &net, WalMode::NoSync, |_| {});
+    let at = leader(&members).await;
+    let leader = members[at].0.handle();
+    leader
+        .propose(Command::Put {
+            key: b"first".to_vec(),
+            value: b"1".to_vec(),
+        })
+        .await
+        .expect("a first write commits");
+    let mut watch = Elections::watch(&members);
+
+    members[at]
+        .1
+        .wal_appends_closed
+        .store(true, Ordering::Release);
+    let writes: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let leader = leader.clone();
+            tokio::spawn(async move {
+                let mut outcomes = Vec::new();
+                for i in (writer..WRITES).step_by(WRITERS) {
+                    outcomes.push(
+                        leader
+                            .propose(Command::Put {
+                                key: format!("k{i:04}").into_bytes(),
+                                value: vec![b'v'; 256],
+                            })
+                            .await,
+                    );
+                }
+                outcomes
+            })
+        })
+        .collect();
+    tokio::time::sleep(STALL).await;
+    let waiting = writes.iter().filter(|w| !w.is_finished()).count();
+    let status = leader.status();
+    members[at]
+        .1
+        .wal_appends_closed
+        .store(false, Ordering::Release);
+
+    let mut outcomes = Vec::new();
+    for w in writes {
+        let answered: Vec<_> = tokio::time::timeout(Duration::from_secs(20), w)
+            .await
+            .expect("every write is answered once the engine writes again")
+            .expect("the task ran");
+        outcomes.extend(answered);
+    }
+    let (elections, leader_changes) = watch.settle_and_count().await;
+    let timeout = TICK * ELECTION_TICKS as u32;
+    eprintln!(
+        "leader's engine writes held for {STALL:?} ({} election timeouts): {elections} \
+         election(s), {leader_changes} leader change(s); {waiting} of {WRITERS} writers waiting",
+        STALL.as_millis() / timeout.as_millis()
+    );
+    assert!(
+        waiting > 0 && status.applied_index < status.commit_index,
+        "the leader applied everything while its engine could not write: {status:?}"
+    );
+    assert_eq!(
+        (elections, leader_changes),
+        (0, 0),
+        "{elections} election(s) and {leader_changes} leader change(s) while the leader's \
+         engine writes were held for {STALL:?}"
+    );
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert!(outcome.is_ok(), "write {i}: {outcome:?}");
     }
 }

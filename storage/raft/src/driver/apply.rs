@@ -1,21 +1,23 @@
-//! Applying committed entries: decode them, apply them to the state machine
-//! in one batch (configuration changes with the member directory), and
-//! answer the proposals and configuration changes waiting for them. A
-//! waiter whose index was filled by another leader's entry is told its
-//! request was dropped.
+//! Applying committed entries: hand them to the applier (`applier`) in
+//! order and in batches, configuration changes applied to raft as they are
+//! handed over, and answer the proposals and configuration changes waiting
+//! for them once the applier reports them applied. A waiter whose index was
+//! filled by another leader's entry is told its request was dropped.
 //!
-//! The raft thread never waits for the engine. Committed entries queue up
-//! in order (`Unapplied`) and are applied only while the engine takes a
-//! write without making it wait (`StateMachine::apply_would_wait`); while
-//! flushes or compactions lag behind, the entries stay queued and the
-//! thread goes on ticking, sending heartbeats and appending, so a slow
-//! engine costs the group no election. Raft's applied index follows the
-//! engine's, so the proposals and readers waiting for an index are
-//! answered only once it is applied, and the log is compacted only behind
-//! it. The queue counts against the leader's budget of entries not yet
-//! applied (see `proposals`), and past that budget (on a follower, which
-//! takes no proposals) the thread waits for the engine as before, so the
-//! queue stays bounded.
+//! The raft thread never applies to the engine itself: a running peer's
+//! applier is a thread of its own (`ApplyThread`), so neither a large entry
+//! nor an engine write stall stops the raft thread from ticking, sending
+//! heartbeats and appending. Committed entries queue up in order
+//! (`Unapplied`) while a batch is being applied, and the next batch is
+//! handed over when it is done. Raft's applied index follows the engine's,
+//! so the proposals and readers waiting for an index are answered only
+//! once it is applied, and the log is compacted only behind it. The queue
+//! counts against the leader's budget of entries not yet applied (see
+//! `proposals`), and past that budget (on a follower, which takes no
+//! proposals) the thread waits for the applier, trading heartbeats for
+//! memory, so the queue stays bounded. An applier on the raft thread itself
+//! (the simulation's) is handed nothing while the engine would make the
+//! write wait.
 
 use std::collections::VecDeque;
 
@@ -23,16 +25,25 @@ use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType};
 
 use super::Driver;
-use crate::command::Proposal;
+use crate::applier::{ApplyFailure, ApplyJob, ApplyOutcome, ConfApplied};
 use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
-use crate::state_machine::{Applied, Committed};
-use crate::trace;
+use crate::state_machine::Applied;
+
+/// A batch handed to the applier and not yet reported.
+struct InFlight {
+    entries: u64,
+    bytes: u64,
+    /// The configuration changes it applies, each with raft's reason if it
+    /// rejected the change.
+    applied_conf: Vec<(u64, Option<String>)>,
+}
 
 /// Committed entries not yet applied, oldest first, with their bytes, and
 /// how far the engine has applied.
 pub(super) struct Unapplied {
     entries: VecDeque<Entry>,
+    /// The bytes of the entries queued and of the batch in flight.
     bytes: u64,
     /// The bytes one engine write applies at most (at least one entry).
     max_batch_bytes: u64,
@@ -41,6 +52,7 @@ pub(super) struct Unapplied {
     /// when told (a leader leaving a joint configuration), which it must
     /// not do while a Ready is being handled.
     applied: u64,
+    in_flight: Option<InFlight>,
 }
 
 impl Unapplied {
@@ -51,10 +63,11 @@ impl Unapplied {
             bytes: 0,
             max_batch_bytes,
             applied,
+            in_flight: None,
         }
     }
 
-    /// The bytes of the entries waiting.
+    /// The bytes of the entries waiting or being applied.
     pub(super) fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -76,7 +89,6 @@ impl Unapplied {
                 break;
             }
             bytes += size;
-            self.bytes -= size;
             batch.extend(self.entries.pop_front());
         }
         batch
@@ -94,27 +106,33 @@ impl Driver {
         self.unapplied.push(entries);
     }
 
-    /// Applies the queued committed entries, in order and in batches,
-    /// while the engine takes them without waiting (or whatever it takes,
-    /// if `wait`: before a snapshot is installed, or at stop); then answers
-    /// the readers whose read index the engine reached.
+    /// Takes what the applier finished, and hands it the next batch if it
+    /// is free; with `wait` (before a snapshot is installed, or at stop),
+    /// applies everything queued before returning. Then answers the
+    /// readers whose read index the engine reached.
     pub(super) fn apply_queued(&mut self, wait: bool) {
-        while self.failure.is_none() && !self.unapplied.entries.is_empty() {
-            // A follower's queue is not bounded by the proposals it takes
-            // (it takes none): past the leader's budget it waits for the
-            // engine as it did before entries were held back, trading
-            // heartbeats for memory.
-            let over_budget = self.unapplied.bytes > self.max_uncommitted_bytes;
-            if !wait && !over_budget && self.state_machine.apply_would_wait() {
-                break;
-            }
-            let batch = self.unapplied.next_batch();
-            let last = batch.last().map_or(0, |e| e.index);
-            self.apply(batch);
+        loop {
+            self.take_applied(false);
             if self.failure.is_some() {
                 break;
             }
-            self.unapplied.applied = last;
+            // A follower's queue is not bounded by the proposals it takes
+            // (it takes none): past the leader's budget it waits for the
+            // engine, trading heartbeats for memory.
+            let over_budget = self.unapplied.bytes > self.max_uncommitted_bytes;
+            if self.unapplied.in_flight.is_some() {
+                if wait || over_budget {
+                    self.take_applied(true);
+                    continue;
+                }
+                break;
+            }
+            if self.unapplied.entries.is_empty()
+                || (!wait && !over_budget && self.applier.would_wait())
+            {
+                break;
+            }
+            self.hand_over_next_batch();
         }
         self.reads.answer(self.unapplied.applied);
     }
@@ -136,64 +154,69 @@ impl Driver {
         }
     }
 
-    fn apply(&mut self, entries: Vec<Entry>) {
-        if entries.is_empty() || self.failure.is_some() {
-            return;
-        }
-        let mut batch = Vec::with_capacity(entries.len());
+    /// Hands the oldest queued entries to the applier, applying the
+    /// configuration changes among them to raft on the way, in log order.
+    fn hand_over_next_batch(&mut self) {
+        let entries = self.unapplied.next_batch();
+        let mut confs = Vec::new();
         let mut applied_conf = Vec::new();
         for entry in &entries {
-            let proposal = match entry.get_entry_type() {
-                EntryType::EntryNormal if entry.data.is_empty() => None,
-                EntryType::EntryNormal => match Proposal::decode(&entry.data) {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        self.fail_storage(StorageFailure::failed(format!(
-                            "entry {} does not decode: {e}",
-                            entry.index
-                        )));
-                        return;
-                    }
-                },
-                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
-                    let cs = if entry.get_entry_type() == EntryType::EntryConfChange {
-                        self.apply_encoded_conf_change::<ConfChange>(entry)
-                    } else {
-                        self.apply_encoded_conf_change::<ConfChangeV2>(entry)
-                    };
-                    let Some((cs, rejected)) = cs else { return };
-                    applied_conf.push((entry.index, rejected));
-                    batch.push(Committed {
-                        index: entry.index,
-                        proposal: None,
-                        conf_state: Some(cs.write_to_bytes().expect("conf state encodes")),
-                        members: Some(Members::encode(&self.members.all())),
-                    });
-                    continue;
+            let cs = match entry.get_entry_type() {
+                EntryType::EntryNormal => continue,
+                EntryType::EntryConfChange => self.apply_encoded_conf_change::<ConfChange>(entry),
+                EntryType::EntryConfChangeV2 => {
+                    self.apply_encoded_conf_change::<ConfChangeV2>(entry)
                 }
             };
-            batch.push(Committed {
+            let Some((cs, rejected)) = cs else { return };
+            applied_conf.push((entry.index, rejected));
+            confs.push(ConfApplied {
                 index: entry.index,
-                proposal,
-                conf_state: None,
-                members: None,
+                conf_state: cs.write_to_bytes().expect("conf state encodes"),
+                members: Members::encode(&self.members.all()),
             });
         }
-        let last = entries.last().map_or(0, |e| e.index);
-        let traced = trace::spans(&entries, "raft.apply");
-        let applied = self.state_machine.apply(&batch);
-        drop(traced);
-        match applied {
-            Ok(results) => {
-                self.metrics.applied_entries.inc_by(entries.len() as u64);
-                self.answer_conf_changes(last, &applied_conf);
+        self.unapplied.in_flight = Some(InFlight {
+            entries: entries.len() as u64,
+            bytes: entries.iter().map(entry_bytes).sum(),
+            applied_conf,
+        });
+        self.applier.submit(ApplyJob { entries, confs });
+    }
+
+    /// Takes the outcomes of the batches the applier finished (with
+    /// `block`, waits for the one in flight) and answers their waiters.
+    fn take_applied(&mut self, block: bool) {
+        let mut outcomes = Vec::new();
+        let block = block && self.unapplied.in_flight.is_some();
+        self.applier.take_done(&mut outcomes, block);
+        for outcome in outcomes {
+            let Some(done) = self.unapplied.in_flight.take() else {
+                break;
+            };
+            self.unapplied.bytes -= done.bytes;
+            self.on_applied(done, outcome);
+        }
+    }
+
+    fn on_applied(&mut self, done: InFlight, outcome: ApplyOutcome) {
+        match outcome {
+            Ok((last, results)) => {
+                self.metrics.applied_entries.inc_by(done.entries);
+                self.answer_conf_changes(last, &done.applied_conf);
                 self.answer_proposals(last, results);
+                self.unapplied.applied = last.max(self.unapplied.applied);
             }
-            Err(e) => {
-                let err = ProposeError::Storage(StorageFailure::from(&e));
+            Err(ApplyFailure::Decode { index, reason }) => {
+                self.fail_storage(StorageFailure::failed(format!(
+                    "entry {index} does not decode: {reason}"
+                )));
+            }
+            Err(ApplyFailure::Engine { last, error }) => {
+                let err = ProposeError::Storage(StorageFailure::from(&error));
                 self.fail_storage(StorageFailure::new(
-                    e.is_no_space(),
-                    format!("applying up to {last}: {e}"),
+                    error.is_no_space(),
+                    format!("applying up to {last}: {error}"),
                 ));
                 self.fail_all_waiters(err);
             }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
+use crate::applier::Applier;
 use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
 use crate::error::{StartError, StorageFailure};
@@ -59,6 +60,17 @@ mod recovery;
 mod snapshots;
 mod stop;
 
+/// What does a driver's work off its thread: the raft log's I/O (made
+/// from the log's writer once recovery is done with it) and applying
+/// committed entries.
+pub(crate) struct Workers {
+    pub(crate) log_io: LogIoStart,
+    pub(crate) applier: Box<dyn Applier>,
+}
+
+/// Makes a peer's log I/O from its raft log's writer.
+pub(crate) type LogIoStart = Box<dyn FnOnce(LogWriter) -> Result<Box<dyn LogIo>, StartError>>;
+
 /// The most inputs taken from each channel before the next Ready, bounding
 /// one round's work.
 const MAX_INPUTS_PER_ROUND: usize = 8192;
@@ -71,6 +83,8 @@ pub(crate) struct Driver {
     io: Box<dyn LogIo>,
     /// The writes handed to `io` and not yet reported durable.
     persisting: persist::Persisting,
+    /// Where committed entries are applied (a thread in a running peer).
+    applier: Box<dyn Applier>,
     state_machine: Arc<StateMachine>,
     inbox: Inbox,
     transport: Box<dyn Transport>,
@@ -112,9 +126,8 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// Recovers the peer's state and makes its driver; `io` gets the raft
-    /// log's writer, once recovery no longer needs it, and says where the
-    /// driver's writes go.
+    /// Recovers the peer's state and makes its driver, with `workers` for
+    /// the work done off its thread.
     pub(crate) fn new(
         config: &PeerConfig,
         state_machine: Arc<StateMachine>,
@@ -122,13 +135,13 @@ impl Driver {
         transport: Box<dyn Transport>,
         dirs: SnapshotDirs,
         jobs: crossbeam_channel::Sender<Job>,
-        io: impl FnOnce(LogWriter) -> Result<Box<dyn LogIo>, StartError>,
+        workers: Workers,
     ) -> Result<Self, StartError> {
         let (mut store, applied) = recovery::recover(config, &state_machine, &dirs)?;
         let writer = store
             .take_writer()
             .ok_or_else(|| StartError::Config("the raft log's writer is taken".into()))?;
-        let io = io(writer)?;
+        let io = (workers.log_io)(writer)?;
         let raft_config = raft::Config {
             id: config.id,
             election_tick: config.election_ticks,
@@ -162,6 +175,7 @@ impl Driver {
             node,
             io,
             persisting: persist::Persisting::default(),
+            applier: workers.applier,
             state_machine,
             inbox,
             transport,

@@ -109,7 +109,13 @@ mod tests {
             Box::new(NoNetwork),
             dirs.clone(),
             jobs,
-            |w| Ok(Box::new(crate::log::io::InlineIo::new(w)) as Box<dyn crate::log::io::LogIo>),
+            crate::driver::Workers {
+                log_io: Box::new(|w| {
+                    Ok(Box::new(crate::log::io::InlineIo::new(w))
+                        as Box<dyn crate::log::io::LogIo>)
+                }),
+                applier: Box::new(crate::applier::InlineApplier::new(sm.clone())),
+            },
         )
         .expect("driver");
         let shared = Arc::new(Shared::new(

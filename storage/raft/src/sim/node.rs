@@ -18,9 +18,10 @@ use super::Stats;
 use super::disk::Disk;
 use super::io::SimIo;
 use super::worker::Worker;
+use crate::applier::InlineApplier;
 use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
-use crate::driver::Driver;
+use crate::driver::{Driver, Workers};
 use crate::log::store::BOOTSTRAP_INDEX;
 use crate::mailbox::{Shared, mailbox};
 use crate::members::Members;
@@ -170,7 +171,15 @@ impl SimNode {
         let (senders, inbox) = mailbox(1024, 1024);
         // The real peer's queue size; the simulation runs the jobs itself.
         let (jobs_tx, jobs_rx) = crossbeam_channel::bounded(4);
-        let mut io = None;
+        let io = Arc::new(Mutex::new(None));
+        let log_io = {
+            let io = io.clone();
+            Box::new(move |writer| {
+                let queue = SimIo::new(writer);
+                *io.lock() = Some(queue.clone());
+                Ok(Box::new(queue) as Box<dyn crate::log::io::LogIo>)
+            })
+        };
         let mut driver = Driver::new(
             &config,
             sm.clone(),
@@ -178,13 +187,14 @@ impl SimNode {
             Box::new(self.outbox.clone()),
             dirs.clone(),
             jobs_tx,
-            |writer| {
-                let queue = SimIo::new(writer);
-                io = Some(queue.clone());
-                Ok(Box::new(queue) as Box<dyn crate::log::io::LogIo>)
+            Workers {
+                log_io,
+                // Applied in the round, so that a seed replays exactly.
+                applier: Box::new(InlineApplier::new(sm.clone())),
             },
         )
         .expect("driver starts");
+        let io = io.lock().take();
         driver.set_clock(self.clock.clone());
         let shared = Arc::new(Shared::new(
             senders,

@@ -23,8 +23,9 @@ use strata_raft::{
 use tokio::sync::broadcast;
 
 /// The real file system, except that creating a table waits while its
-/// gate is closed (a disk too slow for the engine's flushes), and a raft
-/// log segment's fsync waits while the log's gate is closed.
+/// gate is closed (a disk too slow for the engine's flushes), a raft log
+/// segment's fsync waits while the log's gate is closed, and an append to
+/// the engine's WAL while the WAL's gate is.
 #[derive(Debug, Default)]
 pub struct GatedFs {
     /// Creating a table waits while set.
@@ -32,22 +33,32 @@ pub struct GatedFs {
     /// A raft log segment's fsync waits while set: a disk whose syncs
     /// stall.
     pub log_syncs_closed: Arc<AtomicBool>,
+    /// An append to the engine's WAL waits while set: an engine write that
+    /// takes long without being a stall (the engine would not say it
+    /// waits).
+    pub wal_appends_closed: Arc<AtomicBool>,
 }
 
-/// A raft log segment whose fsync waits while its gate is closed.
-struct GatedLogFile {
+/// A file whose appends or fsyncs wait while their gate is closed.
+struct GatedFile {
     file: Arc<dyn WritableFile>,
-    closed: Arc<AtomicBool>,
+    appends: Option<Arc<AtomicBool>>,
+    syncs: Option<Arc<AtomicBool>>,
 }
 
-impl WritableFile for GatedLogFile {
+fn wait_while(gate: &Option<Arc<AtomicBool>>) {
+    while gate.as_ref().is_some_and(|g| g.load(Ordering::Acquire)) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+impl WritableFile for GatedFile {
     fn append(&self, data: &[u8]) -> io::Result<()> {
+        wait_while(&self.appends);
         self.file.append(data)
     }
     fn sync(&self) -> io::Result<()> {
-        while self.closed.load(Ordering::Acquire) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_while(&self.syncs);
         self.file.sync()
     }
     fn truncate(&self, len_bytes: u64) -> io::Result<()> {
@@ -56,14 +67,19 @@ impl WritableFile for GatedLogFile {
 }
 
 impl GatedFs {
-    fn gate_log_syncs(&self, path: &Path, file: Arc<dyn WritableFile>) -> Arc<dyn WritableFile> {
-        if path.extension().is_some_and(|e| e == "rlog") {
-            Arc::new(GatedLogFile {
+    fn gated(&self, path: &Path, file: Arc<dyn WritableFile>) -> Arc<dyn WritableFile> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("rlog") => Arc::new(GatedFile {
                 file,
-                closed: self.log_syncs_closed.clone(),
-            })
-        } else {
-            file
+                appends: None,
+                syncs: Some(self.log_syncs_closed.clone()),
+            }),
+            Some("wal") => Arc::new(GatedFile {
+                file,
+                appends: Some(self.wal_appends_closed.clone()),
+                syncs: None,
+            }),
+            _ => file,
         }
     }
 
@@ -82,10 +98,10 @@ impl FileSystem for GatedFs {
     }
     fn create(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>> {
         self.wait_for_gate(path);
-        Ok(self.gate_log_syncs(path, StdFs.create(path)?))
+        Ok(self.gated(path, StdFs.create(path)?))
     }
     fn open_append(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>> {
-        Ok(self.gate_log_syncs(path, StdFs.open_append(path)?))
+        Ok(self.gated(path, StdFs.open_append(path)?))
     }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         StdFs.open(path)
@@ -200,6 +216,17 @@ pub fn start_group(
     net: &Network,
     tune: impl Fn(&mut PeerConfig),
 ) -> Vec<(Peer, Arc<GatedFs>)> {
+    start_group_with_wal(dir, net, WalMode::Disabled, tune)
+}
+
+/// Like [`start_group`], with the engines' WAL in `wal` mode (a raft node
+/// runs without one; a WAL gives an engine write a file to wait on).
+pub fn start_group_with_wal(
+    dir: &Path,
+    net: &Network,
+    wal: WalMode,
+    tune: impl Fn(&mut PeerConfig),
+) -> Vec<(Peer, Arc<GatedFs>)> {
     let members: Vec<(Peer, Arc<GatedFs>)> = (1..=3)
         .map(|id| {
             let fs = Arc::new(GatedFs::default());
@@ -207,7 +234,7 @@ pub fn start_group(
                 fs.clone(),
                 &dir.join(format!("engine-{id}")),
                 Options {
-                    wal: WalMode::Disabled,
+                    wal,
                     memtable_size_bytes: 16 << 10,
                     max_immutable_memtables: 1,
                     ..Options::default()
