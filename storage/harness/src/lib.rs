@@ -60,6 +60,16 @@ pub fn workspace_binary(name: &str) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// The value of `series` (its name and labels exactly as the node writes
+/// them, e.g. `strata_raft_events_total{kind="snapshot_sent"}`) in a
+/// `/metrics` text; zero when absent, as a counter not yet created is.
+pub fn metric_value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// Envoy: `STRATA_ENVOY`, else `envoy` on the PATH.
 pub fn envoy_binary() -> PathBuf {
     std::env::var_os("STRATA_ENVOY")
