@@ -161,6 +161,91 @@ async fn request_lines_name_the_trace_of_the_callers_traceparent_without_export(
     assert!(request_span(&lines[0]).is_some());
 }
 
+/// The value of the Envoy counter `name` on its admin interface.
+async fn envoy_counter(c: &Cluster, name: &str) -> u64 {
+    let text = c
+        .http()
+        .get(format!("{}/stats?filter=^{name}$", c.admin_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(": ")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("Envoy has no counter {name}: {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envoy_without_a_collector_starts_a_trace_for_every_request_and_exports_nothing() {
+    // Proves the gateway's tracer is on with no collector: a request that
+    // arrives without a traceparent reaches the node with one (the node's
+    // lines name a trace Envoy started), one that arrives with a
+    // traceparent keeps its trace id, and Envoy opens no connection to
+    // export a span.
+    let c = Cluster::start_with_args_and_env(
+        1,
+        &["--log-format", "json"],
+        &[("STRATA_LOG", ACCESS_LOG)],
+    )
+    .await
+    .unwrap();
+    let put = |traceparent: Option<String>| {
+        let mut req = c
+            .http()
+            .put(format!("{}/v1/kv/gatewayed", c.gateway_url()))
+            .body("v");
+        if let Some(t) = traceparent {
+            req = req.header("traceparent", t);
+        }
+        req.send()
+    };
+    assert_eq!(put(None).await.unwrap().status(), 200);
+    let started_by_envoy = {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let named: Vec<String> = answered(&c.node_log(1), "PUT /v1/kv/{key}")
+                .iter()
+                .filter_map(ids)
+                .map(|(t, _)| t)
+                .collect();
+            if let Some(t) = named.first() {
+                break t.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node's PUT lines name no trace: Envoy sent no traceparent; logs in {}",
+                c.log_dir().display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    assert_eq!(started_by_envoy.len(), 32, "{started_by_envoy}");
+    assert_ne!(started_by_envoy, "0".repeat(32));
+
+    let client = "5c1a9d0e7f3b4a2c8d6e0f1a2b3c4d5e";
+    let r = put(Some(traceparent(client, "1a2b3c4d5e6f7081", "01")))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let span_id = wait_answered(&c, 1, "PUT /v1/kv/{key}", client).await;
+    assert_ne!(span_id, "1a2b3c4d5e6f7081");
+
+    for counter in [
+        "cluster.otel_collector.upstream_cx_total",
+        "cluster.otel_collector.upstream_rq_total",
+    ] {
+        assert_eq!(envoy_counter(&c, counter).await, 0, "{counter}");
+    }
+}
+
 /// One node, a cluster of its own, started with exactly the log variables
 /// given (none inherited from the test's environment).
 struct LoneNode {
