@@ -1,4 +1,5 @@
-//! One span per API request, continuing the caller's trace.
+//! One span per API request, continuing the caller's trace. (Not for the
+//! raft transport, nor for health probes.)
 //!
 //! The span is named after the request's route and takes the W3C
 //! `traceparent` the caller sent (Envoy's tracer, a client, or a follower
@@ -37,7 +38,7 @@ tokio::task_local! {
 
 /// Middleware: serves the request inside its span.
 pub async fn trace_request(req: Request, next: Next) -> Response {
-    if Route::is_raft_transport(&req) {
+    if Route::is_raft_transport(&req) || Route::is_health_probe(&req) {
         return next.run(req).await;
     }
     let route = Route::of(&req);
