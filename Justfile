@@ -47,7 +47,7 @@ setup-k6:
       GOBIN="{{tools}}/bin" GOFLAGS=-mod=mod go install "go.k6.io/k6@{{k6_version}}"
     fi
 
-# (The first build takes several minutes; later calls find the binary of the same go.mod and go.sum and return at once.)
+# (The first build takes some 15 minutes on 2 cores; later calls find the binary of the same go.mod and go.sum and return at once.)
 # Jaeger (v2, the trace viewer of `up traces=1`) into the tools folder, unless the pinned build is there.
 setup-jaeger:
     #!/usr/bin/env bash
@@ -55,7 +55,7 @@ setup-jaeger:
     stamp="{{jaeger}}.sha"
     want="$(cat deploy/local/jaeger/go.mod deploy/local/jaeger/go.sum | sha256sum | cut -d' ' -f1)"
     if [ ! -x "{{jaeger}}" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-      echo "building Jaeger ($(grep -o 'jaegertracing/jaeger v[0-9.]*' deploy/local/jaeger/go.mod)) into {{tools}}/bin; the first time takes a few minutes"
+      echo "building Jaeger ($(grep -o 'jaegertracing/jaeger v[0-9.]*' deploy/local/jaeger/go.mod)) into {{tools}}/bin; the first time takes some 15 minutes on 2 cores"
       mkdir -p "{{tools}}/bin"
       cd deploy/local/jaeger && go build -o "{{jaeger}}" github.com/jaegertracing/jaeger/cmd/jaeger
       echo "$want" > "$stamp"
@@ -100,6 +100,10 @@ down:
     set -euo pipefail
     if [ ! -x "{{cluster_release}}" ]; then echo "down: nothing to stop ({{cluster_release}} was never built)"; exit 0; fi
     "{{cluster_release}}" down --run-dir "{{run}}/demo"
+
+# The latest PUT's trace in the demo cluster's trace viewer (`up traces=1`), as a tree of spans with their timings.
+trace:
+    "{{cluster_release}}" trace --run-dir "{{run}}/demo"
 
 # Show the demo cluster as the CLI sees it.
 status:

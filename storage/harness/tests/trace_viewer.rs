@@ -183,6 +183,26 @@ async fn up_with_traces_runs_jaeger_and_a_put_is_one_trace_rooted_in_envoy() {
         "{operations:?}"
     );
 
+    // The launcher prints the latest PUT's trace as a tree: Envoy's root
+    // first, the node's request under Envoy's spans, raft's under it.
+    let out = launcher(&["trace", "--run-dir", run]);
+    let tree = text(&out);
+    assert!(out.status.success(), "{tree}");
+    let lines: Vec<&str> = tree.lines().skip(2).collect();
+    let indent = |what: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(what))
+            .map(|l| {
+                let span = &l[23..];
+                span.len() - span.trim_start().len()
+            })
+            .unwrap_or_else(|| panic!("no `{what}` in:\n{tree}"))
+    };
+    assert!(lines[0].ends_with("ingress [strata-gateway]"), "{tree}");
+    assert!(indent("PUT /v1/kv/{key} [strata-node 1]") > indent("ingress"));
+    assert!(indent("raft.append") > indent("PUT /v1/kv/{key}"), "{tree}");
+
     let pid = RunDir::new(run).running_pid("jaeger").expect("jaeger runs");
     let out = down();
     assert!(out.status.success(), "{}", text(&out));

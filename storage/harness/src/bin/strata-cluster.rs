@@ -5,6 +5,7 @@
 //!
 //!   strata-cluster up --run-dir .run/demo --console-dir console/dist
 //!   strata-cluster up --run-dir .run/demo --traces          # and Jaeger, which Envoy and the nodes export to
+//!   strata-cluster trace --run-dir .run/demo                # the latest PUT's trace, as a tree
 //!   strata-cluster status --run-dir .run/demo
 //!   strata-cluster stop-node --run-dir .run/demo --id 2 --kill
 //!   strata-cluster start-node --run-dir .run/demo --id 4 --join
@@ -47,6 +48,18 @@ enum Cmd {
     /// Print a command line as JSON (program, args, env) without running it.
     #[command(subcommand)]
     Command(Line),
+    /// Print a trace from the cluster's trace viewer (`up --traces`) as a
+    /// tree: the latest that holds a node span named --operation, or the
+    /// one --id names.
+    Trace {
+        #[arg(long)]
+        run_dir: PathBuf,
+        #[arg(long, default_value = "PUT /v1/kv/{key}")]
+        operation: String,
+        /// A trace id (32 hex digits).
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// Receive OTLP/gRPC spans on --listen and count them, until SIGTERM or
     /// Ctrl-C: a collector that keeps nothing, for measuring the cost of
     /// exporting traces.
@@ -231,6 +244,11 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string(&command_line(line)?)?);
             Ok(())
         }
+        Cmd::Trace {
+            run_dir,
+            operation,
+            id,
+        } => block_on(cmd_trace(run_dir, operation, id)),
         Cmd::OtlpSink { listen } => block_on(async move {
             let sink = strata_harness::otlp::Receiver::bind(&listen, false).await?;
             println!("receiving OTLP/gRPC spans on {}", sink.address());
@@ -434,6 +452,47 @@ async fn cmd_status(a: RunDirArg) -> Result<()> {
     if !all_running {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+async fn cmd_trace(run_dir: PathBuf, operation: String, id: Option<String>) -> Result<()> {
+    let layout = Layout::load(&RunDir::new(&run_dir))?;
+    let viewer = layout
+        .traces
+        .context("this cluster has no trace viewer (start it with `up --traces`)")?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let ui = viewer.ui_url();
+    let request = match &id {
+        Some(id) => http.get(format!("{ui}api/traces/{id}")),
+        None => http.get(format!("{ui}api/traces")).query(&[
+            ("service", "strata-node"),
+            ("operation", operation.as_str()),
+            ("limit", "50"),
+        ]),
+    };
+    let answer: serde_json::Value = request
+        .send()
+        .await
+        .with_context(|| format!("asking the trace viewer at {ui}"))?
+        .json()
+        .await?;
+    // The latest: the trace whose first span started last.
+    let first_start = |t: &serde_json::Value| {
+        t["spans"]
+            .as_array()
+            .and_then(|s| s.iter().filter_map(|s| s["startTime"].as_u64()).min())
+            .unwrap_or(0)
+    };
+    let trace = answer["data"]
+        .as_array()
+        .and_then(|traces| traces.iter().max_by_key(|t| first_start(t)))
+        .with_context(|| match &id {
+            Some(id) => format!("the trace viewer has no trace {id}"),
+            None => format!("the trace viewer has no trace with a node span `{operation}`"),
+        })?;
+    print!("{}", strata_harness::jaeger::format_trace(trace)?);
     Ok(())
 }
 
