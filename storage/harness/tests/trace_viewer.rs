@@ -17,6 +17,16 @@ fn launcher(args: &[&str]) -> Output {
         .expect("strata-cluster runs")
 }
 
+/// Runs `down` on the run directory when dropped, so that a failing test
+/// leaves no process behind.
+struct Down<'a>(&'a str);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        launcher(&["down", "--run-dir", self.0]);
+    }
+}
+
 fn text(out: &Output) -> String {
     format!(
         "{}{}",
@@ -129,13 +139,13 @@ async fn up_with_traces_runs_jaeger_and_a_put_is_one_trace_rooted_in_envoy() {
         "--timeout",
         "60",
     ]);
+    let _down = Down(run);
     let said = text(&out);
     let ui = format!("http://127.0.0.1:{}/", ports[5]);
-    let down = || launcher(&["down", "--run-dir", run]);
-    if !out.status.success() {
-        down();
-        panic!("up --traces failed (is Jaeger built? ./dev setup-jaeger): {said}");
-    }
+    assert!(
+        out.status.success(),
+        "up --traces failed (is Jaeger built? ./dev setup-jaeger): {said}"
+    );
     assert!(
         said.contains(&format!("traces (Jaeger)        {ui}")),
         "{said}"
@@ -204,7 +214,7 @@ async fn up_with_traces_runs_jaeger_and_a_put_is_one_trace_rooted_in_envoy() {
     assert!(indent("raft.append") > indent("PUT /v1/kv/{key}"), "{tree}");
 
     let pid = RunDir::new(run).running_pid("jaeger").expect("jaeger runs");
-    let out = down();
+    let out = launcher(&["down", "--run-dir", run]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         !std::path::Path::new(&format!("/proc/{pid}")).exists()
