@@ -8,6 +8,8 @@ venv := tools / "venv"
 envoy := venv / "bin/envoy"
 k6 := tools / "bin/k6"
 k6_version := "v1.8.1"
+# The trace viewer `up traces=1` runs: Jaeger, built from the module pinned in deploy/local/jaeger.
+jaeger := tools / "bin/jaeger"
 run := root / ".run"
 # The cluster launcher (storage/harness); debug for the test recipes, release for `up`.
 cluster := target / "debug/strata-cluster"
@@ -45,6 +47,20 @@ setup-k6:
       GOBIN="{{tools}}/bin" GOFLAGS=-mod=mod go install "go.k6.io/k6@{{k6_version}}"
     fi
 
+# (The first build takes some 15 minutes on 2 cores; later calls find the binary of the same go.mod and go.sum and return at once.)
+# Jaeger (v2, the trace viewer of `up traces=1`) into the tools folder, unless the pinned build is there.
+setup-jaeger:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    stamp="{{jaeger}}.sha"
+    want="$(cat deploy/local/jaeger/go.mod deploy/local/jaeger/go.sum | sha256sum | cut -d' ' -f1)"
+    if [ ! -x "{{jaeger}}" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+      echo "building Jaeger ($(grep -o 'jaegertracing/jaeger v[0-9.]*' deploy/local/jaeger/go.mod)) into {{tools}}/bin; the first time takes some 15 minutes on 2 cores"
+      mkdir -p "{{tools}}/bin"
+      cd deploy/local/jaeger && go build -o "{{jaeger}}" github.com/jaegertracing/jaeger/cmd/jaeger
+      echo "$want" > "$stamp"
+    fi
+
 # The console's npm packages, when its lock file changed.
 setup-console:
     #!/usr/bin/env bash
@@ -62,9 +78,21 @@ build:
 console-build: setup-console
     cd console && npm run build
 
+# (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL))
 # Start 3 nodes + Envoy + console in the background; returns once healthy.
-up: build console-build
-    "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist
+[positional-arguments]
+up *args: build console-build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    traces=0
+    source "{{kv}}" up "traces" "$@"
+    viewer=()
+    case "$traces" in
+      0) ;;
+      1) just setup-jaeger; viewer=(--traces --jaeger "{{jaeger}}") ;;
+      *) echo "up: traces is 0 or 1, not '$traces'" >&2; exit 2 ;;
+    esac
+    "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist "${viewer[@]}"
 
 # Stop everything `up` started.
 down:
@@ -72,6 +100,10 @@ down:
     set -euo pipefail
     if [ ! -x "{{cluster_release}}" ]; then echo "down: nothing to stop ({{cluster_release}} was never built)"; exit 0; fi
     "{{cluster_release}}" down --run-dir "{{run}}/demo"
+
+# The latest PUT's trace in the demo cluster's trace viewer (`up traces=1`), as a tree of spans with their timings.
+trace:
+    "{{cluster_release}}" trace --run-dir "{{run}}/demo"
 
 # Show the demo cluster as the CLI sees it.
 status:
@@ -109,10 +141,10 @@ setup-system:
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
-# Rust unit and multi-node integration tests (real processes behind real Envoy).
-test-rust:
+# Rust unit and multi-node integration tests (real processes behind real Envoy, and Jaeger for the trace viewer's test).
+test-rust: setup-jaeger
     cd storage && cargo build --bins
-    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
+    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_JAEGER="{{jaeger}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
 
 # Console unit tests.
 test-console: setup-console

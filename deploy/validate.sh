@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Static validation of the deployment files (no Docker engine, no Kubernetes API server needed):
-#   1. docker-compose.yml        docker-compose config -q (also with the "load" profile)
+#   1. docker-compose.yml        docker-compose config -q (also with the "load" profile), and
+#                                deploy/test_compose.py on the resolved file (the nodes export
+#                                their traces where Envoy does)
 #   2. deploy/k8s/*.yaml         kubernetes-validate --strict (schemas bundled, offline)
 #   3. kustomization             kubectl kustomize renders it (only when kubectl is on PATH)
 #   4. Envoy configs             the generator's tests (the committed ConfigMap is current, the
@@ -38,6 +40,8 @@ step "docker-compose"
 if need "$DOCKER_COMPOSE"; then
   run "docker-compose config" "$DOCKER_COMPOSE" -f docker-compose.yml config -q
   run "docker-compose config (profile load)" "$DOCKER_COMPOSE" -f docker-compose.yml --profile load config -q
+  run "compose wiring (deploy/test_compose.py)" \
+    env DOCKER_COMPOSE="$DOCKER_COMPOSE" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q deploy/test_compose.py
 fi
 
 step "kubernetes manifests (k8s $K8S_VERSION, strict)"

@@ -245,10 +245,11 @@ def plain_cluster(name: str, host: str, port: int) -> dict:
     }
 
 
-def otel_cluster(host: str, port: int) -> dict:
+def otel_cluster(hosts: list[tuple[str, int]]) -> dict:
+    """The OTLP/gRPC collector the tracer exports to: one host, or none when there is no collector."""
     return {
         "name": "otel_collector",
-        **discovery([(host, port)]),
+        **discovery(hosts),
         "connect_timeout": "1s",
         "lb_policy": "ROUND_ROBIN",
         "typed_extension_protocol_options": {
@@ -257,7 +258,7 @@ def otel_cluster(host: str, port: int) -> dict:
                 "explicit_http_config": {"http2_protocol_options": {}},
             }
         },
-        "load_assignment": load_assignment("otel_collector", [(host, port)]),
+        "load_assignment": load_assignment("otel_collector", hosts),
     }
 
 
@@ -590,22 +591,25 @@ def build(args: argparse.Namespace) -> dict:
             "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
         }],
     }
-    if args.otlp:
-        # The tracer starts or continues a trace (W3C traceparent) and sends it upstream, so the
-        # nodes' spans join it. Envoy's tracer needs an exporter, so it exists only with a collector;
-        # without one, a client's own traceparent still passes through to the nodes unchanged.
-        hcm["tracing"] = {
-            "random_sampling": {"value": args.trace_sampling},
-            "spawn_upstream_span": True,
-            "provider": {
-                "name": "envoy.tracers.opentelemetry",
-                "typed_config": {
-                    "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
-                    "grpc_service": {"envoy_grpc": {"cluster_name": "otel_collector"}, "timeout": "1s"},
-                    "service_name": "strata-gateway",
-                },
+    # The tracer is always on: every request starts or continues a trace (W3C traceparent) and the
+    # nodes get the traceparent, so their spans join it and their log lines name it. It exports only
+    # to a collector. Envoy's tracer must have an exporter (Envoy 1.40 refuses one without), so
+    # without --otlp its exporter's cluster has no hosts and the traces Envoy starts are unsampled
+    # (sampling 0 %): no span is exported, and the export of a trace a client sent already sampled
+    # fails inside Envoy without opening a connection.
+    sampling = args.trace_sampling if args.trace_sampling is not None else (100.0 if args.otlp else 0.0)
+    hcm["tracing"] = {
+        "random_sampling": {"value": sampling},
+        "spawn_upstream_span": True,
+        "provider": {
+            "name": "envoy.tracers.opentelemetry",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+                "grpc_service": {"envoy_grpc": {"cluster_name": "otel_collector"}, "timeout": "1s"},
+                "service_name": "strata-gateway",
             },
-        }
+        },
+    }
     if args.access_log:
         hcm["access_log"] = access_log(args.access_log)
 
@@ -616,8 +620,7 @@ def build(args: argparse.Namespace) -> dict:
         plain_cluster("console", *args.console),
         plain_cluster("k6", *args.k6),
     ]
-    if args.otlp:
-        clusters.append(otel_cluster(*args.otlp))
+    clusters.append(otel_cluster([args.otlp] if args.otlp else []))
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
@@ -712,9 +715,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port (default 127.0.0.1:5173)")
     p.add_argument("--k6", help="k6 REST API host:port, proxied under /k6/ (default 127.0.0.1:6565)")
-    p.add_argument("--otlp", help="OTLP/gRPC collector host:port; adds the OpenTelemetry tracer, which exports there")
-    p.add_argument("--trace-sampling", type=float, default=100.0,
-                   help="percent of requests without a sampled traceparent that start a sampled trace (default 100)")
+    p.add_argument("--otlp", help="OTLP/gRPC collector host:port the OpenTelemetry tracer exports to "
+                   "(without it the tracer still starts and forwards traces, and exports nothing)")
+    p.add_argument("--trace-sampling", type=float,
+                   help="percent of requests without a sampled traceparent that start a sampled trace "
+                        "(default 100 with --otlp, else 0)")
     p.add_argument("--access-log", help="access log file path, or - for stdout (default: none)")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",

@@ -262,9 +262,19 @@ class Routing(unittest.TestCase):
         r = route_for(self.config, "/v1/cluster/events")["route"]
         self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
 
+    def test_tracer_is_always_on_and_exports_only_to_a_collector(self):
+        # Proves every config starts or continues traces (so the nodes always get a traceparent), and
+        # that one without a collector has nowhere to send spans: its exporter's cluster has no host,
+        # and the traces Envoy starts itself are not sampled.
+        for config in (self.config, build("--k8s")):
+            tracing = hcm(config)["tracing"]
+            self.assertEqual(tracing["provider"]["name"], "envoy.tracers.opentelemetry")
+            self.assertEqual(tracing["provider"]["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"],
+                             "otel_collector")
+            self.assertEqual(endpoints(cluster(config, "otel_collector")), [])
+            self.assertEqual(tracing["random_sampling"], {"value": 0.0})
+
     def test_tracer_with_a_collector_samples_as_asked(self):
-        self.assertNotIn("tracing", hcm(self.config))
-        self.assertNotIn("otel_collector", [c["name"] for c in self.config["static_resources"]["clusters"]])
         cfg = build("--otlp", "jaeger:4317", "--trace-sampling", "1")
         tracing = hcm(cfg)["tracing"]
         self.assertEqual(tracing["provider"]["name"], "envoy.tracers.opentelemetry")

@@ -3,7 +3,8 @@
 
 `run` starts three fresh 3-node clusters behind Envoy (strata-cluster, release binaries) and one OTLP
 sink that counts and drops spans (`strata-cluster otlp-sink`): `off` exports nothing (no endpoint:
-no OpenTelemetry layer, entries carry no trace context); `1%` and `100%` give Envoy and the nodes the
+no OpenTelemetry layer in the nodes, entries carry no trace context; Envoy's tracer, always on, sends
+an unsampled traceparent and exports nothing, so the nodes' log spans name the trace); `1%` and `100%` give Envoy and the nodes the
 sink (`strata-cluster up --otlp ... --trace-sampling P`). The same records are loaded into each, then
 every workload runs interleaved over the three (off, 1 %, 100 %, off, ...) with the same client
 (strata-bench, gRPC through Envoy). Around each run it reads the CPU time of the cluster's processes

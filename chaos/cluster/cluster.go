@@ -586,8 +586,13 @@ func (c *Cluster) WaitGatewayLeader(timeout time.Duration) error {
 	return fmt.Errorf("gateway found no leader within %v; logs in %s", timeout, filepath.Join(c.cfg.RunDir, "logs"))
 }
 
+// CanaryPrefix starts every key the nodes' consistency canaries write
+// (`--canary`). Those keys change all the time while a canary runs, and
+// belong to it, so Scan leaves them out.
+const CanaryPrefix = "__strata_canary/"
+
 // Scan reads node id's whole key space with consistency=stale, directly
-// from that node, following pages.
+// from that node, following pages; the canaries' keys are left out.
 func (c *Cluster) Scan(id int) (map[string]string, error) {
 	out := map[string]string{}
 	token := ""
@@ -611,7 +616,9 @@ func (c *Cluster) Scan(id int) (map[string]string, error) {
 			return nil, fmt.Errorf("node %d scan: %v", id, err)
 		}
 		for _, kv := range page.Kvs {
-			out[string(kv.Key)] = string(kv.Value)
+			if !strings.HasPrefix(string(kv.Key), CanaryPrefix) {
+				out[string(kv.Key)] = string(kv.Value)
+			}
 		}
 		if page.NextPageToken == nil || *page.NextPageToken == "" {
 			return out, nil
@@ -681,4 +688,39 @@ func clip(v string) string {
 		return v[:28] + "…" + v[len(v)-28:]
 	}
 	return v
+}
+
+// CanaryReport is what a node's consistency canary has found since the node
+// started (`GET /v1/canary`); a restart begins a new report.
+type CanaryReport struct {
+	Enabled             bool   `json:"enabled"`
+	WindowsOk           uint64 `json:"windows_ok"`
+	WindowsViolation    uint64 `json:"windows_violation"`
+	WindowsInconclusive uint64 `json:"windows_inconclusive"`
+	// LastViolation is the latest window that was not linearizable.
+	LastViolation *struct {
+		Window string `json:"window"`
+		Key    string `json:"key"`
+	} `json:"last_violation"`
+}
+
+// Canary reads node id's canary report, directly from that node.
+func (c *Cluster) Canary(id int, timeout time.Duration) (CanaryReport, error) {
+	var r CanaryReport
+	st, body := c.Get(c.NodeURL(id)+"/v1/canary", timeout)
+	if st != 200 {
+		return r, fmt.Errorf("node %d canary: status %d %s", id, st, body)
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return r, fmt.Errorf("node %d canary: %v", id, err)
+	}
+	return r, nil
+}
+
+// Slots is the number of node ids the cluster has room for (1..Slots).
+func (c *Cluster) Slots() int { return c.cfg.Slots }
+
+// NodeLog is node id's log file (every start of the node appends to it).
+func (c *Cluster) NodeLog(id int) string {
+	return filepath.Join(c.LogDir(), fmt.Sprintf("node%d.log", id))
 }

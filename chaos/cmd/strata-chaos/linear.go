@@ -57,6 +57,8 @@ type runResult struct {
 	Duplicates int                     `json:"duplicates"`
 	Counters   map[string]counterTally `json:"counters"`
 	ReadMode   string                  `json:"read_mode"`
+	// Canary is what the nodes' own consistency canaries checked.
+	Canary canaryCounts `json:"canary"`
 }
 
 func cmdLinear(args []string) int {
@@ -103,6 +105,7 @@ func cmdLinear(args []string) int {
 		fmt.Printf("run %d seed %d: %s — %d ops %v via %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s, %d duplicates (%.0f s)\n",
 			i, r.Seed, status, r.Ops, r.Outcomes, r.Via, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict,
 			r.Duplicates, r.DurationSec)
+		fmt.Printf("  canary: %s\n", r.Canary)
 		for _, f := range r.Faults {
 			fmt.Printf("  fault %s\n", f)
 		}
@@ -127,11 +130,11 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	sub := fmt.Sprintf("run-%d-seed-%d", i, seed)
 	res := runResult{Run: i, Seed: seed, Command: commandLine(seed), Dir: filepath.Join(o.runDir, sub), ReadMode: o.readMode}
 	cfg := o.config(sub, 3)
-	// Three more node slots for membership changes, and a small log
-	// compaction policy so that snapshots are frequent.
+	// Three more node slots for membership changes, a small log compaction
+	// policy so that snapshots are frequent, and every node's canary.
 	cfg.Slots = 6
-	cfg.NodeArgs = []string{"--compact-log-entries", fmt.Sprint(compactLogEntries),
-		"--compact-keep-entries", fmt.Sprint(compactKeepEntries), "--read-mode", o.readMode}
+	cfg.NodeArgs = append([]string{"--compact-log-entries", fmt.Sprint(compactLogEntries),
+		"--compact-keep-entries", fmt.Sprint(compactKeepEntries), "--read-mode", o.readMode}, canaryArgs()...)
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		res.Violations = append(res.Violations, "cluster did not start: "+err.Error())
@@ -149,6 +152,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	}
 	defer gk.Close()
 	stores := []kvStore{kv, gk}
+	canaries := watchCanaries(cl, time.Second)
 
 	// Clients run until the deadline; the nemesis runs beside them. The
 	// first grpcClients clients speak gRPC, the others REST.
@@ -196,6 +200,9 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	if dead := cl.Exited(); len(dead) > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("nodes %v exited on their own", dead))
 	}
+	var canaryProblems []string
+	res.Canary, canaryProblems = canaries.finish()
+	res.Violations = append(res.Violations, canaryProblems...)
 
 	ops := rec.Ops()
 	res.Ops = len(ops)

@@ -335,6 +335,20 @@ impl Cluster {
         &self.http
     }
 
+    /// Node `id`'s `/metrics` text; empty when it does not answer.
+    pub async fn scrape(&self, id: u64) -> String {
+        match self
+            .http
+            .get(format!("{}/metrics", self.node_url(id)))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+        {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
     /// The id of the node that answers 200 on `/health/leader`, if exactly one does.
     pub async fn leader(&self) -> Option<u64> {
         let mut leaders = Vec::new();

@@ -1,5 +1,5 @@
 //! The command lines of every process a local cluster runs: storage nodes,
-//! Envoy and the console's static file server. This is the one place that
+//! Envoy, the console's static file server and the trace viewer. This is the one place that
 //! knows their flags; the test harness, `strata-cluster up` and the chaos
 //! harness (through `strata-cluster command`) all start processes from here.
 
@@ -189,6 +189,15 @@ pub fn envoy(bin: &Path, config: &Path, concurrency: Option<usize>) -> CommandLi
     CommandLine {
         program: bin.to_path_buf(),
         args,
+        env: BTreeMap::new(),
+    }
+}
+
+/// Jaeger serving the config at `config` (see [`crate::jaeger`]).
+pub fn jaeger(bin: &Path, config: &Path) -> CommandLine {
+    CommandLine {
+        program: bin.to_path_buf(),
+        args: vec!["--config".into(), config.display().to_string()],
         env: BTreeMap::new(),
     }
 }

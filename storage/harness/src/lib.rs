@@ -6,13 +6,15 @@
 //!   `tests/`, the `failover-probe` binary), killed when dropped;
 //! - [`run_dir::RunDir`] and [`local`]: detached processes recorded by pid in
 //!   a run directory, behind the `strata-cluster` binary (`./dev up`, the
-//!   smoke, browser and bench recipes, the load-test scripts). Its `command`
+//!   smoke, browser and bench recipes, the load-test scripts), with the
+//!   trace viewer beside it on request (`--traces`). Its `command`
 //!   subcommand prints command lines for the chaos harness, which runs the
 //!   processes itself between its fault-injecting proxies.
 //!
 //! The node binary comes from `STRATA_NODE_BIN` (set by `./dev test`) or
 //! from the target directory next to the running binary; Envoy from
-//! `STRATA_ENVOY` or `envoy` on the PATH.
+//! `STRATA_ENVOY` or `envoy` on the PATH; the trace viewer ([`jaeger`]) from
+//! `STRATA_JAEGER` or `jaeger` on the PATH.
 
 #![forbid(unsafe_code)]
 
@@ -25,6 +27,7 @@ use anyhow::{Context, Result, bail};
 mod cluster;
 pub mod command;
 pub mod gateway;
+pub mod jaeger;
 pub mod local;
 pub mod otlp;
 pub mod run_dir;
@@ -60,11 +63,30 @@ pub fn workspace_binary(name: &str) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// The value of `series` (its name and labels exactly as the node writes
+/// them, e.g. `strata_raft_events_total{kind="snapshot_sent"}`) in a
+/// `/metrics` text; zero when absent, as a counter not yet created is.
+pub fn metric_value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// Envoy: `STRATA_ENVOY`, else `envoy` on the PATH.
 pub fn envoy_binary() -> PathBuf {
     std::env::var_os("STRATA_ENVOY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("envoy"))
+}
+
+/// The trace viewer, Jaeger: `STRATA_JAEGER`, else `jaeger` on the PATH
+/// (`./dev setup-jaeger` puts it in the tools folder, which the recipes
+/// put on the PATH).
+pub fn jaeger_binary() -> PathBuf {
+    std::env::var_os("STRATA_JAEGER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("jaeger"))
 }
 
 /// A free port on 127.0.0.1 (bound, then released for the child to take).

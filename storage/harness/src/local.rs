@@ -1,6 +1,7 @@
 //! A local cluster in a run directory, as `strata-cluster` runs it: nodes on
 //! consecutive ports from a base, Envoy with a config generated at start,
-//! and optionally the console's file server. Its layout is saved in
+//! and optionally the console's file server and a trace viewer that Envoy
+//! and the nodes export to ([`TraceViewer`]). Its layout is saved in
 //! `cluster.json`, so that later invocations can stop, restart or add
 //! single nodes.
 
@@ -12,11 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::command::{self, NodeSpec};
 use crate::gateway::GatewaySpec;
+use crate::jaeger::TraceViewer;
 use crate::run_dir::RunDir;
 
 /// The process names in the run directory.
 pub const ENVOY: &str = "envoy";
 pub const CONSOLE: &str = "console";
+pub const TRACES: &str = "jaeger";
 
 /// A node's process name.
 pub fn node_name(id: u64) -> String {
@@ -44,6 +47,9 @@ pub struct UpOptions {
     /// An OTLP/gRPC collector (`host:port`) Envoy and every node export
     /// their spans to.
     pub otlp: Option<String>,
+    /// A trace viewer to start beside the cluster; Envoy and every node
+    /// export to it (instead of `otlp`).
+    pub traces: Option<TraceViewer>,
     /// The percent of requests traced when exporting.
     pub trace_sampling: f64,
     /// Run every node's consistency canary (`STRATA_CANARY`).
@@ -61,6 +67,9 @@ pub struct Layout {
     pub gateway: GatewaySpec,
     pub envoy_threads: Option<usize>,
     pub console_dir: Option<PathBuf>,
+    /// The trace viewer started with the cluster, if any.
+    #[serde(default)]
+    pub traces: Option<TraceViewer>,
 }
 
 const ADDR: &str = "127.0.0.1";
@@ -71,6 +80,11 @@ impl Layout {
         if opts.nodes == 0 {
             bail!("a cluster needs at least one node");
         }
+        let otlp = match (&opts.traces, &opts.otlp) {
+            (Some(_), Some(_)) => bail!("a trace viewer and another collector: choose one"),
+            (Some(viewer), None) => Some(viewer.otlp.clone()),
+            (None, otlp) => otlp.clone(),
+        };
         let port = |id: u64| -> Result<u16> {
             u16::try_from(u64::from(opts.base_port) + id - 1).context("node port beyond 65535")
         };
@@ -88,7 +102,7 @@ impl Layout {
                 );
                 spec.io_threads = opts.threads;
                 spec.extra_args = opts.node_args.clone();
-                if let Some(otlp) = &opts.otlp {
+                if let Some(otlp) = &otlp {
                     spec.extra_env.extend(command::otlp_env(otlp));
                     spec.extra_env
                         .extend(command::sampling_env(opts.trace_sampling));
@@ -110,11 +124,12 @@ impl Layout {
                 admin: format!("{ADDR}:{}", opts.admin_port),
                 console: format!("{ADDR}:{}", opts.console_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
-                otlp: opts.otlp.clone(),
-                trace_sampling: opts.otlp.as_ref().map(|_| opts.trace_sampling),
+                trace_sampling: otlp.as_ref().map(|_| opts.trace_sampling),
+                otlp,
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
+            traces: opts.traces.clone(),
         })
     }
 
@@ -147,11 +162,20 @@ impl Layout {
         if self.console_dir.is_some() {
             names.push(CONSOLE.into());
         }
+        if self.traces.is_some() {
+            names.push(TRACES.into());
+        }
         names
     }
 
-    /// Starts every node, Envoy and the console server.
+    /// Starts the trace viewer (first, so that it receives the first
+    /// spans), every node, Envoy and the console server.
     pub fn start_all(&self, run: &RunDir) -> Result<()> {
+        if let Some(viewer) = &self.traces {
+            let config = run.root().join("jaeger.yaml");
+            viewer.write_config(&config)?;
+            run.spawn(TRACES, &viewer.command_line(&config))?;
+        }
         for node in &self.nodes {
             std::fs::create_dir_all(&node.data_dir)?;
             run.spawn(&node_name(node.id), &node.command_line(&self.node_bin))?;
@@ -198,6 +222,18 @@ impl Layout {
     /// others to add it (`--join`), and records it in the layout. The
     /// gateway's node list stays as it is: followers forward to the leader.
     pub fn add_joining_node(&mut self, run: &RunDir, id: u64) -> Result<u32> {
+        let spec = self.joining_node(run, id)?;
+        std::fs::create_dir_all(&spec.data_dir)?;
+        let pid = run.spawn(&node_name(id), &spec.command_line(&self.node_bin))?;
+        self.nodes.push(spec);
+        self.save(run)?;
+        Ok(pid)
+    }
+
+    /// Node `id` as it joins: the next port of the range, every member as
+    /// its peers, and the first node's threads, log filter, flags and
+    /// environment (where the others export traces, their canary).
+    pub fn joining_node(&self, run: &RunDir, id: u64) -> Result<NodeSpec> {
         if self.nodes.iter().any(|n| n.id == id) {
             bail!("node {id} exists; start it without --join");
         }
@@ -216,11 +252,8 @@ impl Layout {
         spec.io_threads = template.io_threads;
         spec.log = template.log.clone();
         spec.extra_args = template.extra_args.clone();
-        std::fs::create_dir_all(&spec.data_dir)?;
-        let pid = run.spawn(&node_name(id), &spec.command_line(&self.node_bin))?;
-        self.nodes.push(spec);
-        self.save(run)?;
-        Ok(pid)
+        spec.extra_env = template.extra_env.clone();
+        Ok(spec)
     }
 
     /// Waits until the gateway routes to a leader (and serves the console,
@@ -235,6 +268,9 @@ impl Layout {
         )];
         if self.console_dir.is_some() {
             pending.push(("console via gateway", format!("{}/", self.gateway_url())));
+        }
+        if let Some(viewer) = &self.traces {
+            pending.push(("trace viewer", viewer.ui_url()));
         }
         let deadline = Instant::now() + timeout;
         loop {
@@ -305,9 +341,59 @@ mod tests {
             envoy_bin: "envoy".into(),
             node_args: vec!["--read-mode".into(), "lease".into()],
             otlp: None,
+            traces: None,
             trace_sampling: 100.0,
             canary: true,
         }
+    }
+
+    fn viewer() -> TraceViewer {
+        TraceViewer {
+            bin: "/t/jaeger".into(),
+            otlp: "127.0.0.1:14317".into(),
+            ui: "127.0.0.1:16686".into(),
+            query_grpc: "127.0.0.1:16685".into(),
+        }
+    }
+
+    #[test]
+    fn with_a_trace_viewer_envoy_and_every_node_export_to_it() {
+        // Proves `--traces`: the viewer is a process of the layout, Envoy
+        // exports to its receiver and samples every request, and every
+        // node, a node that joins later too, gets the standard variables
+        // naming it; without it nothing exports.
+        let mut opts = options();
+        opts.traces = Some(viewer());
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let layout = Layout::plan(&opts, &run).unwrap();
+        assert_eq!(layout.gateway.otlp.as_deref(), Some("127.0.0.1:14317"));
+        assert_eq!(layout.gateway.trace_sampling, Some(100.0));
+        assert_eq!(
+            layout.process_names(),
+            ["node1", "node2", "node3", "envoy", "jaeger"]
+        );
+        let joined = layout.joining_node(&run, 4).unwrap();
+        for n in layout.nodes.iter().chain([&joined]) {
+            assert_eq!(
+                n.extra_env["OTEL_EXPORTER_OTLP_ENDPOINT"],
+                "http://127.0.0.1:14317"
+            );
+            assert_eq!(n.extra_env["STRATA_CANARY"], "true");
+        }
+        assert_eq!(joined.listen, "127.0.0.1:17004");
+        assert!(joined.join);
+
+        let plain = Layout::plan(&options(), &run).unwrap();
+        assert_eq!(plain.gateway.otlp, None);
+        assert!(
+            plain
+                .nodes
+                .iter()
+                .all(|n| !n.extra_env.contains_key("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        );
+        opts.otlp = Some("127.0.0.1:4317".into());
+        assert!(Layout::plan(&opts, &run).is_err());
     }
 
     #[test]

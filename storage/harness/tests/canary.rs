@@ -5,30 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use strata_harness::Cluster;
-
-/// Node `id`'s metrics text.
-async fn scrape(c: &Cluster, id: u64) -> String {
-    match c
-        .http()
-        .get(format!("{}/metrics", c.node_url(id)))
-        .timeout(Duration::from_secs(5))
-        .send()
-        .await
-    {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    }
-}
-
-/// The value of `series` (name and labels exactly as written) in `text`;
-/// zero when absent.
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
+use strata_harness::{Cluster, metric_value as value};
 
 const VIOLATIONS: &str = "strata_canary_violations_total";
 const WINDOWS_OK: &str = "strata_canary_windows_total{verdict=\"ok\"}";
@@ -40,7 +17,7 @@ async fn wait_ok_windows(c: &Cluster, ids: &[u64], at_least: &[f64], timeout: Du
     loop {
         let mut counts = Vec::new();
         for id in ids {
-            counts.push(value(&scrape(c, *id).await, WINDOWS_OK));
+            counts.push(value(&c.scrape(*id).await, WINDOWS_OK));
         }
         if counts.iter().zip(at_least).all(|(n, min)| n >= min) {
             return;
@@ -97,7 +74,7 @@ async fn stale_reads_on_a_lagging_follower_are_caught_by_its_canary() {
         c.resume(follower).unwrap();
         // Two windows' time for the canary to probe and check.
         tokio::time::sleep(Duration::from_secs(5)).await;
-        if value(&scrape(&c, follower).await, VIOLATIONS) > 0.0 {
+        if value(&c.scrape(follower).await, VIOLATIONS) > 0.0 {
             eprintln!("node {follower}: violation found after {round} round(s)");
             break;
         }
@@ -167,9 +144,9 @@ async fn canary_stays_silent_through_a_leader_kill_restart_and_pause() {
     let survivors: Vec<u64> = ids.iter().copied().filter(|id| *id != leader).collect();
     let mut before = Vec::new();
     for id in &survivors {
-        before.push(value(&scrape(&c, *id).await, WINDOWS_OK));
+        before.push(value(&c.scrape(*id).await, WINDOWS_OK));
     }
-    assert_eq!(value(&scrape(&c, leader).await, VIOLATIONS), 0.0);
+    assert_eq!(value(&c.scrape(leader).await, VIOLATIONS), 0.0);
     c.kill(leader).unwrap();
     c.wait_gateway_leader(Duration::from_secs(15))
         .await
@@ -187,7 +164,7 @@ async fn canary_stays_silent_through_a_leader_kill_restart_and_pause() {
     let paused = c.wait_leader(Duration::from_secs(10)).await.unwrap();
     let mut before = Vec::new();
     for id in &ids {
-        before.push(value(&scrape(&c, *id).await, WINDOWS_OK));
+        before.push(value(&c.scrape(*id).await, WINDOWS_OK));
     }
     c.pause(paused).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -195,7 +172,7 @@ async fn canary_stays_silent_through_a_leader_kill_restart_and_pause() {
     let wanted: Vec<f64> = before.iter().map(|n| n + 3.0).collect();
     wait_ok_windows(&c, &ids, &wanted, Duration::from_secs(60)).await;
     for id in &ids {
-        let text = scrape(&c, *id).await;
+        let text = c.scrape(*id).await;
         let ops: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("strata_canary_ops_total"))

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use strata_harness::Cluster;
+use strata_harness::{Cluster, metric_value};
 
 /// The tests of this file take turns: the large snapshot's writes load the
 /// machine enough for the other cluster's leader to miss heartbeats, and
@@ -17,7 +17,9 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn follower_down_through_compactions_catches_up_by_snapshot() {
     // Proves: the leader compacts its log while a follower is down; the
     // restarted follower cannot be sent the entries it missed, gets a
-    // snapshot instead, and then serves exactly the same data.
+    // snapshot instead, and then serves exactly the same data. The metrics
+    // count the snapshot where it happened: sent by the leader, received and
+    // installed by the follower.
     let _turn = ONE_AT_A_TIME.lock().await;
     let mut c = Cluster::start_with_args(
         3,
@@ -94,6 +96,34 @@ async fn follower_down_through_compactions_catches_up_by_snapshot() {
         c.node_log(leader).contains("snapshot sent"),
         "the leader never sent one"
     );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let counted = |text: &str, kind: &str| {
+        metric_value(
+            text,
+            &format!("strata_raft_events_total{{kind=\"{kind}\"}}"),
+        )
+    };
+    loop {
+        let (on_follower, on_leader) = (c.scrape(follower).await, c.scrape(leader).await);
+        let counts = [
+            counted(&on_leader, "snapshot_sent"),
+            counted(&on_follower, "snapshot_received"),
+            counted(&on_follower, "snapshot_installed"),
+        ];
+        if counts.iter().all(|&n| n >= 1.0) {
+            // The follower installs what it received, no more.
+            assert!(
+                counts[2] <= counts[1],
+                "sent, received, installed: {counts:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "snapshots sent, received, installed: {counts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Every value matches, read locally on the follower.
     for i in (0..total).step_by(97) {
         let r = c

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role, now_ms};
+use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role};
 
 /// Remembers what the events need between two status snapshots.
 #[derive(Default)]
@@ -21,16 +21,7 @@ impl EventLog {
     /// The events between `old` and `new`, plus whatever was noted.
     pub(crate) fn events(&mut self, old: &PeerStatus, new: &PeerStatus) -> Vec<RaftEvent> {
         let now = Instant::now();
-        let event = |kind, duration_ms, detail: String| RaftEvent {
-            kind,
-            node_id: new.id,
-            term: new.term,
-            leader_id: new.leader_id,
-            role: new.role,
-            at_ms: now_ms(),
-            duration_ms,
-            detail,
-        };
+        let event = |kind, duration_ms, detail| RaftEvent::now(kind, new, duration_ms, detail);
         let mut out = Vec::new();
         if new.role == Role::Candidate && old.role != Role::Candidate {
             out.push(event(RaftEventKind::ElectionStarted, 0, String::new()));

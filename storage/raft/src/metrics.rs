@@ -27,6 +27,7 @@ pub enum EventKind {
     election_started,
     membership_changed,
     snapshot_sent,
+    snapshot_received,
     snapshot_installed,
     storage_failed,
 }
@@ -39,6 +40,7 @@ impl From<RaftEventKind> for EventKind {
             RaftEventKind::ElectionStarted => EventKind::election_started,
             RaftEventKind::MembershipChanged => EventKind::membership_changed,
             RaftEventKind::SnapshotSent => EventKind::snapshot_sent,
+            RaftEventKind::SnapshotReceived => EventKind::snapshot_received,
             RaftEventKind::SnapshotInstalled => EventKind::snapshot_installed,
             RaftEventKind::StorageFailed => EventKind::storage_failed,
         }
@@ -116,7 +118,7 @@ impl RaftMetrics {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "events",
-            "Raft events by kind: elections started, leader and role changes, membership changes, snapshots sent and installed, storage failures",
+            "Raft events by kind: elections started, leader and role changes, membership changes, snapshots sent, received and installed, storage failures",
             self.events.clone(),
         );
         registry.register(

@@ -19,7 +19,7 @@ use crate::mailbox::Input;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
 use crate::state_machine::StateMachine;
-use crate::status::{HandOver, PeerStatus, RaftEvent};
+use crate::status::{HandOver, PeerStatus, RaftEvent, RaftEventKind};
 use crate::trace::TraceParent;
 use crate::transport::Transport;
 
@@ -276,6 +276,18 @@ impl PeerHandle {
         &self.inner.snapshot_dirs
     }
 
+    /// Reports a snapshot the transport received whole, verified and
+    /// staged, just before it steps the snapshot's message: counted and
+    /// published as `snapshot_received` (`detail` says which). The driver
+    /// reports `snapshot_installed` once it installs it, which it may not
+    /// (a snapshot overtaken by the log is dropped), hence two events.
+    pub fn snapshot_received(&self, detail: String) {
+        let event = RaftEvent::now(RaftEventKind::SnapshotReceived, &self.status(), 0, detail);
+        self.inner.metrics.event(event.kind);
+        // No subscriber is no error: the event is counted anyway.
+        let _ = self.inner.events.send(event);
+    }
+
     /// Tells raft that a peer could not be reached, so it stops pipelining to it.
     pub fn report_unreachable(&self, peer_id: u64) {
         self.inner.offer(Input::Unreachable(peer_id));
@@ -438,5 +450,29 @@ mod tests {
             vec![(3, true)],
             "the report was lost"
         );
+    }
+
+    // Proves that a snapshot the transport received is counted under its
+    // own kind and published to the event stream with this peer's status,
+    // apart from the snapshots it installs.
+    #[test]
+    fn a_received_snapshot_is_counted_and_published() {
+        let peer = IdlePeer::new(8);
+        let mut events = peer.handle.subscribe();
+        peer.handle
+            .snapshot_received("index 9 term 2 from node 3".into());
+        let e = events.try_recv().expect("no event published");
+        assert_eq!(e.kind, RaftEventKind::SnapshotReceived);
+        assert_eq!((e.node_id, e.term, e.leader_id), (1, 2, 1));
+        assert_eq!(e.detail, "index 9 term 2 from node 3");
+        let count = |kind| {
+            peer.handle
+                .metrics()
+                .events
+                .get_or_create(&crate::metrics::EventLabels { kind })
+                .get()
+        };
+        assert_eq!(count(crate::metrics::EventKind::snapshot_received), 1);
+        assert_eq!(count(crate::metrics::EventKind::snapshot_installed), 0);
     }
 }

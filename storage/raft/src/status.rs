@@ -98,6 +98,27 @@ pub struct RaftEvent {
     pub detail: String,
 }
 
+impl RaftEvent {
+    /// An event of `kind` happening now to the peer whose status is `status`.
+    pub(crate) fn now(
+        kind: RaftEventKind,
+        status: &PeerStatus,
+        duration_ms: u64,
+        detail: String,
+    ) -> RaftEvent {
+        RaftEvent {
+            kind,
+            node_id: status.id,
+            term: status.term,
+            leader_id: status.leader_id,
+            role: status.role,
+            at_ms: now_ms(),
+            duration_ms,
+            detail,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RaftEventKind {
     /// The peer learned of a new leader (or lost its leader: `leader_id` 0).
@@ -110,6 +131,9 @@ pub enum RaftEventKind {
     MembershipChanged,
     /// The peer finished sending a snapshot to another member.
     SnapshotSent,
+    /// The peer received a whole snapshot from the leader, verified and
+    /// staged it, and handed it to raft to install.
+    SnapshotReceived,
     /// The peer installed a snapshot from the leader.
     SnapshotInstalled,
     /// The peer's storage failed.
@@ -124,6 +148,7 @@ impl RaftEventKind {
             RaftEventKind::ElectionStarted => "election_started",
             RaftEventKind::MembershipChanged => "membership_changed",
             RaftEventKind::SnapshotSent => "snapshot_sent",
+            RaftEventKind::SnapshotReceived => "snapshot_received",
             RaftEventKind::SnapshotInstalled => "snapshot_installed",
             RaftEventKind::StorageFailed => "storage_failed",
         }

@@ -1,8 +1,8 @@
 //! One clear log line for each event an operator looks for: leader changes,
 //! elections, membership changes and snapshots sent (from the raft peer's
 //! events), compactions and write stalls (from the engine's). A snapshot
-//! installed and a storage failure are logged where they happen, in the
-//! raft layer, and not again here.
+//! received (in `snapshot_receive`), a snapshot installed and a storage
+//! failure are logged where they happen, and not again here.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +59,7 @@ fn log_raft(e: &RaftEvent) {
         }
         RaftEventKind::SnapshotSent => tracing::info!(detail = %e.detail, "snapshot sent"),
         RaftEventKind::RoleChanged
+        | RaftEventKind::SnapshotReceived
         | RaftEventKind::SnapshotInstalled
         | RaftEventKind::StorageFailed => {}
     }
@@ -168,6 +169,7 @@ mod tests {
                 event(RaftEventKind::MembershipChanged, 1, "voters [1, 2, 4]"),
                 Some("membership changed term=7 members=voters [1, 2, 4]"),
             ),
+            (event(RaftEventKind::SnapshotReceived, 1, "index 9"), None),
             (event(RaftEventKind::SnapshotInstalled, 1, "index 9"), None),
             (event(RaftEventKind::StorageFailed, 1, "disk"), None),
             (

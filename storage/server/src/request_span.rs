@@ -1,18 +1,27 @@
-//! One span per API request, continuing the caller's trace.
+//! One span per API request, continuing the caller's trace. (Not for the
+//! raft transport, nor for health probes.)
 //!
 //! The span is named after the request's route and takes the W3C
 //! `traceparent` the caller sent (Envoy's tracer, a client, or a follower
 //! forwarding to the leader) as its parent, so a request's spans on every
 //! node join one trace. Its `trace_id` and `span_id` fields are recorded
-//! when a trace is being kept, so every log line written inside the
-//! request names them.
+//! whenever the request belongs to a trace, so every log line written
+//! inside the request names them: the exported span's ids when the node
+//! exports traces, else the caller's trace id and a span id of the node's
+//! own, which a forward to the leader passes on, so the leader's lines name
+//! the same trace. A request that arrives without a `traceparent` on a node
+//! that does not export belongs to no trace and its lines carry no ids.
+
+use std::time::Instant;
 
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
-use opentelemetry::global;
-use opentelemetry::trace::TraceContextExt;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry_http::HeaderExtractor;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tracing::Instrument;
 use tracing::field::Empty;
@@ -20,13 +29,23 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::route::Route;
 
+tokio::task_local! {
+    /// The trace context of the request being served when no OpenTelemetry
+    /// layer records its span (the node does not export): the caller's
+    /// trace id and the span id this node gave the request.
+    static UNEXPORTED: SpanContext;
+}
+
 /// Middleware: serves the request inside its span.
 pub async fn trace_request(req: Request, next: Next) -> Response {
-    if Route::is_raft_transport(&req) {
+    if Route::is_raft_transport(&req) || Route::is_health_probe(&req) {
         return next.run(req).await;
     }
     let route = Route::of(&req);
-    let parent = global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(req.headers())));
+    // W3C trace context is the one format spoken, whether or not the node
+    // exports: read with the propagator itself, not the global one, which
+    // is whatever the process installed.
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(req.headers()));
     let span = tracing::info_span!(
         "request",
         otel.name = %route.name,
@@ -35,28 +54,66 @@ pub async fn trace_request(req: Request, next: Next) -> Response {
         trace_id = Empty,
         span_id = Empty,
     );
-    // Fails only when no OpenTelemetry layer is installed: then there is no
-    // trace to continue.
-    let _ = span.set_parent(parent);
-    let context = span.context();
-    let ids = context.span().span_context().clone();
-    if ids.is_valid() {
-        span.record("trace_id", tracing::field::display(ids.trace_id()));
-        span.record("span_id", tracing::field::display(ids.span_id()));
+    // Fails only when no OpenTelemetry layer is installed.
+    let _ = span.set_parent(parent.clone());
+    let exported = span.context().span().span_context().clone();
+    if exported.is_valid() {
+        record_ids(&span, &exported);
+        return serve(req, next, span).await;
     }
-    next.run(req).instrument(span).await
+    let caller = parent.span().span_context().clone();
+    if !caller.is_valid() {
+        return serve(req, next, span).await;
+    }
+    let own = SpanContext::new(
+        caller.trace_id(),
+        RandomIdGenerator::default().new_span_id(),
+        caller.trace_flags(),
+        false,
+        caller.trace_state().clone(),
+    );
+    record_ids(&span, &own);
+    UNEXPORTED.scope(own, serve(req, next, span)).await
 }
 
-/// Writes the current span's trace context into `metadata` as
-/// `traceparent`, for a call to another node.
-pub fn inject_current(metadata: &mut MetadataMap) {
-    let context = tracing::Span::current().context();
-    if !context.span().span_context().is_valid() {
-        return;
-    }
-    global::get_text_map_propagator(|p| {
-        p.inject_context(&context, &mut MetadataInjector(metadata))
+fn record_ids(span: &tracing::Span, ids: &SpanContext) {
+    span.record("trace_id", tracing::field::display(ids.trace_id()));
+    span.record("span_id", tracing::field::display(ids.span_id()));
+}
+
+/// Runs the rest of the stack inside `span`, and says at debug level, in
+/// the span, how the request was answered (an access log for whoever turns
+/// it on: `STRATA_LOG=info,strata_server::request_span=debug`).
+async fn serve(req: Request, next: Next, span: tracing::Span) -> Response {
+    let started = Instant::now();
+    let response = next.run(req).instrument(span.clone()).await;
+    span.in_scope(|| {
+        let grpc_status = response
+            .headers()
+            .get("grpc-status")
+            .and_then(|v| v.to_str().ok());
+        tracing::debug!(
+            status = response.status().as_u16(),
+            grpc_status,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "request answered"
+        )
     });
+    response
+}
+
+/// Writes the current request's trace context into `metadata` as
+/// `traceparent`, for a call to another node: the current span's when the
+/// node exports, else the one the request was given without export.
+pub fn inject_current(metadata: &mut MetadataMap) {
+    let mut context = tracing::Span::current().context();
+    if !context.span().span_context().is_valid() {
+        let Ok(own) = UNEXPORTED.try_with(SpanContext::clone) else {
+            return;
+        };
+        context = opentelemetry::Context::new().with_remote_span_context(own);
+    }
+    TraceContextPropagator::new().inject_context(&context, &mut MetadataInjector(metadata));
 }
 
 /// Writes propagation headers into gRPC metadata.

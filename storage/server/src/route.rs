@@ -51,7 +51,19 @@ impl Route {
     pub fn is_raft_transport(req: &Request) -> bool {
         req.uri().path().starts_with(RAFT_TRANSPORT)
     }
+
+    /// Whether `req` is a health probe (`/health/…`, gRPC health): Envoy
+    /// sends several a second to every node, which are counted but not
+    /// traced, or they would bury the requests in a trace viewer.
+    pub fn is_health_probe(req: &Request) -> bool {
+        let path = req.uri().path();
+        path.starts_with(HEALTH) || path.starts_with(GRPC_HEALTH)
+    }
 }
+
+/// The prefixes of the health probes' paths, REST and gRPC.
+const HEALTH: &str = "/health/";
+const GRPC_HEALTH: &str = "/grpc.health.v1.Health/";
 
 /// The name of a request no route matched.
 pub const UNMATCHED: &str = "unmatched";

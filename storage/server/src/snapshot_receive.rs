@@ -3,7 +3,8 @@
 //! each written to a `.partial` directory and checked for its size and CRC.
 //! Only a stream that delivered every listed file is made durable, stored
 //! with its manifest (which marks it verified), moved into place and its
-//! raft message handed to the peer, which installs it from there. A stream
+//! raft message handed to the peer (reported to it first: `snapshot_received`
+//! in the metrics and on the event stream), which installs it from there. A stream
 //! that ends early or carries anything else is refused and its partial copy
 //! removed.
 
@@ -56,6 +57,11 @@ pub async fn receive(
     chunks: Streaming<SnapshotChunk>,
 ) -> Result<(), Status> {
     let message = stage(id, group_id, peer.snapshot_dirs(), max_bytes, chunks).await?;
+    let meta = message.get_snapshot().get_metadata();
+    peer.snapshot_received(format!(
+        "index {} term {} from node {}",
+        meta.index, meta.term, message.from
+    ));
     peer.step(message);
     Ok(())
 }

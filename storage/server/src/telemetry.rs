@@ -2,8 +2,9 @@
 //!
 //! Logs: `tracing` events, one line each, as text or JSON
 //! (`--log-format`), filtered by `STRATA_LOG` (else `RUST_LOG`, else
-//! `info,raft=warn`). Every line written inside a request carries the
-//! request span's `trace_id` and `span_id` fields.
+//! `info,raft=warn`). Every line written inside a request that belongs to
+//! a trace carries the request span's `trace_id` and `span_id` fields
+//! (`request_span`), whether or not the node exports.
 //!
 //! Traces: exported over OTLP/gRPC when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
 //! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set, with the standard `OTEL_*`
@@ -51,9 +52,22 @@ pub fn export_configured() -> bool {
 }
 
 fn filter() -> EnvFilter {
-    EnvFilter::try_from_env("STRATA_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
+    filter_from(
+        std::env::var("STRATA_LOG").ok(),
+        std::env::var(EnvFilter::DEFAULT_ENV).ok(),
+    )
+}
+
+/// The filter `STRATA_LOG` says, else the one `RUST_LOG` says, else the
+/// default. A variable that is empty (as a container's environment may
+/// leave one) or does not parse is passed over.
+fn filter_from(strata_log: Option<String>, rust_log: Option<String>) -> EnvFilter {
+    [strata_log, rust_log]
+        .into_iter()
+        .flatten()
+        .filter(|v| !v.trim().is_empty())
+        .find_map(|v| EnvFilter::try_new(v).ok())
+        .unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER))
 }
 
 impl Telemetry {
@@ -115,5 +129,27 @@ impl Drop for Telemetry {
         {
             eprintln!("flushing traces at exit failed: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chosen(strata_log: Option<&str>, rust_log: Option<&str>) -> String {
+        filter_from(strata_log.map(Into::into), rust_log.map(Into::into)).to_string()
+    }
+
+    // Proves the order the docs give: STRATA_LOG over RUST_LOG over the
+    // default, an empty or unreadable variable passed over.
+    #[test]
+    fn strata_log_wins_then_rust_log_then_the_default() {
+        assert_eq!(chosen(Some("warn"), Some("debug")), "warn");
+        assert_eq!(chosen(None, Some("debug")), "debug");
+        assert_eq!(chosen(Some(""), Some("debug")), "debug");
+        assert_eq!(chosen(Some("=[bad"), Some("debug")), "debug");
+        let default = EnvFilter::new(DEFAULT_FILTER).to_string();
+        assert_eq!(chosen(None, None), default);
+        assert_eq!(chosen(Some(" "), None), default);
     }
 }

@@ -705,7 +705,7 @@ export interface components {
              * @description What a `raft` event reports.
              * @enum {string}
              */
-            kind: "leader_changed" | "role_changed" | "election_started" | "membership_changed" | "snapshot_sent" | "snapshot_installed" | "storage_failed";
+            kind: "leader_changed" | "role_changed" | "election_started" | "membership_changed" | "snapshot_sent" | "snapshot_received" | "snapshot_installed" | "storage_failed";
             /**
              * Format: int64
              * @description The node reporting the event.

@@ -4,6 +4,8 @@
 //! that run them themselves.
 //!
 //!   strata-cluster up --run-dir .run/demo --console-dir console/dist
+//!   strata-cluster up --run-dir .run/demo --traces          # and Jaeger, which Envoy and the nodes export to
+//!   strata-cluster trace --run-dir .run/demo                # the latest PUT's trace, as a tree
 //!   strata-cluster status --run-dir .run/demo
 //!   strata-cluster stop-node --run-dir .run/demo --id 2 --kill
 //!   strata-cluster start-node --run-dir .run/demo --id 4 --join
@@ -17,9 +19,10 @@ use clap::{Args, Parser, Subcommand};
 use rustix::process::Signal;
 use strata_harness::command::{self, NodeSpec, parse_peers};
 use strata_harness::gateway::GatewaySpec;
+use strata_harness::jaeger::TraceViewer;
 use strata_harness::local::{self, Layout, UpOptions, node_name};
 use strata_harness::run_dir::RunDir;
-use strata_harness::{envoy_binary, workspace_binary};
+use strata_harness::{envoy_binary, jaeger_binary, workspace_binary};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Parser)]
@@ -45,6 +48,18 @@ enum Cmd {
     /// Print a command line as JSON (program, args, env) without running it.
     #[command(subcommand)]
     Command(Line),
+    /// Print a trace from the cluster's trace viewer (`up --traces`) as a
+    /// tree: the latest that holds a node span named --operation, or the
+    /// one --id names.
+    Trace {
+        #[arg(long)]
+        run_dir: PathBuf,
+        #[arg(long, default_value = "PUT /v1/kv/{key}")]
+        operation: String,
+        /// A trace id (32 hex digits).
+        #[arg(long)]
+        id: Option<String>,
+    },
     /// Receive OTLP/gRPC spans on --listen and count them, until SIGTERM or
     /// Ctrl-C: a collector that keeps nothing, for measuring the cost of
     /// exporting traces.
@@ -96,14 +111,29 @@ struct Up {
     /// Seconds to wait for a healthy cluster.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// An OTLP/gRPC collector (HOST:PORT): Envoy traces requests, and Envoy
-    /// and every node export their spans there.
-    #[arg(long)]
+    /// An OTLP/gRPC collector (HOST:PORT) Envoy and every node export their
+    /// spans to. (Envoy's tracer runs either way; without a collector it
+    /// exports nothing.)
+    #[arg(long, conflicts_with = "traces")]
     otlp: Option<String>,
-    /// With --otlp: the percent of requests traced (Envoy starts sampled
-    /// traces at this rate; a node samples the traces it starts itself at
-    /// the same rate and follows its caller's decision otherwise).
-    #[arg(long, default_value_t = 100.0, requires = "otlp")]
+    /// Start a trace viewer (Jaeger, in memory) beside the cluster, and
+    /// have Envoy and every node export their spans to it.
+    #[arg(long)]
+    traces: bool,
+    /// The viewer's binary (default: STRATA_JAEGER, else jaeger on the PATH).
+    #[arg(long, requires = "traces")]
+    jaeger: Option<PathBuf>,
+    /// The viewer's OTLP/gRPC receiver.
+    #[arg(long, default_value_t = 4317, requires = "traces")]
+    traces_otlp_port: u16,
+    /// The viewer's UI; its gRPC query API takes the port below.
+    #[arg(long, default_value_t = 16686, requires = "traces")]
+    traces_ui_port: u16,
+    /// When exporting (--otlp or --traces): the percent of requests traced
+    /// (Envoy starts sampled traces at this rate; a node samples the traces
+    /// it starts itself at the same rate and follows its caller's decision
+    /// otherwise).
+    #[arg(long, default_value_t = 100.0)]
     trace_sampling: f64,
     /// Leave the nodes' consistency canary off (on by default here; see
     /// docs/operations.md).
@@ -214,6 +244,11 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string(&command_line(line)?)?);
             Ok(())
         }
+        Cmd::Trace {
+            run_dir,
+            operation,
+            id,
+        } => block_on(cmd_trace(run_dir, operation, id)),
         Cmd::OtlpSink { listen } => block_on(async move {
             let sink = strata_harness::otlp::Receiver::bind(&listen, false).await?;
             println!("receiving OTLP/gRPC spans on {}", sink.address());
@@ -310,6 +345,27 @@ async fn cmd_up(up: Up) -> Result<()> {
             envoy_bin.display()
         );
     }
+    let traces = if up.traces {
+        let bin = up.jaeger.unwrap_or_else(jaeger_binary);
+        if local::is_path(&bin) && !bin.exists() {
+            bail!(
+                "the trace viewer is not at {}; run ./dev setup-jaeger",
+                bin.display()
+            );
+        }
+        let query_grpc = up
+            .traces_ui_port
+            .checked_sub(1)
+            .context("--traces-ui-port must be above 1")?;
+        Some(TraceViewer {
+            bin,
+            otlp: format!("127.0.0.1:{}", up.traces_otlp_port),
+            ui: format!("127.0.0.1:{}", up.traces_ui_port),
+            query_grpc: format!("127.0.0.1:{query_grpc}"),
+        })
+    } else {
+        None
+    };
     let opts = UpOptions {
         nodes: up.nodes,
         base_port: up.base_port,
@@ -323,6 +379,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         envoy_bin,
         node_args: up.node_args,
         otlp: up.otlp,
+        traces,
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
     };
@@ -365,6 +422,9 @@ async fn cmd_up(up: Up) -> Result<()> {
     for n in &layout.nodes {
         println!("  node {:<18}http://{}", n.id, n.listen);
     }
+    if let Some(viewer) = &layout.traces {
+        println!("  traces (Jaeger)        {}", viewer.ui_url());
+    }
     println!("  logs                   {}", run.logs().display());
     Ok(())
 }
@@ -386,9 +446,53 @@ async fn cmd_status(a: RunDirArg) -> Result<()> {
         Some(s) => println!("gateway {}: {s}", layout.gateway_url()),
         None => println!("gateway {}: no answer", layout.gateway_url()),
     }
+    if let Some(viewer) = &layout.traces {
+        println!("traces {}", viewer.ui_url());
+    }
     if !all_running {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+async fn cmd_trace(run_dir: PathBuf, operation: String, id: Option<String>) -> Result<()> {
+    let layout = Layout::load(&RunDir::new(&run_dir))?;
+    let viewer = layout
+        .traces
+        .context("this cluster has no trace viewer (start it with `up --traces`)")?;
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let ui = viewer.ui_url();
+    let request = match &id {
+        Some(id) => http.get(format!("{ui}api/traces/{id}")),
+        None => http.get(format!("{ui}api/traces")).query(&[
+            ("service", "strata-node"),
+            ("operation", operation.as_str()),
+            ("limit", "50"),
+        ]),
+    };
+    let answer: serde_json::Value = request
+        .send()
+        .await
+        .with_context(|| format!("asking the trace viewer at {ui}"))?
+        .json()
+        .await?;
+    // The latest: the trace whose first span started last.
+    let first_start = |t: &serde_json::Value| {
+        t["spans"]
+            .as_array()
+            .and_then(|s| s.iter().filter_map(|s| s["startTime"].as_u64()).min())
+            .unwrap_or(0)
+    };
+    let trace = answer["data"]
+        .as_array()
+        .and_then(|traces| traces.iter().max_by_key(|t| first_start(t)))
+        .with_context(|| match &id {
+            Some(id) => format!("the trace viewer has no trace {id}"),
+            None => format!("the trace viewer has no trace with a node span `{operation}`"),
+        })?;
+    print!("{}", strata_harness::jaeger::format_trace(trace)?);
     Ok(())
 }
 

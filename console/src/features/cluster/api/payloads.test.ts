@@ -42,6 +42,14 @@ describe('parseRaftEventData', () => {
     expect(parseRaftEventData(JSON.stringify(event))).toEqual(event);
   });
 
+  it('accepts a snapshot a follower received, apart from the one it installs', () => {
+    // Proves the kind the nodes added for a received snapshot reaches the event list.
+    for (const kind of ['snapshot_received', 'snapshot_installed'] as const) {
+      const event = raftEvent({ kind, node_id: 3, detail: 'index 1200 term 2 from node 1' });
+      expect(parseRaftEventData(JSON.stringify(event))).toEqual(event);
+    }
+  });
+
   it('rejects an unknown event kind', () => {
     expect(parseRaftEventData(JSON.stringify({ ...raftEvent(), kind: 'term_changed' }))).toBeNull();
   });

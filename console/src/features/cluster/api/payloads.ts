@@ -12,6 +12,7 @@ const RAFT_EVENT_KINDS: readonly RaftEventKind[] = [
   'election_started',
   'membership_changed',
   'snapshot_sent',
+  'snapshot_received',
   'snapshot_installed',
   'storage_failed',
 ];

@@ -17,4 +17,17 @@ describe('RaftEventList', () => {
     expect(screen.getByText('Node 2 started an election')).toBeInTheDocument();
     expect(screen.getByText('Membership changed: voters [1, 2, 4] learners []')).toBeInTheDocument();
   });
+
+  it('tells a snapshot received from one installed', () => {
+    render(
+      <RaftEventList
+        events={[
+          raftEvent({ kind: 'snapshot_received', node_id: 3, detail: 'index 1200 term 2 from node 1', at_ms: 1 }),
+          raftEvent({ kind: 'snapshot_installed', node_id: 3, detail: 'index 1200 term 2', at_ms: 2 }),
+        ]}
+      />,
+    );
+    expect(screen.getByText('Node 3 received a snapshot (index 1200 term 2 from node 1)')).toBeInTheDocument();
+    expect(screen.getByText('Node 3 installed a snapshot (index 1200 term 2)')).toBeInTheDocument();
+  });
 });

@@ -17,6 +17,8 @@ function describe(event: RaftEvent): string {
       return `Membership changed: ${event.detail}`;
     case 'snapshot_sent':
       return `Node ${event.node_id} sent a snapshot ${event.detail}`;
+    case 'snapshot_received':
+      return `Node ${event.node_id} received a snapshot (${event.detail})`;
     case 'snapshot_installed':
       return `Node ${event.node_id} installed a snapshot (${event.detail})`;
     case 'storage_failed':

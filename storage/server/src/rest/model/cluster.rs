@@ -199,12 +199,13 @@ pub struct TransferLeaderResult {
 pub struct EventKind(RaftEventKind);
 
 /// Every kind of raft event, in the order the document lists them.
-const EVENT_KINDS: [RaftEventKind; 7] = [
+const EVENT_KINDS: [RaftEventKind; 8] = [
     RaftEventKind::LeaderChanged,
     RaftEventKind::RoleChanged,
     RaftEventKind::ElectionStarted,
     RaftEventKind::MembershipChanged,
     RaftEventKind::SnapshotSent,
+    RaftEventKind::SnapshotReceived,
     RaftEventKind::SnapshotInstalled,
     RaftEventKind::StorageFailed,
 ];
@@ -287,6 +288,7 @@ mod tests {
                 | RaftEventKind::ElectionStarted
                 | RaftEventKind::MembershipChanged
                 | RaftEventKind::SnapshotSent
+                | RaftEventKind::SnapshotReceived
                 | RaftEventKind::SnapshotInstalled
                 | RaftEventKind::StorageFailed => {}
             }
