@@ -45,6 +45,7 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
     let core = state.core.clone();
     let metrics = state.metrics.clone();
+    let stats = state.stats.clone();
     let limits = core.limits().clone();
     let max_msg = limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -59,7 +60,7 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     );
     app = with_grpc(
         app,
-        ClusterServer::new(ClusterService::new(core)),
+        ClusterServer::new(ClusterService::new(core, stats)),
         Requests::One,
     );
     app = with_grpc(

@@ -11,13 +11,20 @@ use strata_engine::{Engine, EngineEvent};
 use strata_raft::{PeerHandle, RaftEvent, RaftEventKind};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::stats::activity::ActivityLog;
+
 /// Engine events buffered for the logger; the engine drops (and counts)
 /// events beyond this rather than wait.
 const ENGINE_EVENTS: usize = 1024;
 
 /// Logs the peer's and the engine's events until they stop: the raft task
 /// ends when the peer is dropped, the engine thread when the engine is.
-pub fn spawn(peer: &PeerHandle, engine: &Arc<Engine>) -> anyhow::Result<()> {
+/// Each engine event is also recorded in `activity`, for the stats.
+pub fn spawn(
+    peer: &PeerHandle,
+    engine: &Arc<Engine>,
+    activity: Arc<ActivityLog>,
+) -> anyhow::Result<()> {
     let mut raft = peer.subscribe();
     tokio::spawn(async move {
         loop {
@@ -36,6 +43,7 @@ pub fn spawn(peer: &PeerHandle, engine: &Arc<Engine>) -> anyhow::Result<()> {
         .spawn(move || {
             for e in events {
                 log_engine(&e);
+                activity.record(&e);
             }
         })?;
     Ok(())

@@ -25,6 +25,7 @@ pub mod shutdown;
 pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;
+pub mod stats;
 pub mod telemetry;
 pub mod transport;
 pub mod validate;

@@ -20,10 +20,15 @@ use crate::grpc::raft::RaftService;
 use crate::member_status::spawn_watch;
 use crate::metrics::NodeMetrics;
 use crate::rest::AppState;
+use crate::stats::StatsSource;
+use crate::stats::activity::ActivityLog;
 use crate::transport::GrpcTransport;
 
 /// How often the cluster-wide status behind the event stream is refreshed.
 const CLUSTER_WATCH_PERIOD: Duration = Duration::from_millis(250);
+/// How often the event stream's `stats` events are gathered while a
+/// stream listens.
+const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// How long in-flight requests get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -51,6 +56,8 @@ pub struct Node {
     stopping: watch::Sender<bool>,
     /// The task keeping the cluster status fresh.
     watcher: JoinHandle<()>,
+    /// The task gathering the event stream's stats.
+    stats_task: JoinHandle<()>,
     /// The consistency canary, when `--canary` runs it.
     canary: Option<JoinHandle<()>>,
 }
@@ -128,7 +135,9 @@ impl Node {
             Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
         let handle = peer.handle();
         let _ = slot.set(handle.clone());
-        crate::event_log::spawn(&handle, &engine).context("starting the event log")?;
+        let activity = Arc::new(ActivityLog::default());
+        crate::event_log::spawn(&handle, &engine, activity.clone())
+            .context("starting the event log")?;
 
         let metrics = Arc::new(NodeMetrics::new(
             engine.clone(),
@@ -153,11 +162,25 @@ impl Node {
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
+        let stats = Arc::new(StatsSource::new(
+            config.id,
+            metrics.clone(),
+            activity,
+            engine.clone(),
+        ));
+        let (stats_feed, stats_task) = crate::stats::feed::spawn(
+            core.clone(),
+            stats.clone(),
+            STATS_PERIOD,
+            stopping.subscribe(),
+        );
         let state = AppState {
             core: core.clone(),
             cluster,
             metrics,
             canary: canary_state.clone(),
+            stats,
+            stats_feed,
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
@@ -180,6 +203,7 @@ impl Node {
             app,
             stopping,
             watcher,
+            stats_task,
             canary,
         })
     }
@@ -212,6 +236,7 @@ impl Node {
             app,
             stopping,
             watcher,
+            stats_task,
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
@@ -274,6 +299,7 @@ impl Node {
             let _ = server.await;
         }
         let _ = watcher.await;
+        let _ = stats_task.await;
         if let Some(joining) = joining {
             joining.abort();
             let _ = joining.await;

@@ -174,6 +174,8 @@ export interface paths {
          *       field changes, and at least every 1 s.
          *     - `event: raft`, `data:` a RaftEvent: elections, leader, role and term
          *       changes.
+         *     - `event: stats`, `data:` a ClusterStats (as GET /v1/cluster/stats):
+         *       every member's numbers, about every 1 s from 1 s after connecting.
          *     - A keep-alive comment line (`: ...`) every 10 s.
          */
         get: operations["clusterEvents"];
@@ -342,6 +344,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every member's numbers: the same values its `/metrics` page shows
+         * @description Requests by route and outcome with latency histograms, raft position,
+         *     events, commit, append and ReadIndex histograms and (on the leader)
+         *     every member's progress, the engine's shape and work, the process, the
+         *     canary, and the engine's recent flushes and compactions. Counters are
+         *     totals since each node started; two readings make a rate. The
+         *     answering node asks each member with a short timeout; one that does not
+         *     answer is listed with an `error`.
+         */
+        get: operations["clusterStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/cluster/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Flush and compact level 0 into level 1
+         * @description On the listed members (every member when `node_ids` is absent or
+         *     empty), in parallel: each writes its memtable to a table, then merges
+         *     all of level 0 into level 1. Answers once each is done, or after 3 s
+         *     with `running` for one still at work (it goes on; the stats show it
+         *     end). A request while one runs on a node joins it. Not a raft
+         *     operation: it changes no data, only how the node stores it.
+         */
+        post: operations["compact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -352,6 +405,17 @@ export interface components {
             id: number;
             /** @description host:port the node serves on (API and raft). */
             address: string;
+        };
+        /** @description The API's families (`strata_api_*`). */
+        ApiStats: {
+            requests: components["schemas"]["RequestCount"][];
+            latency: components["schemas"]["RouteLatency"][];
+            in_flight: components["schemas"]["InFlight"][];
+            /**
+             * Format: int64
+             * @description Requests this node sent on to the leader (`strata_api_forwarded_total`).
+             */
+            forwarded: number;
         };
         /** @description Delete `key` (no error when absent). */
         BatchDeleteOp: {
@@ -393,6 +457,22 @@ export interface components {
             /** @description Encoding of every key and value in `ops`; default `utf8`. */
             encoding?: components["schemas"]["Encoding"];
         };
+        /** @description One cumulative bucket of a [`Histogram`]. */
+        Bucket: {
+            /** Format: double */
+            le: number;
+            /** Format: int64 */
+            count: number;
+        };
+        /** @description Canary operations of one kind and outcome (`strata_canary_ops_total`). */
+        CanaryOps: {
+            /** @description `read`, `write` or `cas`. */
+            op: string;
+            /** @description `ok`, `not_applied` or `unknown`. */
+            outcome: string;
+            /** Format: int64 */
+            count: number;
+        };
         /** @description The canary's findings on this node. */
         CanaryReport: {
             /** @description Whether this node runs the canary (`--canary`). */
@@ -420,6 +500,26 @@ export interface components {
             /** @description The last check's verdict: `ok`, `violation` or `inconclusive`. */
             last_verdict?: string | null;
             last_violation?: components["schemas"]["Violation"] | null;
+        };
+        /**
+         * @description The consistency canary's families (`strata_canary_*`); all zero on a
+         *     node that does not run it.
+         */
+        CanaryStats: {
+            ops: components["schemas"]["CanaryOps"][];
+            /** Format: int64 */
+            windows_ok: number;
+            /** Format: int64 */
+            windows_violation: number;
+            /** Format: int64 */
+            windows_inconclusive: number;
+            /** Format: int64 */
+            violations: number;
+            /**
+             * Format: double
+             * @description When the canary last completed a check, Unix seconds; 0 before.
+             */
+            last_check_seconds: number;
         };
         /** @description Body of POST /v1/cas. */
         CasRequest: {
@@ -479,6 +579,19 @@ export interface components {
             leader_id: number;
         };
         /**
+         * @description Result of GET /v1/cluster/stats; also the data of the `stats` SSE
+         *     event.
+         */
+        ClusterStats: {
+            /**
+             * Format: int64
+             * @description The member that gathered them.
+             */
+            answered_by: number;
+            /** @description Every member of the configuration, in id order. */
+            nodes: components["schemas"]["MemberStats"][];
+        };
+        /**
          * @description Result of GET /v1/cluster/status; also the data of the `status` SSE
          *     event.
          */
@@ -499,6 +612,20 @@ export interface components {
              */
             nodes: components["schemas"]["NodeStatus"][];
         };
+        /** @description Body of POST /v1/cluster/compact. */
+        CompactRequest: {
+            /** @description The members to compact; every member when absent or empty. */
+            node_ids?: number[];
+        };
+        /** @description Result of POST /v1/cluster/compact. */
+        CompactResult: {
+            nodes: components["schemas"]["NodeCompaction"][];
+        };
+        /**
+         * @description How a compaction request ended on one member.
+         * @enum {string}
+         */
+        CompactionOutcome: "done" | "running" | "failed";
         /**
          * @description `linearizable` (default) uses ReadIndex; `stale` is served from the
          *     answering replica's local state and the response carries
@@ -539,6 +666,104 @@ export interface components {
          * @enum {string}
          */
         Encoding: "utf8" | "base64";
+        /** @description One piece of the engine's recent background work. */
+        EngineActivity: {
+            kind: components["schemas"]["EngineActivityKind"];
+            /**
+             * Format: int64
+             * @description When it ended (started, for `compaction_started`), Unix milliseconds.
+             */
+            at_ms: number;
+            /**
+             * Format: int64
+             * @description Compactions: the level read and the level written.
+             */
+            level: number;
+            /** Format: int64 */
+            output_level: number;
+            /** Format: int64 */
+            files_in: number;
+            /** Format: int64 */
+            bytes_in: number;
+            /**
+             * Format: int64
+             * @description Flushes and compactions: tables and bytes written.
+             */
+            files_out: number;
+            /** Format: int64 */
+            bytes_out: number;
+            /** @description A compaction that moved a table down without rewriting it. */
+            trivial_move: boolean;
+            /** Format: double */
+            duration_ms: number;
+            /** @description Stalls: a full stop rather than a slowdown. */
+            stopped: boolean;
+        };
+        /**
+         * @description What a piece of engine background work was.
+         * @enum {string}
+         */
+        EngineActivityKind: "flush" | "compaction_started" | "compaction" | "stall";
+        /** @description The storage engine's families (`strata_engine_*`). */
+        EngineStats: {
+            /**
+             * Format: int64
+             * @description Arena bytes of the active memtable.
+             */
+            memtable_bytes: number;
+            /**
+             * Format: int64
+             * @description Frozen memtables waiting to be flushed.
+             */
+            immutable_memtables: number;
+            /** Format: int64 */
+            immutable_memtable_bytes: number;
+            /** @description L0 first. */
+            levels: components["schemas"]["LevelShape"][];
+            /** Format: int64 */
+            flushes: number;
+            /** Format: double */
+            flush_seconds: number;
+            /** Format: int64 */
+            flush_written_bytes: number;
+            /** Format: int64 */
+            compactions: number;
+            /** Format: double */
+            compaction_seconds: number;
+            /** Format: int64 */
+            compaction_read_bytes: number;
+            /** Format: int64 */
+            compaction_written_bytes: number;
+            /**
+             * Format: int64
+             * @description Key and value bytes callers wrote.
+             */
+            user_written_bytes: number;
+            /**
+             * Format: double
+             * @description Time writers were stopped by the engine.
+             */
+            stall_seconds: number;
+            /**
+             * Format: double
+             * @description Time writers were slowed down.
+             */
+            slowdown_seconds: number;
+            /** Format: int64 */
+            gets: number;
+            /** Format: int64 */
+            table_probes: number;
+            /** Format: int64 */
+            bloom_useful: number;
+            /** Format: int64 */
+            bloom_false_positives: number;
+            /** Format: int64 */
+            block_cache_hits: number;
+            /** Format: int64 */
+            block_cache_misses: number;
+            /** Format: int64 */
+            events_dropped: number;
+        };
         /** @description The body of every non-2xx response from a node. */
         Error: {
             code: components["schemas"]["ErrorCode"];
@@ -557,6 +782,12 @@ export interface components {
          * @enum {string}
          */
         ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
+        /** @description Raft events of one kind published so far (`strata_raft_events_total`). */
+        EventCount: {
+            kind: string;
+            /** Format: int64 */
+            count: number;
+        };
         /** @description One operation of a history, for people. */
         EventView: {
             worker: number;
@@ -631,12 +862,45 @@ export interface components {
              */
             leader_id?: number;
         };
+        /** @description A histogram as `/metrics` exports it: cumulative bucket counts. */
+        Histogram: {
+            /**
+             * Format: int64
+             * @description Observations in all.
+             */
+            count: number;
+            /**
+             * Format: double
+             * @description Sum of the observations.
+             */
+            sum: number;
+            /**
+             * @description Observations at most `le`, for each finite upper bound in
+             *     increasing order (the `+Inf` bucket is `count`).
+             */
+            buckets: components["schemas"]["Bucket"][];
+        };
+        /** @description Requests being served, by protocol (`strata_api_requests_in_flight`). */
+        InFlight: {
+            protocol: string;
+            /** Format: int64 */
+            count: number;
+        };
         /** @description One pair of a scan result. */
         KeyValue: {
             /** @description The key, in the result's `encoding`. */
             key: string;
             /** @description The value, in the result's `encoding`; absent when `keys_only=true`. */
             value?: string;
+        };
+        /** @description Tables in one level (`strata_engine_level_files`, `strata_engine_level_bytes`). */
+        LevelShape: {
+            /** Format: int64 */
+            level: number;
+            /** Format: int64 */
+            files: number;
+            /** Format: int64 */
+            bytes: number;
         };
         /** @description One member of the raft configuration. */
         Member: {
@@ -650,9 +914,67 @@ export interface components {
             /** @description True for voters, false for learners. */
             voter: boolean;
         };
+        /**
+         * @description On a leader: how far another member's log matches
+         *     (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`).
+         */
+        MemberProgress: {
+            /** Format: int64 */
+            member: number;
+            /** Format: int64 */
+            match_index: number;
+            /**
+             * Format: int64
+             * @description Entries the member lacks.
+             */
+            lag_entries: number;
+        };
+        /** @description One member's stats, or why they could not be read. */
+        MemberStats: {
+            /** Format: int64 */
+            id: number;
+            /** @description host:port of the node's API. */
+            address: string;
+            /**
+             * Format: int64
+             * @description When the node took its numbers, Unix milliseconds on its clock;
+             *     0 when it could not be asked.
+             */
+            at_ms: number;
+            /** @description Why the node could not be asked, when it could not. */
+            error?: string;
+            stats?: components["schemas"]["NodeStats"] | null;
+        };
         /** @description Result of GET /v1/cluster/members and of every membership change. */
         Members: {
             members: components["schemas"]["Member"][];
+        };
+        /** @description What a compaction request did on one member. */
+        NodeCompaction: {
+            /** Format: int64 */
+            id: number;
+            outcome: components["schemas"]["CompactionOutcome"];
+            /**
+             * Format: int64
+             * @description How long the node worked before answering.
+             */
+            duration_ms: number;
+            error?: string;
+        };
+        /** @description One node's numbers, as its `/metrics` page shows them. */
+        NodeStats: {
+            /** @description The build's version (`strata_build_info`). */
+            version: string;
+            api: components["schemas"]["ApiStats"];
+            raft: components["schemas"]["RaftStats"];
+            engine: components["schemas"]["EngineStats"];
+            process: components["schemas"]["ProcessStats"];
+            canary: components["schemas"]["CanaryStats"];
+            /**
+             * @description The engine's latest flushes, compactions and stalls, oldest first
+             *     (at most 64; kept by the node since it started, not in `/metrics`).
+             */
+            engine_activity: components["schemas"]["EngineActivity"][];
         };
         /** @description One node's view of the raft group. */
         NodeStatus: {
@@ -688,6 +1010,29 @@ export interface components {
             leader_id: number;
             /** @description Why the node is unhealthy, when it is. */
             error?: string;
+        };
+        /**
+         * @description The process and its data directory's file system (`strata_process_*`);
+         *     a value the system would not give is absent.
+         */
+        ProcessStats: {
+            /** Format: double */
+            cpu_seconds?: number | null;
+            /** Format: int64 */
+            resident_memory_bytes?: number | null;
+            /** Format: int64 */
+            threads?: number | null;
+            /** Format: int64 */
+            open_fds?: number | null;
+            /** Format: int64 */
+            data_dir_free_bytes?: number | null;
+            /** Format: int64 */
+            data_dir_size_bytes?: number | null;
+            /**
+             * Format: double
+             * @description When the process started, Unix seconds.
+             */
+            start_time_seconds?: number | null;
         };
         /** @description JSON form of a PUT body (Content-Type: application/json). */
         PutJsonRequest: {
@@ -740,6 +1085,73 @@ export interface components {
              */
             detail: string;
         };
+        /** @description The raft peer's families (`strata_raft_*`). */
+        RaftStats: {
+            /** Format: int64 */
+            term: number;
+            role: components["schemas"]["Role"];
+            /**
+             * Format: int64
+             * @description 0 when none is known.
+             */
+            leader_id: number;
+            /** Format: int64 */
+            commit_index: number;
+            /** Format: int64 */
+            applied_index: number;
+            /** Format: int64 */
+            last_index: number;
+            /** Format: int64 */
+            voters: number;
+            /** Format: int64 */
+            learners: number;
+            /** @description False once the peer's storage failed. */
+            healthy: boolean;
+            events: components["schemas"]["EventCount"][];
+            /**
+             * Format: int64
+             * @description Client proposals stepped into raft.
+             */
+            proposals: number;
+            /** @description Proposals stepped in one round. */
+            proposal_batch_size: components["schemas"]["Histogram"];
+            /** @description Proposal stepped into raft to its answer (quorum append + fsync, apply). */
+            commit_seconds: components["schemas"]["Histogram"];
+            /** @description A linearizable read's wait for its ReadIndex round and apply. */
+            read_index_seconds: components["schemas"]["Histogram"];
+            /** @description One round's raft log write + fsync. */
+            append_seconds: components["schemas"]["Histogram"];
+            /**
+             * Format: int64
+             * @description Rounds that wrote and fsynced the raft log.
+             */
+            log_syncs: number;
+            /** Format: int64 */
+            appended_bytes: number;
+            /** Format: int64 */
+            appended_entries: number;
+            /** Format: int64 */
+            applied_entries: number;
+            /** @description On the leader: every other member's progress; empty elsewhere. */
+            members: components["schemas"]["MemberProgress"][];
+        };
+        /**
+         * @description Requests answered on one route with one outcome
+         *     (`strata_api_requests_total`).
+         */
+        RequestCount: {
+            /** @description `rest` or `grpc`. */
+            protocol: string;
+            /**
+             * @description The route template (`PUT /v1/kv/{key}`) or gRPC method; `unmatched`
+             *     for unknown routes.
+             */
+            route: string;
+            /** @description HTTP status for REST, gRPC status name for gRPC. */
+            code: string;
+            /** Format: int64 */
+            count: number;
+        };
         /**
          * @description Which node answered and at which raft position. In REST these fields are
          *     flattened into the top level of every KV result.
@@ -773,6 +1185,13 @@ export interface components {
          * @enum {string}
          */
         Role: "leader" | "follower" | "candidate" | "learner" | "unknown";
+        /** @description Latency of one route (`strata_api_request_duration_seconds`). */
+        RouteLatency: {
+            protocol: string;
+            route: string;
+            /** @description Seconds from arrival to the answer's head. */
+            seconds: components["schemas"]["Histogram"];
+        };
         /** @description Result of GET /v1/kv (scan). */
         ScanResult: {
             /** @description Pairs in ascending byte order of key. */
@@ -1535,6 +1954,57 @@ export interface operations {
                     "application/json": components["schemas"]["CanaryReport"];
                 };
             };
+        };
+    };
+    clusterStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every member's stats. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterStats"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    compact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompactRequest"];
+            };
+        };
+        responses: {
+            /** @description What each member did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CompactResult"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

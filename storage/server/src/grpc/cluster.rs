@@ -10,14 +10,17 @@ use super::hop;
 use crate::core::Core;
 use crate::member_status::gather;
 use crate::membership::Change;
+use crate::rest::model::stats::CompactionOutcome;
+use crate::stats::{self, StatsSource};
 
 pub struct ClusterService {
     core: Arc<Core>,
+    stats: Arc<StatsSource>,
 }
 
 impl ClusterService {
-    pub fn new(core: Arc<Core>) -> Self {
-        ClusterService { core }
+    pub fn new(core: Arc<Core>, stats: Arc<StatsSource>) -> Self {
+        ClusterService { core, stats }
     }
 }
 
@@ -91,5 +94,45 @@ impl Cluster for ClusterService {
         Ok(Response::new(MembersResponse {
             members: self.core.members(),
         }))
+    }
+
+    async fn local_stats(
+        &self,
+        _req: Request<LocalStatsRequest>,
+    ) -> Result<Response<LocalStatsResponse>, Status> {
+        Ok(Response::new(self.stats.local()))
+    }
+
+    async fn local_compact(
+        &self,
+        _req: Request<LocalCompactRequest>,
+    ) -> Result<Response<NodeCompaction>, Status> {
+        Ok(Response::new(self.stats.compact_local().await))
+    }
+
+    async fn compact(
+        &self,
+        req: Request<CompactRequest>,
+    ) -> Result<Response<CompactResponse>, Status> {
+        let ids = req.into_inner().node_ids;
+        let result = stats::compact(&self.core, &self.stats, &ids).await?;
+        let nodes = result
+            .nodes
+            .into_iter()
+            .map(|n| {
+                let outcome = match n.outcome {
+                    CompactionOutcome::Done => node_compaction::Outcome::Done,
+                    CompactionOutcome::Running => node_compaction::Outcome::Running,
+                    CompactionOutcome::Failed => node_compaction::Outcome::Failed,
+                };
+                NodeCompaction {
+                    id: n.id,
+                    outcome: outcome as i32,
+                    duration_ms: n.duration_ms,
+                    error: n.error,
+                }
+            })
+            .collect();
+        Ok(Response::new(CompactResponse { nodes }))
     }
 }

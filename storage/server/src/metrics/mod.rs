@@ -13,12 +13,16 @@ mod api;
 mod canary;
 mod engine;
 mod process;
+pub mod scrape;
 mod status;
 mod write;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use strata_engine::Engine;
 use strata_raft::PeerHandle;
@@ -28,6 +32,12 @@ pub use canary::{CanaryMetrics, OpKind, OpOutcome, WindowVerdict};
 
 /// The content type of [`NodeMetrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The label of `strata_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+}
 
 /// Every metric of one node.
 pub struct NodeMetrics {
@@ -42,6 +52,17 @@ impl NodeMetrics {
     /// free space of `data_dir`).
     pub fn new(engine: Arc<Engine>, peer: PeerHandle, data_dir: PathBuf) -> Self {
         let mut registry = Registry::with_prefix("strata");
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "The node's build: 1, labelled with its version",
+            build,
+        );
         let api = ApiMetrics::default();
         api.register(registry.sub_registry_with_prefix("api"));
         let canary = CanaryMetrics::default();

@@ -1,4 +1,4 @@
-//! The node process: CPU, memory, open files, and free space where its
+//! The node process: CPU, memory, open files, start time, and free space where its
 //! data lives, read from `/proc` and `statvfs` at each scrape.
 
 use std::path::PathBuf;
@@ -43,6 +43,16 @@ impl Collector for ProcessCollector {
                     Some(Unit::Bytes),
                     (stat.rss * procfs::page_size()) as f64,
                 )?;
+                // Ticks after boot, as the kernel counts a process's start.
+                if let Ok(boot) = procfs::boot_time_secs() {
+                    gauge(
+                        e,
+                        "start_time",
+                        "When the process started, in seconds since the Unix epoch",
+                        Some(Unit::Seconds),
+                        boot as f64 + stat.starttime as f64 / ticks,
+                    )?;
+                }
                 gauge(
                     e,
                     "threads",

@@ -23,6 +23,7 @@ use super::model::cluster::{
     AddMemberRequest, ClusterStatus, Members, RaftEvent, TransferLeaderRequest,
     TransferLeaderResult,
 };
+use super::model::stats::{ClusterStats, CompactRequest, CompactResult};
 use super::responses::{ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
 use crate::core::Hop;
 use crate::error::ApiError;
@@ -47,6 +48,65 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 )]
 pub async fn status(State(s): State<AppState>) -> Json<ClusterStatus> {
     Json(ClusterStatus::from(&gather(&s.core).await))
+}
+
+/// Every member's numbers: the same values its `/metrics` page shows
+///
+/// Requests by route and outcome with latency histograms, raft position,
+/// events, commit, append and ReadIndex histograms and (on the leader)
+/// every member's progress, the engine's shape and work, the process, the
+/// canary, and the engine's recent flushes and compactions. Counters are
+/// totals since each node started; two readings make a rate. The
+/// answering node asks each member with a short timeout; one that does not
+/// answer is listed with an `error`.
+#[utoipa::path(
+    get,
+    path = "/v1/cluster/stats",
+    operation_id = "clusterStats",
+    tag = "cluster",
+    responses(
+        (status = 200, description = "Every member's stats.", body = ClusterStats),
+        StatusErrors,
+    ),
+)]
+pub async fn stats(State(s): State<AppState>) -> Json<ClusterStats> {
+    Json(crate::stats::gather(&s.core, &s.stats).await)
+}
+
+/// Flush and compact level 0 into level 1
+///
+/// On the listed members (every member when `node_ids` is absent or
+/// empty), in parallel: each writes its memtable to a table, then merges
+/// all of level 0 into level 1. Answers once each is done, or after 3 s
+/// with `running` for one still at work (it goes on; the stats show it
+/// end). A request while one runs on a node joins it. Not a raft
+/// operation: it changes no data, only how the node stores it.
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/compact",
+    operation_id = "compact",
+    tag = "cluster",
+    request_body(content((CompactRequest = "application/json"))),
+    responses(
+        (status = 200, description = "What each member did.", body = CompactResult),
+        (status = 404, response = NotFound),
+        JsonBodyErrors,
+        StatusErrors,
+    ),
+)]
+pub async fn compact(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<CompactResult>, ApiError> {
+    let req: CompactRequest = if body.as_ref().is_ok_and(|b| b.is_empty()) {
+        CompactRequest::default()
+    } else {
+        json_body(&headers, body)?
+    };
+    Ok(Json(
+        crate::stats::compact(&s.core, &s.stats, &req.node_ids).await?,
+    ))
 }
 
 /// The raft configuration
@@ -208,6 +268,11 @@ fn status_event(st: &pb::StatusResponse) -> Event {
     Event::default().event("status").data(data)
 }
 
+fn stats_event(stats: &ClusterStats) -> Event {
+    let data = serde_json::to_string(stats).unwrap_or_default();
+    Event::default().event("stats").data(data)
+}
+
 fn raft_event(e: &strata_raft::RaftEvent) -> Event {
     let data = serde_json::to_string(&RaftEvent::from(e)).unwrap_or_default();
     Event::default().event("raft").data(data)
@@ -221,6 +286,8 @@ fn raft_event(e: &strata_raft::RaftEvent) -> Event {
 ///   field changes, and at least every 1 s.
 /// - `event: raft`, `data:` a RaftEvent: elections, leader, role and term
 ///   changes.
+/// - `event: stats`, `data:` a ClusterStats (as GET /v1/cluster/stats):
+///   every member's numbers, about every 1 s from 1 s after connecting.
 /// - A keep-alive comment line (`: ...`) every 10 s.
 #[utoipa::path(
     get,
@@ -235,6 +302,7 @@ fn raft_event(e: &strata_raft::RaftEvent) -> Event {
         ("x-sse-events" = json!({
             "status": "#/components/schemas/ClusterStatus",
             "raft": "#/components/schemas/RaftEvent",
+            "stats": "#/components/schemas/ClusterStats",
         })),
     ),
 )]
@@ -244,6 +312,7 @@ pub async fn events(
     let (tx, rx) = mpsc::channel::<Event>(64);
     let mut status_rx = s.cluster.clone();
     let mut raft_rx = s.core.peer().subscribe();
+    let mut stats_rx = s.stats_feed.subscribe();
     tokio::spawn(async move {
         let initial = status_event(&status_rx.borrow_and_update());
         if tx.send(initial).await.is_err() {
@@ -263,6 +332,14 @@ pub async fn events(
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = every.tick() => status_event(&status_rx.borrow()),
+                changed = stats_rx.changed() => {
+                    if changed.is_err() { return; }
+                    let stats = stats_rx.borrow_and_update().clone();
+                    match stats {
+                        Some(stats) => stats_event(&stats),
+                        None => continue,
+                    }
+                }
             };
             if tx.send(event).await.is_err() {
                 return;

@@ -37,6 +37,10 @@ pub struct AppState {
     pub metrics: Arc<NodeMetrics>,
     /// What this node's consistency canary has found.
     pub canary: Arc<crate::canary::CanaryState>,
+    /// This node's numbers and engine, for the stats and compaction routes.
+    pub stats: Arc<crate::stats::StatsSource>,
+    /// Every member's stats for the event streams, while any listens.
+    pub stats_feed: crate::stats::feed::StatsFeed,
 }
 
 async fn method_not_allowed() -> ApiError {
@@ -67,6 +71,8 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(cluster::remove_member))
         .routes(routes!(cluster::promote_member))
         .routes(routes!(canary::report))
+        .routes(routes!(cluster::stats))
+        .routes(routes!(cluster::compact))
 }
 
 /// Every REST route. Unknown routes are handled by the caller's fallback,

@@ -6,4 +6,5 @@
 mod canary;
 mod node;
 mod router;
+mod stats;
 mod support;

@@ -33,6 +33,16 @@ impl Role {
         Role(role)
     }
 
+    /// The role raft names `name`; `unknown` for any other name.
+    pub fn from_name(name: &str) -> Self {
+        Role(PEER_ROLES.into_iter().find(|r| r.as_str() == name))
+    }
+
+    /// A node that could not be asked.
+    pub fn unknown() -> Self {
+        Role(None)
+    }
+
     pub fn as_str(self) -> &'static str {
         self.0.map_or("unknown", PeerRole::as_str)
     }

@@ -7,3 +7,4 @@ pub mod cluster;
 pub mod health;
 pub mod kv;
 pub mod kv_request;
+pub mod stats;
