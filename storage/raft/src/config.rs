@@ -41,6 +41,10 @@ pub struct PeerConfig {
     /// the driver's clock, rounded up.
     pub read_timeout: Duration,
     pub max_inflight_msgs: usize,
+    /// The payload bytes a leader sends one follower without an answer,
+    /// at most (one append more than this when a single entry is larger);
+    /// see `driver/flow.rs`.
+    pub max_inflight_bytes: u64,
     /// Entries one append carries at most, in bytes (at least one entry).
     pub max_size_per_msg_bytes: u64,
     /// The bytes of entries a leader holds uncommitted, or committed but
@@ -113,6 +117,7 @@ impl PeerConfig {
             raft_inbox_capacity: 16 * 1024,
             read_timeout: Duration::from_secs(2),
             max_inflight_msgs: 256,
+            max_inflight_bytes: 32 << 20,
             max_size_per_msg_bytes: 1 << 20,
             max_uncommitted_bytes: 64 << 20,
             max_committed_bytes_per_ready: 64 << 20,

@@ -31,7 +31,8 @@
 //!   requests); `apply` queues committed entries, hands them in order to
 //!   the applier (`applier`: a thread of the peer's own, so the driver
 //!   never waits for an engine write) and answers their waiters once they
-//!   are applied; `snapshots` builds, installs and compacts; `failure` is the
+//!   are applied; `flow` bounds the bytes of appends in flight to each
+//!   follower; `snapshots` builds, installs and compacts; `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.

@@ -135,6 +135,7 @@ impl Driver {
         };
         match screen(&m, local) {
             Screened::Step => {
+                self.limit_flow(Some(&m), 0);
                 if let Err(e) = self.node.step(m) {
                     tracing::debug!(error = %e, "raft step failed");
                 }

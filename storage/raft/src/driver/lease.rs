@@ -248,6 +248,7 @@ impl Driver {
                 lease.transfer_sent(term);
             }
         }
+        self.flow.sent(&messages);
         self.transport.send(messages);
     }
 }

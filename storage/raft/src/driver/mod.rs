@@ -17,7 +17,8 @@
 //! `lease`),
 //! `membership` and `leadership` (the requests), `persist` (writes in
 //! flight and what waits for them), `apply` (committed entries
-//! and their waiters), `snapshots` (snapshots and log compaction),
+//! and their waiters), `flow` (the bytes of appends in flight to each
+//! follower), `snapshots` (snapshots and log compaction),
 //! `failure` (the storage failure policy), `stop` (the answers at stop) and
 //! `publish` (status and events).
 
@@ -48,6 +49,7 @@ use crate::transport::Transport;
 mod amnesia;
 mod apply;
 mod failure;
+mod flow;
 mod leadership;
 mod lease;
 mod membership;
@@ -97,6 +99,9 @@ pub(crate) struct Driver {
     unapplied: apply::Unapplied,
     /// Proposals waiting for the entry at their index to be applied.
     proposals: BTreeMap<u64, proposals::Pending>,
+    /// The bytes in flight to each follower, bounded.
+    flow: flow::Flow,
+    max_size_per_msg_bytes: u64,
     /// Bounds on proposals: see `PeerConfig`.
     max_uncommitted_bytes: u64,
     max_entry_bytes: usize,
@@ -183,6 +188,8 @@ impl Driver {
             queued: Vec::new(),
             unapplied: apply::Unapplied::new(config.max_committed_bytes_per_ready, applied),
             proposals: BTreeMap::new(),
+            flow: flow::Flow::new(config.max_inflight_bytes, config.max_inflight_msgs),
+            max_size_per_msg_bytes: config.max_size_per_msg_bytes,
             max_uncommitted_bytes: config.max_uncommitted_bytes,
             max_entry_bytes: config.max_entry_bytes,
             conf_waiters: BTreeMap::new(),
@@ -221,6 +228,7 @@ impl Driver {
         if self.failure.is_none() {
             self.node.tick();
         }
+        self.flow.tick();
         self.reads.tick();
     }
 

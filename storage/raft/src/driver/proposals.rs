@@ -142,6 +142,8 @@ impl Driver {
                 proposed_at,
             });
         }
+        let largest = entries.iter().map(|e| e.data.len() as u64).max();
+        self.limit_flow(None, largest.unwrap_or(0));
         let mut m = Message::default();
         m.set_msg_type(MessageType::MsgPropose);
         m.from = self.id;

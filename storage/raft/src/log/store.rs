@@ -77,6 +77,9 @@ pub struct RaftLogStore {
     /// Payload bytes of `entries` (what a size-based compaction policy
     /// weighs), kept up to date by every change to `entries`.
     entries_bytes: u64,
+    /// The largest payload of one entry in `entries`; `None` once an entry
+    /// that may have been the largest was dropped, until asked again.
+    largest_entry_bytes: Option<u64>,
     first_index: u64,
     /// Index and term of the last entry before `first_index` (0, 0 at the start).
     base_index: u64,
@@ -147,6 +150,7 @@ impl RaftLogStore {
             segment_max_index: BTreeMap::new(),
             entries: Vec::new(),
             entries_bytes: 0,
+            largest_entry_bytes: Some(0),
             first_index: 1,
             base_index: 0,
             base_term: 0,
@@ -240,6 +244,7 @@ impl RaftLogStore {
                         // from this record instead (still to be confirmed).
                         self.entries.clear();
                         self.entries_bytes = 0;
+                        self.largest_entry_bytes = None;
                         self.guess_base(first.index);
                     }
                     if first.index < self.first_index || first.index > self.last_index_inner() + 1 {
@@ -258,6 +263,7 @@ impl RaftLogStore {
                     *max = (*max).max(last);
                     self.truncate_from(first.index);
                     self.entries_bytes += payload_bytes(&entries);
+                    self.note_largest(&entries);
                     self.entries.extend(entries);
                 }
             }
@@ -280,6 +286,9 @@ impl RaftLogStore {
 
     fn truncate_from(&mut self, index: u64) {
         let keep = ((index - self.first_index) as usize).min(self.entries.len());
+        if keep < self.entries.len() {
+            self.largest_entry_bytes = None;
+        }
         self.entries_bytes -= payload_bytes(&self.entries[keep..]);
         self.entries.truncate(keep);
     }
@@ -289,11 +298,15 @@ impl RaftLogStore {
         let drop = (index + 1)
             .saturating_sub(self.first_index)
             .min(self.entries.len() as u64) as usize;
+        if drop > 0 {
+            self.largest_entry_bytes = None;
+        }
         self.entries_bytes -= payload_bytes(&self.entries[..drop]);
         self.entries.drain(..drop);
         if self.entries.first().is_some_and(|e| e.index != index + 1) {
             self.entries.clear();
             self.entries_bytes = 0;
+            self.largest_entry_bytes = Some(0);
         }
         self.base_index = index;
         self.base_term = term;
@@ -303,6 +316,7 @@ impl RaftLogStore {
     fn restore(&mut self, meta: &SnapshotMetadata) {
         self.entries.clear();
         self.entries_bytes = 0;
+        self.largest_entry_bytes = Some(0);
         self.base_index = meta.index;
         self.base_term = meta.term;
         self.first_index = meta.index + 1;
@@ -328,6 +342,7 @@ impl RaftLogStore {
         self.truncate_from(first.index);
         let bytes = payload_bytes(entries);
         self.entries_bytes += bytes;
+        self.note_largest(entries);
         self.entries.extend_from_slice(entries);
         self.pending_max_index = self
             .pending_max_index
@@ -534,6 +549,31 @@ impl RaftLogStore {
     /// Payload bytes of the entries the log holds (from `first_index` on).
     pub fn entries_bytes(&self) -> u64 {
         self.entries_bytes
+    }
+
+    /// The payload bytes of the largest entry the log holds: what one
+    /// append carrying a single entry may weigh. Recounted only after the
+    /// largest may have been dropped (a compaction or a truncation).
+    pub fn largest_entry_bytes(&mut self) -> u64 {
+        if let Some(largest) = self.largest_entry_bytes {
+            return largest;
+        }
+        let largest = self
+            .entries
+            .iter()
+            .map(|e| payload_bytes(std::slice::from_ref(e)))
+            .max()
+            .unwrap_or(0);
+        self.largest_entry_bytes = Some(largest);
+        largest
+    }
+
+    fn note_largest(&mut self, entries: &[Entry]) {
+        if let Some(largest) = &mut self.largest_entry_bytes {
+            for e in entries {
+                *largest = (*largest).max(payload_bytes(std::slice::from_ref(e)));
+            }
+        }
     }
 
     pub fn first_index(&self) -> u64 {

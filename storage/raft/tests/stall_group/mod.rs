@@ -140,6 +140,8 @@ pub struct Network {
     pub cut_off: Arc<AtomicU64>,
     /// Snapshots handed to their target so far.
     pub snapshots: Arc<AtomicU64>,
+    /// The payload bytes of the appends handed to each member so far.
+    pub append_bytes: Arc<RwLock<HashMap<u64, u64>>>,
 }
 
 impl Transport for Network {
@@ -153,6 +155,10 @@ impl Transport for Network {
             let (Some(from), Some(to)) = (members.get(&m.from), members.get(&m.to)) else {
                 continue;
             };
+            if m.get_msg_type() == MessageType::MsgAppend {
+                let bytes: usize = m.get_entries().iter().map(|e| e.data.len()).sum();
+                *self.append_bytes.write().entry(m.to).or_default() += bytes as u64;
+            }
             if m.get_msg_type() != MessageType::MsgSnapshot {
                 to.step(m);
                 continue;
