@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import { ClusterPage } from '../features/cluster';
+import { KeysPage } from '../features/keys';
 
 export interface Section {
   /** URL fragment: the section lives at `#/<id>`. */
@@ -16,4 +17,5 @@ export interface Section {
  */
 export const sections: readonly [Section, ...Section[]] = [
   { id: 'cluster', label: 'Cluster', render: () => <ClusterPage /> },
+  { id: 'keys', label: 'Keys', render: () => <KeysPage /> },
 ];
