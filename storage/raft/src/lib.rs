@@ -31,7 +31,8 @@
 //!   requests); `apply` queues committed entries, hands them in order to
 //!   the applier (`applier`: a thread of the peer's own, so the driver
 //!   never waits for an engine write) and answers their waiters once they
-//!   are applied; `snapshots` builds, installs and compacts; `failure` is the
+//!   are applied; `snapshots` builds, installs and compacts (also when an
+//!   operator asks, answering with a `log_compaction::LogCompaction`); `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
@@ -79,6 +80,7 @@ mod events;
 mod fail_stop;
 pub mod keys;
 pub mod log;
+pub mod log_compaction;
 mod logger;
 mod mailbox;
 pub mod members;
@@ -95,6 +97,7 @@ mod transport;
 pub use command::{ApplyResult, Command, Op};
 pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
+pub use log_compaction::LogCompaction;
 pub use members::Members;
 pub use metrics::RaftMetrics;
 pub use peer::{Peer, PeerHandle};
