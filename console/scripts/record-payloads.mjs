@@ -60,7 +60,42 @@ async function recordKeys() {
   };
 }
 
-const recorders = { keys: recordKeys };
+async function recordActions() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const before = await call('GET', '/v1/cluster/members');
+  const statusBefore = await call('GET', '/v1/cluster/status');
+  const leader = statusBefore.body.leader_id;
+  const other = before.body.members.map((m) => m.id).find((id) => id !== leader);
+  const leaving = before.body.members.map((m) => m.id).find((id) => id !== leader && id !== other);
+  const address = before.body.members.find((m) => m.id === leaving).address;
+  const removed = await call('DELETE', `/v1/cluster/members/${leaving}`);
+  const added = await call('POST', '/v1/cluster/members', { id: leaving, address });
+  await sleep(1500);
+  const statusWithLearner = await call('GET', '/v1/cluster/status');
+  let promoted;
+  for (let i = 0; i < 20; i++) {
+    promoted = await call('POST', `/v1/cluster/members/${leaving}/promote`);
+    if (promoted.status === 200) break;
+    await sleep(500);
+  }
+  return {
+    membersBefore: before,
+    statusBefore,
+    removed,
+    added,
+    statusWithLearner,
+    promoted,
+    transfer: await call('POST', '/v1/cluster/leader', { target_id: other }),
+    transferToStranger: await call('POST', '/v1/cluster/leader', { target_id: 9 }),
+    removeStranger: await call('DELETE', '/v1/cluster/members/9'),
+    addBadAddress: await call('POST', '/v1/cluster/members', { id: 7, address: 'not an address' }),
+    compactAll: await call('POST', '/v1/cluster/compact', { node_ids: [] }),
+    snapshotAll: await call('POST', '/v1/cluster/snapshot', { node_ids: [] }),
+    snapshotStranger: await call('POST', '/v1/cluster/snapshot', { node_ids: [9] }),
+  };
+}
+
+const recorders = { keys: recordKeys, actions: recordActions };
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {

@@ -1,4 +1,5 @@
 import type { ReactNode } from 'react';
+import { ActionsPage } from '../features/actions';
 import { ClusterPage } from '../features/cluster';
 import { KeysPage } from '../features/keys';
 
@@ -18,4 +19,5 @@ export interface Section {
 export const sections: readonly [Section, ...Section[]] = [
   { id: 'cluster', label: 'Cluster', render: () => <ClusterPage /> },
   { id: 'keys', label: 'Keys', render: () => <KeysPage /> },
+  { id: 'actions', label: 'Actions', render: () => <ActionsPage /> },
 ];
