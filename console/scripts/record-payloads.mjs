@@ -95,12 +95,39 @@ async function recordActions() {
   };
 }
 
-const recorders = { keys: recordKeys, actions: recordActions };
+async function recordLoad() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const payloads = {
+    scenarios: await call('GET', '/load/scenarios'),
+    runIdle: await call('GET', '/load/run'),
+    k6Absent: await call('GET', '/k6/v1/metrics'),
+    runInvalid: await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 5000, duration_s: 10 }),
+    runStarted: await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 8 }),
+  };
+  payloads.runConflict = await call('POST', '/load/run', { scenario: 'ycsb-a', rate_per_s: 20, duration_s: 8 });
+  await sleep(3000);
+  payloads.statsA = await call('GET', '/v1/cluster/stats');
+  payloads.k6MetricsA = await call('GET', '/k6/v1/metrics');
+  payloads.runRunning = await call('GET', '/load/run');
+  await sleep(2000);
+  payloads.statsB = await call('GET', '/v1/cluster/stats');
+  payloads.k6MetricsB = await call('GET', '/k6/v1/metrics');
+  for (let i = 0; i < 60; i++) {
+    payloads.runEnded = await call('GET', '/load/run');
+    if (!['running', 'stopping'].includes(payloads.runEnded.body.state)) break;
+    await sleep(500);
+  }
+  return payloads;
+}
+
+const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad };
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {
   if (only && !only.includes(name)) continue;
   const payloads = await record();
-  writeFileSync(join(out, `${name}.json`), JSON.stringify(payloads, null, 2) + '\n');
+  // One answer a line: readable diffs without the bulk of indenting every stats payload.
+  const lines = Object.entries(payloads).map(([key, answer]) => `  ${JSON.stringify(key)}: ${JSON.stringify(answer)}`);
+  writeFileSync(join(out, `${name}.json`), `{\n${lines.join(',\n')}\n}\n`);
   console.log(`recorded ${Object.keys(payloads).length} answers into src/test/recorded/${name}.json`);
 }

@@ -113,11 +113,12 @@ struct Up {
     /// k6's REST API, which the gateway proxies under /k6/.
     #[arg(long, default_value_t = 6565)]
     k6_port: u16,
-    /// The load runner, which the gateway proxies under /load/.
-    #[arg(long, default_value_t = 6566)]
-    load_port: u16,
-    /// k6 for the load runner (default: STRATA_K6, else k6 on the PATH).
+    /// Start the load runner on this port, which the gateway proxies under
+    /// /load/ (none: no runner; `./dev up` starts one on 6566).
     #[arg(long)]
+    load_port: Option<u16>,
+    /// k6 for the load runner (default: STRATA_K6, else k6 on the PATH).
+    #[arg(long, requires = "load_port")]
     k6: Option<PathBuf>,
     /// The built console to serve (none: no console).
     #[arg(long)]
@@ -437,12 +438,15 @@ async fn cmd_up(up: Up) -> Result<()> {
         traces,
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
-        load_runner: Some(LoadRunnerSpec {
-            launcher: std::env::current_exe().context("finding strata-cluster itself")?,
-            listen: format!("127.0.0.1:{}", up.load_port),
-            k6: up.k6.unwrap_or_else(k6_binary),
-            scripts: loadtest_dir(),
-        }),
+        load_runner: match up.load_port {
+            Some(port) => Some(LoadRunnerSpec {
+                launcher: std::env::current_exe().context("finding strata-cluster itself")?,
+                listen: format!("127.0.0.1:{port}"),
+                k6: up.k6.unwrap_or_else(k6_binary),
+                scripts: loadtest_dir(),
+            }),
+            None => None,
+        },
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;

@@ -71,7 +71,7 @@ pub enum RunConflict {
     AlreadyRunning(String),
     #[error("no run is in progress")]
     NotRunning,
-    #[error("k6 could not be started ({program}): {error}")]
+    #[error("k6 could not be started ({program}): {error}; `./dev setup-k6` installs it")]
     Spawn { program: String, error: String },
 }
 
