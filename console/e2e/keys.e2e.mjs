@@ -3,7 +3,7 @@
 //   2. the key is listed under its prefix and its JSON value is shown pretty-printed;
 //   3. deleting it from the view (after confirming) makes the API answer 404.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, launch, screenshot, tally } from './lib.mjs';
+import { base, checkNarrow, launch, screenshot, tally } from './lib.mjs';
 
 const t = tally('keys e2e');
 const key = `e2e/keys/${Date.now()}`;
@@ -33,6 +33,7 @@ try {
   t.check((await shown.getAttribute('data-kind')) === 'json', 'the value is shown as JSON');
   t.check((await shown.textContent()) === JSON.stringify(JSON.parse(value), null, 2), 'the JSON is pretty-printed');
   await screenshot(page, 'keys');
+  await checkNarrow(page, 'keys', t);
 
   await page.getByTestId('delete-key').click();
   await page.getByTestId('confirm-button').click();

@@ -55,3 +55,19 @@ export async function until(probe, timeoutMs, intervalMs = 250) {
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Shows the page in a phone-wide window: the page must not scroll sideways (wide tables
+ * scroll inside their own box), and a screenshot `<name>-narrow` is saved.
+ */
+export async function checkNarrow(page, name, t) {
+  const before = page.viewportSize();
+  await page.setViewportSize({ width: 420, height: 900 });
+  await page.waitForTimeout(300);
+  // Runs in the page.
+  // eslint-disable-next-line no-undef
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  t.check(width <= 420, `${name} fits a 420 px window (page width ${width})`);
+  await screenshot(page, `${name}-narrow`);
+  if (before) await page.setViewportSize(before);
+}
