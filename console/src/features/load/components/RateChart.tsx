@@ -39,6 +39,18 @@ function useWidth() {
   return { ref, width };
 }
 
+/** Ticks on whole seconds, about five of them, so no two show the same clock time. */
+export function secondTicks(data: readonly Record<string, number>[]): number[] {
+  const times = data.map((d) => d.atMs ?? 0);
+  if (times.length === 0) return [];
+  const first = Math.min(...times);
+  const last = Math.max(...times);
+  const step = Math.max(1000, Math.ceil((last - first) / 4 / 1000) * 1000);
+  const ticks: number[] = [];
+  for (let t = Math.ceil(first / 1000) * 1000; t <= last; t += step) ticks.push(t);
+  return ticks;
+}
+
 /** A line per series over time; the axis shows the wall clock. */
 export function RateChart({ data, series, unit, label }: RateChartProps) {
   const { ref, width } = useWidth();
@@ -50,6 +62,7 @@ export function RateChart({ data, series, unit, label }: RateChartProps) {
           dataKey="atMs"
           type="number"
           domain={['dataMin', 'dataMax']}
+          ticks={secondTicks(data)}
           tickFormatter={(ms: number) => formatClock(ms).slice(0, 8)}
           fontSize={11}
         />
