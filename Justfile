@@ -32,7 +32,7 @@ default:
     @just --list
 
 # The gate (what CI runs, through .ci/run): setup, lints, then every test.
-test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-metrics test-smoke test-e2e test-bench-smoke test-k6-inspect test-reliability
+test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy test-metrics test-smoke test-e2e test-e2e-ops test-bench-smoke test-k6-inspect test-reliability
 
 # Install everything the project needs into project-local folders (no root needed).
 setup: setup-k6 setup-console
@@ -92,7 +92,8 @@ up *args: build console-build
       1) just setup-jaeger; viewer=(--traces --jaeger "{{jaeger}}") ;;
       *) echo "up: traces is 0 or 1, not '$traces'" >&2; exit 2 ;;
     esac
-    "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist "${viewer[@]}"
+    "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist \
+        --load-port 6566 --k6 "{{k6}}" "${viewer[@]}"
 
 # Stop everything `up` started.
 down:
@@ -141,10 +142,10 @@ setup-system:
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
-# Rust unit and multi-node integration tests (real processes behind real Envoy, and Jaeger for the trace viewer's test).
-test-rust: setup-jaeger
+# Rust unit and multi-node integration tests (real processes behind real Envoy, Jaeger for the trace viewer's test, k6 for the load runner's).
+test-rust: setup-jaeger setup-k6
     cd storage && cargo build --bins
-    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_JAEGER="{{jaeger}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
+    cd storage && STRATA_ENVOY="{{envoy}}" STRATA_JAEGER="{{jaeger}}" STRATA_K6="{{k6}}" STRATA_NODE_BIN="{{target}}/debug/strata-node" cargo test --workspace --exclude strata-fuzz
 
 # Console unit tests.
 test-console: setup-console
@@ -210,3 +211,19 @@ test-e2e: console-build
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-port 15273 --console-dir console/dist
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
+
+# (Keys: put, read back through Envoy, delete → 404. Actions: remove a member and add it back as a
+# learner, promote it, snapshot every member. Load: the k6 smoke run from the view, both the nodes'
+# and k6's figures above zero, and the run ending by itself.)
+# The console's Keys, Actions and Load views in Debian's Chromium against a real cluster with its load runner.
+test-e2e-ops: console-build setup-k6
+    #!/usr/bin/env bash
+    set -euo pipefail
+    [ -x /usr/bin/chromium ] || { echo "test-e2e-ops: Chromium is missing; run ./dev setup-system (as root)" >&2; exit 1; }
+    cd storage && cargo build --bins && cd ..
+    dir="{{run}}/e2e-ops"
+    trap '"{{cluster}}" down --run-dir "$dir"' EXIT
+    "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
+        --base-port 17401 --gateway-port 18480 --admin-port 19941 --console-port 15274 \
+        --k6-port 18485 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
+    cd console && STRATA_URL=http://127.0.0.1:18480 E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops

@@ -15,6 +15,7 @@ export default defineConfig({
       '/v1': { target: gateway },
       '/health': { target: gateway },
       '/k6': { target: gateway },
+      '/load': { target: gateway },
     },
   },
   // `npm run preview` is what Envoy routes `/` to; the port must not drift.

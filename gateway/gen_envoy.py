@@ -337,6 +337,17 @@ def routes() -> list[dict]:
     ]
 
 
+def with_load_runner(route_list: list[dict]) -> list[dict]:
+    """The routes with the load runner's (strata-cluster load-runner) under /load/, before the catch-all.
+
+    Only local clusters run one (strata-cluster passes --load-runner); it starts the bundled k6 scenarios
+    against this gateway, and k6's own REST API is the /k6/ route.
+    """
+    route = {"match": {"prefix": "/load/"}, "route": {"cluster": "load_runner", "timeout": "5s"}}
+    catch_all = next((i for i, r in enumerate(route_list) if r["match"] == {"prefix": "/"}), len(route_list))
+    return route_list[:catch_all] + [route] + route_list[catch_all:]
+
+
 # ---- What a client is told when Envoy answers by itself.
 #
 # The contract has two answers for a request that failed: "not applied, safe to retry" (REST 503
@@ -582,7 +593,7 @@ def build(args: argparse.Namespace) -> dict:
                 "name": "strata",
                 "domains": ["*"],
                 "request_body_buffer_limit": REQUEST_BUFFER_BYTES,
-                "routes": routes(),
+                "routes": with_load_runner(routes()) if args.load_runner else routes(),
             }],
         },
         "local_reply_config": local_reply_config(),
@@ -620,6 +631,8 @@ def build(args: argparse.Namespace) -> dict:
         plain_cluster("console", *args.console),
         plain_cluster("k6", *args.k6),
     ]
+    if args.load_runner:
+        clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
 
     return {
@@ -715,6 +728,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port (default 127.0.0.1:5173)")
     p.add_argument("--k6", help="k6 REST API host:port, proxied under /k6/ (default 127.0.0.1:6565)")
+    p.add_argument("--load-runner", help="load runner host:port, proxied under /load/ (default: no such route)")
     p.add_argument("--otlp", help="OTLP/gRPC collector host:port the OpenTelemetry tracer exports to "
                    "(without it the tracer still starts and forwards traces, and exports nothing)")
     p.add_argument("--trace-sampling", type=float,
@@ -742,6 +756,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         for k in ("listen", "admin", "console", "k6"):
             setattr(a, k, parse_hostport(getattr(a, k)))
         a.otlp = parse_hostport(a.otlp) if a.otlp else None
+        a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
     if a.format is None:

@@ -241,6 +241,22 @@ class Routing(unittest.TestCase):
         self.assertEqual(route_for(self.config, "/k6/v1/status")["route"]["prefix_rewrite"], "/")
         self.assertEqual(route_for(self.config, "/strata.v1.Raft/Send", True)["direct_response"]["status"], 404)
 
+    def test_load_runner_route_only_when_asked_for_and_before_the_console(self):
+        # Proves --load-runner: /load/ goes to the runner (path kept), everything else is routed as
+        # before, and without the flag there is neither the route nor the cluster.
+        config = build("--load-runner", "127.0.0.1:16566")
+        self.assertEqual(route_for(config, "/load/run")["route"]["cluster"], "load_runner")
+        self.assertNotIn("prefix_rewrite", route_for(config, "/load/run")["route"])
+        self.assertEqual(route_for(config, "/")["route"]["cluster"], "console")
+        self.assertEqual(route_for(config, "/k6/v1/status")["route"]["cluster"], "k6")
+        addr = cluster(config, "load_runner")["load_assignment"]["endpoints"][0]["lb_endpoints"][0]
+        self.assertEqual(addr["endpoint"]["address"]["socket_address"]["port_value"], 16566)
+        self.assertEqual(route_for(self.config, "/load/run")["route"]["cluster"], "console")
+        names = [c["name"] for c in self.config["static_resources"]["clusters"]]
+        self.assertNotIn("load_runner", names)
+        with self.assertRaises(SystemExit):
+            build("--load-runner", "nowhere")
+
     def test_retries_cover_not_applied_errors_only(self):
         # 503 / UNAVAILABLE means "not applied" and is retried; 504 and resets mean "outcome unknown" and are not.
         kv = route_for(self.config, "/strata.v1.KV/Put", True)["route"]
@@ -446,6 +462,7 @@ class EnvoyValidates(unittest.TestCase):
             [],
             ["--nodes", ",".join(f"127.0.0.1:{7001 + i}" for i in range(5))],
             ["--otlp", "127.0.0.1:4317", "--access-log", "-"],
+            ["--load-runner", "127.0.0.1:6566"],
             without_out(dockerfile_argv()),
             ["--k8s"],
         ]

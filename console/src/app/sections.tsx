@@ -1,5 +1,8 @@
 import type { ReactNode } from 'react';
+import { ActionsPage } from '../features/actions';
 import { ClusterPage } from '../features/cluster';
+import { KeysPage } from '../features/keys';
+import { LoadPage } from '../features/load';
 
 export interface Section {
   /** URL fragment: the section lives at `#/<id>`. */
@@ -16,4 +19,7 @@ export interface Section {
  */
 export const sections: readonly [Section, ...Section[]] = [
   { id: 'cluster', label: 'Cluster', render: () => <ClusterPage /> },
+  { id: 'keys', label: 'Keys', render: () => <KeysPage /> },
+  { id: 'actions', label: 'Actions', render: () => <ActionsPage /> },
+  { id: 'load', label: 'Load', render: () => <LoadPage /> },
 ];

@@ -172,6 +172,7 @@ impl Cluster {
             k6: None,
             otlp: self.otlp.clone(),
             trace_sampling: None,
+            load_runner: None,
         }
         .write_config(&cfg)?;
         let child = self

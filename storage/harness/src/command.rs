@@ -221,6 +221,34 @@ pub fn console_server(dir: &Path, addr: &str) -> CommandLine {
     }
 }
 
+/// The load runner, served by `strata-cluster load-runner`, loading the
+/// gateway at `target` with k6's REST API on `k6_address`.
+pub fn load_runner(
+    spec: &crate::local::LoadRunnerSpec,
+    target: &str,
+    k6_address: Option<&str>,
+) -> CommandLine {
+    let mut args = vec![
+        "load-runner".into(),
+        "--listen".into(),
+        spec.listen.clone(),
+        "--target".into(),
+        target.into(),
+        "--k6".into(),
+        spec.k6.display().to_string(),
+        "--scripts".into(),
+        spec.scripts.display().to_string(),
+    ];
+    if let Some(address) = k6_address {
+        args.extend(["--k6-address".into(), address.into()]);
+    }
+    CommandLine {
+        program: spec.launcher.clone(),
+        args,
+        env: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

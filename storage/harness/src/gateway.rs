@@ -28,6 +28,10 @@ pub struct GatewaySpec {
     /// default, 100, when `None`).
     #[serde(default)]
     pub trace_sampling: Option<f64>,
+    /// The load runner (`strata-cluster load-runner`), routed under `/load/`;
+    /// no route when `None`.
+    #[serde(default)]
+    pub load_runner: Option<String>,
 }
 
 impl GatewaySpec {
@@ -48,6 +52,9 @@ impl GatewaySpec {
         }
         if let Some(percent) = self.trace_sampling {
             cmd.args(["--trace-sampling", &percent.to_string()]);
+        }
+        if let Some(runner) = &self.load_runner {
+            cmd.args(["--load-runner", runner]);
         }
         let output = cmd
             .arg("--out")
@@ -91,6 +98,7 @@ mod tests {
             k6: Some("127.0.0.1:16565".into()),
             otlp: None,
             trace_sampling: None,
+            load_runner: None,
         }
         .write_config(&out)
         .unwrap();
@@ -115,6 +123,7 @@ mod tests {
             k6: None,
             otlp: None,
             trace_sampling: None,
+            load_runner: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

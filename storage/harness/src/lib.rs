@@ -28,6 +28,7 @@ mod cluster;
 pub mod command;
 pub mod gateway;
 pub mod jaeger;
+pub mod load_runner;
 pub mod local;
 pub mod otlp;
 pub mod run_dir;
@@ -78,6 +79,19 @@ pub fn envoy_binary() -> PathBuf {
     std::env::var_os("STRATA_ENVOY")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("envoy"))
+}
+
+/// k6: `STRATA_K6`, else `k6` on the PATH (`./dev setup-k6` puts it in the
+/// tools folder, which the recipes put on the PATH).
+pub fn k6_binary() -> PathBuf {
+    std::env::var_os("STRATA_K6")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("k6"))
+}
+
+/// The bundled k6 scenarios (`loadtest/`).
+pub fn loadtest_dir() -> PathBuf {
+    repo_root().join("loadtest")
 }
 
 /// The trace viewer, Jaeger: `STRATA_JAEGER`, else `jaeger` on the PATH

@@ -20,6 +20,7 @@ use crate::run_dir::RunDir;
 pub const ENVOY: &str = "envoy";
 pub const CONSOLE: &str = "console";
 pub const TRACES: &str = "jaeger";
+pub const LOAD_RUNNER: &str = "load-runner";
 
 /// A node's process name.
 pub fn node_name(id: u64) -> String {
@@ -54,6 +55,19 @@ pub struct UpOptions {
     pub trace_sampling: f64,
     /// Run every node's consistency canary (`STRATA_CANARY`).
     pub canary: bool,
+    /// The load runner beside the cluster, if any.
+    pub load_runner: Option<LoadRunnerSpec>,
+}
+
+/// The load runner (`strata-cluster load-runner`): it serves on `listen`
+/// and starts `k6` with its REST API on the gateway's `/k6/` upstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadRunnerSpec {
+    /// `strata-cluster` itself, which serves the runner.
+    pub launcher: PathBuf,
+    pub listen: String,
+    pub k6: PathBuf,
+    pub scripts: PathBuf,
 }
 
 /// Everything needed to start, restart or extend the cluster.
@@ -70,6 +84,9 @@ pub struct Layout {
     /// The trace viewer started with the cluster, if any.
     #[serde(default)]
     pub traces: Option<TraceViewer>,
+    /// The load runner started with the cluster, if any.
+    #[serde(default)]
+    pub load_runner: Option<LoadRunnerSpec>,
 }
 
 const ADDR: &str = "127.0.0.1";
@@ -126,10 +143,12 @@ impl Layout {
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
                 trace_sampling: otlp.as_ref().map(|_| opts.trace_sampling),
                 otlp,
+                load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
             traces: opts.traces.clone(),
+            load_runner: opts.load_runner.clone(),
         })
     }
 
@@ -165,6 +184,9 @@ impl Layout {
         if self.traces.is_some() {
             names.push(TRACES.into());
         }
+        if self.load_runner.is_some() {
+            names.push(LOAD_RUNNER.into());
+        }
         names
     }
 
@@ -175,6 +197,12 @@ impl Layout {
             let config = run.root().join("jaeger.yaml");
             viewer.write_config(&config)?;
             run.spawn(TRACES, &viewer.command_line(&config))?;
+        }
+        if let Some(runner) = &self.load_runner {
+            run.spawn(
+                LOAD_RUNNER,
+                &command::load_runner(runner, &self.gateway_url(), self.gateway.k6.as_deref()),
+            )?;
         }
         for node in &self.nodes {
             std::fs::create_dir_all(&node.data_dir)?;
@@ -344,6 +372,7 @@ mod tests {
             traces: None,
             trace_sampling: 100.0,
             canary: true,
+            load_runner: None,
         }
     }
 
@@ -394,6 +423,49 @@ mod tests {
         );
         opts.otlp = Some("127.0.0.1:4317".into());
         assert!(Layout::plan(&opts, &run).is_err());
+    }
+
+    #[test]
+    fn with_a_load_runner_the_gateway_routes_to_it_and_it_loads_that_gateway() {
+        // Proves `up`'s load runner: a process of the layout, started first,
+        // whose address the gateway routes `/load/` to, and which loads this
+        // cluster's gateway with k6's REST API where `/k6/` points.
+        let mut opts = options();
+        opts.load_runner = Some(LoadRunnerSpec {
+            launcher: "/b/strata-cluster".into(),
+            listen: "127.0.0.1:16566".into(),
+            k6: "/t/k6".into(),
+            scripts: "/repo/loadtest".into(),
+        });
+        let layout = Layout::plan(&opts, &RunDir::new("/r")).unwrap();
+        assert_eq!(
+            layout.gateway.load_runner.as_deref(),
+            Some("127.0.0.1:16566")
+        );
+        assert!(layout.process_names().contains(&LOAD_RUNNER.to_string()));
+        let runner = layout.load_runner.as_ref().unwrap();
+        let line =
+            command::load_runner(runner, &layout.gateway_url(), layout.gateway.k6.as_deref());
+        assert_eq!(line.program, Path::new("/b/strata-cluster"));
+        assert_eq!(
+            line.args,
+            [
+                "load-runner",
+                "--listen",
+                "127.0.0.1:16566",
+                "--target",
+                "http://127.0.0.1:18080",
+                "--k6",
+                "/t/k6",
+                "--scripts",
+                "/repo/loadtest",
+                "--k6-address",
+                "127.0.0.1:16565",
+            ]
+        );
+        let plain = Layout::plan(&options(), &RunDir::new("/r")).unwrap();
+        assert_eq!(plain.gateway.load_runner, None);
+        assert!(!plain.process_names().contains(&LOAD_RUNNER.to_string()));
     }
 
     #[test]

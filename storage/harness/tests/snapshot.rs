@@ -460,3 +460,94 @@ async fn disk_full_during_a_snapshot_install_keeps_the_old_data_and_recovers() {
     drop(c);
     drop(disk);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requested_snapshot_drops_the_log_so_a_returning_follower_gets_a_snapshot() {
+    // Proves POST /v1/cluster/snapshot through the gateway on real processes:
+    // far below the automatic thresholds, every live member drops its log up
+    // to its last write, a member that is down is reported failed (not
+    // skipped), and that member, started again, can only catch up by
+    // installing a snapshot, after which it serves the writes it missed.
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut c = Cluster::start(3).await.unwrap();
+    let follower = c.follower().await.unwrap();
+    c.kill(follower).unwrap();
+    let mut last = 0;
+    for i in 0..100 {
+        let r = c
+            .http()
+            .put(format!("{}/v1/kv/asked/{i:03}", c.gateway_url()))
+            .body(format!("v{i}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        last = r.json::<Value>().await.unwrap()["index"].as_u64().unwrap();
+    }
+    // The leader keeps the log a follower it still counts as active needs;
+    // its quorum check marks the killed one inactive within an election timeout.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let r = c
+            .http()
+            .post(format!("{}/v1/cluster/snapshot", c.gateway_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let answer: Value = r.json().await.unwrap();
+        let live_dropped =
+            answer["nodes"].as_array().unwrap().iter().all(|n| {
+                n["id"] == follower || n["first_index_after"].as_u64().unwrap_or(0) > last
+            });
+        if live_dropped {
+            break answer;
+        }
+        assert!(Instant::now() < deadline, "the log was kept: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for n in answer["nodes"].as_array().unwrap() {
+        if n["id"] == follower {
+            assert_eq!(n["outcome"], "failed", "{answer}");
+            assert!(
+                n["error"].as_str().unwrap().contains("unreachable"),
+                "{answer}"
+            );
+        } else {
+            assert_eq!(n["outcome"], "done", "{answer}");
+            assert!(n["durable_index"].as_u64().unwrap() >= last, "{answer}");
+        }
+    }
+
+    c.start_node(follower).unwrap();
+    wait_logged(
+        &c,
+        follower,
+        "snapshot installed",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c
+            .http()
+            .get(format!(
+                "{}/v1/kv/asked/099?consistency=stale",
+                c.node_url(follower)
+            ))
+            .send()
+            .await;
+        if let Ok(r) = r
+            && r.status() == StatusCode::OK
+        {
+            assert_eq!(r.text().await.unwrap(), "v99");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the follower never served the missed writes"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

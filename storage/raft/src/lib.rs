@@ -32,7 +32,8 @@
 //!   the applier (`applier`: a thread of the peer's own, so the driver
 //!   never waits for an engine write) and answers their waiters once they
 //!   are applied; `flow` bounds the bytes of appends in flight to each
-//!   follower; `snapshots` builds, installs and compacts; `failure` is the
+//!   follower; `snapshots` builds, installs and compacts (also when an
+//!   operator asks, answering with a `log_compaction::LogCompaction`); `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;
 //!   `publish` computes and publishes the status.
 //! - `snapshot`: snapshot directories and the snapshot thread.
@@ -80,6 +81,7 @@ mod events;
 mod fail_stop;
 pub mod keys;
 pub mod log;
+pub mod log_compaction;
 mod logger;
 mod mailbox;
 pub mod members;
@@ -96,6 +98,7 @@ mod transport;
 pub use command::{ApplyResult, Command, Op};
 pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
+pub use log_compaction::LogCompaction;
 pub use members::Members;
 pub use metrics::RaftMetrics;
 pub use peer::{Peer, PeerHandle};

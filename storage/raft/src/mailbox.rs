@@ -27,6 +27,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::command::{ApplyResult, Command};
 use crate::error::ProposeError;
+use crate::log_compaction::LogCompaction;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{JobDone, SnapshotDirs};
 use crate::state_machine::StateMachine;
@@ -40,9 +41,11 @@ pub(crate) type ProposeTx = oneshot::Sender<Result<(u64, ApplyResult), ProposeEr
 pub(crate) type ReadTx = oneshot::Sender<Result<u64, ProposeError>>;
 /// Where a configuration change's outcome goes: its log index.
 pub(crate) type ConfTx = oneshot::Sender<Result<u64, ProposeError>>;
+/// Where a requested log compaction's outcome goes.
+pub(crate) type CompactLogTx = oneshot::Sender<Result<LogCompaction, ProposeError>>;
 
 /// Inputs to the driver. Client requests (`Propose`, `Read`,
-/// `TransferLeader`, `HandOver`, `ChangeMembers`) come on the request channel,
+/// `TransferLeader`, `HandOver`, `ChangeMembers`, `CompactLog`) come on the request channel,
 /// everything else on the raft channel.
 pub(crate) enum Input {
     Propose {
@@ -73,6 +76,11 @@ pub(crate) enum Input {
     ChangeMembers {
         change: ConfChangeV2,
         tx: ConfTx,
+    },
+    /// Make the applied state durable now and drop the raft log up to it
+    /// (an operator's request; the peer also does it by itself).
+    CompactLog {
+        tx: CompactLogTx,
     },
 }
 

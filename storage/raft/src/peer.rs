@@ -15,6 +15,7 @@ use crate::driver::{Driver, LogIoStart, Workers};
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
 use crate::log::io::{IoThread, LogIo};
+use crate::log_compaction::LogCompaction;
 use crate::mailbox::Input;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
@@ -252,6 +253,16 @@ impl PeerHandle {
     ) -> Result<u64, ProposeError> {
         let (tx, rx) = oneshot::channel();
         self.inner.submit(Input::ChangeMembers { change, tx })?;
+        rx.await.map_err(|_| ProposeError::Stopped)?
+    }
+
+    /// Makes everything applied so far durable in the engine and drops the
+    /// raft log up to it, now rather than when the log has grown past
+    /// `compact_log_entries`: what an operator asks for to take a snapshot.
+    /// The log keeps what a follower being caught up still needs.
+    pub async fn compact_log(&self) -> Result<LogCompaction, ProposeError> {
+        let (tx, rx) = oneshot::channel();
+        self.inner.submit(Input::CompactLog { tx })?;
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 

@@ -282,3 +282,52 @@ async fn a_write_larger_than_an_entry_may_be_is_refused_as_invalid() {
     h.propose(put("small", "v")).await.unwrap();
     assert_eq!(h.state_machine().get(b"big").unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_requested_log_compaction_drops_the_log_up_to_the_applied_index() {
+    // Proves `compact_log`: with the automatic thresholds out of reach, a
+    // request makes everything applied durable and the log then begins past
+    // it; with no engine WAL, a restart still finds every write (it came from
+    // the durable engine, since the log no longer holds it).
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let engine = Engine::open(
+            dir.path().join("engine"),
+            Options {
+                wal: WalMode::Disabled,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let sm = Arc::new(StateMachine::new(Arc::new(engine), 1));
+        let mut config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
+        config.tick = Duration::from_millis(5);
+        config.compact_log_entries = 1_000_000;
+        Peer::start(config, sm, NoNetwork).unwrap()
+    };
+    let last_write;
+    {
+        let peer = open();
+        let h = peer.handle();
+        wait_leader(&h).await;
+        let mut index = 0;
+        for i in 0..50 {
+            index = h.propose(put(&format!("k{i:02}"), "v")).await.unwrap().0;
+        }
+        last_write = index;
+        let done = h.compact_log().await.unwrap();
+        assert!(done.durable_index >= last_write, "{done:?}");
+        assert!(done.first_index_before < last_write, "{done:?}");
+        // Alone, no follower holds the log back: it begins right after.
+        assert_eq!(done.first_index_after, done.durable_index + 1, "{done:?}");
+        // A second request with nothing new applied keeps the log as it is.
+        let again = h.compact_log().await.unwrap();
+        assert_eq!(again.first_index_after, done.first_index_after);
+    }
+    let peer = open();
+    let h = peer.handle();
+    wait_leader(&h).await;
+    h.read_index().await.unwrap();
+    let all = h.state_machine().scan(b"", None, 1000).unwrap();
+    assert_eq!(all.len(), 50, "every write survived the dropped log");
+}

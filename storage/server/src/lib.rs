@@ -13,6 +13,7 @@ pub mod error;
 pub mod event_log;
 pub mod grpc;
 pub mod join;
+pub mod log_snapshot;
 pub mod lost_state;
 pub mod member_status;
 pub mod membership;

@@ -395,6 +395,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster/snapshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make applied state durable and drop the raft log up to it
+         * @description On the listed members (every member when `node_ids` is absent or
+         *     empty), in parallel: each makes everything it has applied durable in
+         *     its engine and drops its raft log up to there, at once rather than
+         *     when the log passes `--compact-log-entries`. A follower that falls
+         *     behind the log is then caught up from a snapshot of that state. The
+         *     log keeps what a follower being caught up still needs. Answers once
+         *     each is done, or after 3 s with `running` (it goes on). It changes no
+         *     data.
+         */
+        post: operations["snapshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -961,6 +988,35 @@ export interface components {
             duration_ms: number;
             error?: string;
         };
+        /** @description What a snapshot request did on one member. */
+        NodeSnapshot: {
+            /** Format: int64 */
+            id: number;
+            outcome: components["schemas"]["SnapshotOutcome"];
+            /**
+             * Format: int64
+             * @description How long the node worked before answering.
+             */
+            duration_ms: number;
+            /**
+             * Format: int64
+             * @description The applied index made durable (0 unless `done`).
+             */
+            durable_index: number;
+            /**
+             * Format: int64
+             * @description The first index of the node's raft log before the request (0 unless `done`).
+             */
+            first_index_before: number;
+            /**
+             * Format: int64
+             * @description The first index of the node's raft log after it: the log keeps what a
+             *     follower being caught up still needs, so this may stop short of
+             *     `durable_index + 1` (0 unless `done`).
+             */
+            first_index_after: number;
+            error?: string;
+        };
         /** @description One node's numbers, as its `/metrics` page shows them. */
         NodeStats: {
             /** @description The build's version (`strata_build_info`). */
@@ -1225,6 +1281,20 @@ export interface components {
              *     known.
              */
             leader_id: number;
+        };
+        /**
+         * @description How a snapshot request ended on one member.
+         * @enum {string}
+         */
+        SnapshotOutcome: "done" | "running" | "failed";
+        /** @description Body of POST /v1/cluster/snapshot. */
+        SnapshotRequest: {
+            /** @description The members to snapshot; every member when absent or empty. */
+            node_ids?: number[];
+        };
+        /** @description Result of POST /v1/cluster/snapshot. */
+        SnapshotResult: {
+            nodes: components["schemas"]["NodeSnapshot"][];
         };
         /** @description Body of POST /v1/cluster/leader. */
         TransferLeaderRequest: {
@@ -2000,6 +2070,36 @@ export interface operations {
                     "application/json": components["schemas"]["CompactResult"];
                 };
             };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    snapshot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SnapshotRequest"];
+            };
+        };
+        responses: {
+            /** @description What each member did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SnapshotResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -10,6 +10,7 @@
 //!   strata-cluster stop-node --run-dir .run/demo --id 2 --kill
 //!   strata-cluster start-node --run-dir .run/demo --id 4 --join
 //!   strata-cluster down --run-dir .run/demo
+//!   strata-cluster load-runner --target http://127.0.0.1:8080   # what `up` starts beside the cluster
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,9 +21,10 @@ use rustix::process::Signal;
 use strata_harness::command::{self, NodeSpec, parse_peers};
 use strata_harness::gateway::GatewaySpec;
 use strata_harness::jaeger::TraceViewer;
-use strata_harness::local::{self, Layout, UpOptions, node_name};
+use strata_harness::load_runner::{self, Runner, RunnerConfig};
+use strata_harness::local::{self, Layout, LoadRunnerSpec, UpOptions, node_name};
 use strata_harness::run_dir::RunDir;
-use strata_harness::{envoy_binary, jaeger_binary, workspace_binary};
+use strata_harness::{envoy_binary, jaeger_binary, k6_binary, loadtest_dir, workspace_binary};
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Parser)]
@@ -67,6 +69,24 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1:4317")]
         listen: String,
     },
+    /// Serve the load runner until SIGTERM or Ctrl-C: it starts the bundled
+    /// k6 scenarios against --target, one at a time (`up` starts it).
+    LoadRunner {
+        #[arg(long, default_value = "127.0.0.1:6566")]
+        listen: String,
+        /// The cluster's gateway, http://HOST:PORT: the only target.
+        #[arg(long)]
+        target: String,
+        /// k6 (default: STRATA_K6, else k6 on the PATH).
+        #[arg(long)]
+        k6: Option<PathBuf>,
+        /// Where k6 serves its REST API (the gateway's /k6/ upstream).
+        #[arg(long, default_value = "127.0.0.1:6565")]
+        k6_address: String,
+        /// The bundled scenarios (default: the repository's loadtest/).
+        #[arg(long)]
+        scripts: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -93,6 +113,13 @@ struct Up {
     /// k6's REST API, which the gateway proxies under /k6/.
     #[arg(long, default_value_t = 6565)]
     k6_port: u16,
+    /// Start the load runner on this port, which the gateway proxies under
+    /// /load/ (none: no runner; `./dev up` starts one on 6566).
+    #[arg(long)]
+    load_port: Option<u16>,
+    /// k6 for the load runner (default: STRATA_K6, else k6 on the PATH).
+    #[arg(long, requires = "load_port")]
+    k6: Option<PathBuf>,
     /// The built console to serve (none: no console).
     #[arg(long)]
     console_dir: Option<PathBuf>,
@@ -249,6 +276,34 @@ fn main() -> Result<()> {
             operation,
             id,
         } => block_on(cmd_trace(run_dir, operation, id)),
+        Cmd::LoadRunner {
+            listen,
+            target,
+            k6,
+            k6_address,
+            scripts,
+        } => block_on(async move {
+            let runner = Runner::new(RunnerConfig {
+                k6: k6.unwrap_or_else(k6_binary),
+                scripts: scripts.unwrap_or_else(loadtest_dir),
+                target,
+                k6_address,
+            });
+            let listener = tokio::net::TcpListener::bind(&listen)
+                .await
+                .with_context(|| format!("binding the load runner to {listen}"))?;
+            println!("load runner on {listen}");
+            let mut term = signal(SignalKind::terminate())?;
+            axum::serve(listener, load_runner::http::router(runner))
+                .with_graceful_shutdown(async move {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                })
+                .await?;
+            Ok(())
+        }),
         Cmd::OtlpSink { listen } => block_on(async move {
             let sink = strata_harness::otlp::Receiver::bind(&listen, false).await?;
             println!("receiving OTLP/gRPC spans on {}", sink.address());
@@ -316,6 +371,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 k6,
                 otlp,
                 trace_sampling: None,
+                load_runner: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -382,6 +438,15 @@ async fn cmd_up(up: Up) -> Result<()> {
         traces,
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
+        load_runner: match up.load_port {
+            Some(port) => Some(LoadRunnerSpec {
+                launcher: std::env::current_exe().context("finding strata-cluster itself")?,
+                listen: format!("127.0.0.1:{port}"),
+                k6: up.k6.unwrap_or_else(k6_binary),
+                scripts: loadtest_dir(),
+            }),
+            None => None,
+        },
     };
     let layout = Layout::plan(&opts, &run)?;
     layout.save(&run)?;
@@ -417,6 +482,9 @@ async fn cmd_up(up: Up) -> Result<()> {
     println!("  gateway (REST + gRPC)  {gw}");
     if layout.console_dir.is_some() {
         println!("  console                {gw}/");
+    }
+    if layout.load_runner.is_some() {
+        println!("  load runner            {gw}/load/run (k6's REST API: {gw}/k6/v1/status)");
     }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
     for n in &layout.nodes {

@@ -122,6 +122,9 @@ pub(crate) struct Driver {
     /// The applied index when the snapshot being built was asked for.
     snapshot_building: Option<u64>,
     durable_pending: bool,
+    /// Requested log compactions, answered when the durable job that
+    /// serves them ends.
+    log_compactions: snapshots::LogCompactions,
     compact_log_entries: u64,
     compact_log_bytes: u64,
     compact_keep_entries: u64,
@@ -211,6 +214,7 @@ impl Driver {
             jobs,
             snapshot_building: None,
             durable_pending: false,
+            log_compactions: snapshots::LogCompactions::default(),
             compact_log_entries: config.compact_log_entries,
             compact_log_bytes: config.compact_log_bytes,
             compact_keep_entries: config.compact_keep_entries,
@@ -347,6 +351,7 @@ impl Driver {
             }
             Input::Job(done) => self.on_job(done),
             Input::ChangeMembers { change, tx } => self.propose_conf_change(change, tx),
+            Input::CompactLog { tx } => self.request_log_compaction(tx),
             // What it woke the driver for is taken by the round.
             Input::Wake => {}
         }

@@ -7,7 +7,9 @@ use raft::eraftpb::{ConfState, Message, MessageType, Snapshot, SnapshotMetadata}
 use raft::{ProgressState, SnapshotStatus, StateRole};
 
 use super::Driver;
-use crate::error::StorageFailure;
+use crate::error::{ProposeError, StorageFailure};
+use crate::log_compaction::LogCompaction;
+use crate::mailbox::CompactLogTx;
 use crate::members::Members;
 use crate::snapshot::{Job, JobDone};
 use crate::status::RaftEventKind;
@@ -16,7 +18,50 @@ use crate::status::RaftEventKind;
 /// entries, so that a heavy unapplied tail cannot make it run every round.
 const MIN_COMPACT_ENTRIES: u64 = 64;
 
+/// Log compactions an operator asked for ([`Input::CompactLog`]).
+///
+/// [`Input::CompactLog`]: crate::mailbox::Input::CompactLog
+#[derive(Default)]
+pub(super) struct LogCompactions {
+    /// Answered when the durable job now running ends.
+    running: Vec<CompactLogTx>,
+    /// Arrived while a durable job ran that started before them (it may
+    /// not reach what they saw applied); the next job serves them.
+    queued: Vec<CompactLogTx>,
+    /// The durable job running was started for `running`: its end drops
+    /// the whole log it covers, not just what exceeds the usual budget.
+    requested: bool,
+}
+
 impl Driver {
+    /// Queues an operator's log compaction and starts it unless a durable
+    /// job already runs (the next round after it ends starts it then).
+    pub(super) fn request_log_compaction(&mut self, tx: CompactLogTx) {
+        if let Some(failure) = &self.failure {
+            let _ = tx.send(Err(ProposeError::Storage(failure.clone())));
+            return;
+        }
+        self.log_compactions.queued.push(tx);
+        self.start_requested_compaction();
+    }
+
+    fn start_requested_compaction(&mut self) {
+        if self.durable_pending || self.log_compactions.queued.is_empty() {
+            return;
+        }
+        let applied = self.node.raft.raft_log.applied;
+        let waiters = std::mem::take(&mut self.log_compactions.queued);
+        if self.jobs.send(Job::Durable { index: applied }).is_err() {
+            for tx in waiters {
+                let _ = tx.send(Err(ProposeError::Stopped));
+            }
+            return;
+        }
+        self.durable_pending = true;
+        self.log_compactions.requested = true;
+        self.log_compactions.running = waiters;
+    }
+
     /// Starts a snapshot when raft asked for one, and compacts the log once
     /// enough applied entries piled up (after making them durable).
     pub(super) fn maintain_log(&mut self) {
@@ -77,28 +122,50 @@ impl Driver {
             }
             JobDone::Durable { index, result } => {
                 self.durable_pending = false;
+                let requested = std::mem::take(&mut self.log_compactions.requested);
+                let waiters = std::mem::take(&mut self.log_compactions.running);
                 if let Err(e) = result {
-                    self.fail_storage(StorageFailure::new(
+                    let failure = StorageFailure::new(
                         e.is_no_space(),
                         format!("making applied state durable: {e}"),
-                    ));
+                    );
+                    self.fail_storage(failure.clone());
+                    let queued = std::mem::take(&mut self.log_compactions.queued);
+                    for tx in waiters.into_iter().chain(queued) {
+                        let _ = tx.send(Err(ProposeError::Storage(failure.clone())));
+                    }
                     return;
                 }
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
                 // Keep `compact_keep_entries`, but never more than half the
                 // byte budget: large entries must not keep the log heavy.
-                let to = index
-                    .saturating_sub(self.compact_keep_entries)
-                    .max(
+                // An operator's request keeps none: it asked for the log
+                // to end where the durable state begins.
+                let keep_from = if requested {
+                    index
+                } else {
+                    index.saturating_sub(self.compact_keep_entries).max(
                         self.node
                             .store()
                             .discard_point_for_bytes(index, self.compact_log_bytes / 2),
                     )
-                    .min(self.snapshot_floor());
-                if to > self.node.store().first_index() {
+                };
+                let to = keep_from.min(self.snapshot_floor());
+                let first_index_before = self.node.store().first_index();
+                if to > first_index_before {
                     self.node.mut_store().compact(to);
                     self.persist_pending();
                 }
+                let done = LogCompaction {
+                    durable_index: index,
+                    first_index_before,
+                    first_index_after: self.node.store().first_index(),
+                };
+                tracing::info!(?done, requested, "raft log compacted");
+                for tx in waiters {
+                    let _ = tx.send(Ok(done));
+                }
+                self.start_requested_compaction();
             }
         }
     }

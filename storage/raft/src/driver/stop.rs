@@ -58,6 +58,9 @@ fn refuse(input: Input) {
         Input::ChangeMembers { tx, .. } => {
             let _ = tx.send(Err(stopped));
         }
+        Input::CompactLog { tx } => {
+            let _ = tx.send(Err(stopped));
+        }
         // Raft's own inputs come on the other channel; no one waits on them.
         Input::Step(_) | Input::Unreachable(_) | Input::Wake | Input::Job(_) => {}
     }

@@ -8,6 +8,7 @@ use tonic::{Request, Response, Status};
 
 use super::hop;
 use crate::core::Core;
+use crate::log_snapshot;
 use crate::member_status::gather;
 use crate::membership::Change;
 use crate::rest::model::stats::CompactionOutcome;
@@ -134,5 +135,36 @@ impl Cluster for ClusterService {
             })
             .collect();
         Ok(Response::new(CompactResponse { nodes }))
+    }
+
+    async fn local_snapshot(
+        &self,
+        _req: Request<LocalSnapshotRequest>,
+    ) -> Result<Response<NodeSnapshot>, Status> {
+        Ok(Response::new(
+            log_snapshot::snapshot_local(&self.core).await,
+        ))
+    }
+
+    async fn snapshot(
+        &self,
+        req: Request<SnapshotRequest>,
+    ) -> Result<Response<SnapshotResponse>, Status> {
+        let ids = req.into_inner().node_ids;
+        let result = log_snapshot::snapshot(&self.core, &ids).await?;
+        let nodes = result
+            .nodes
+            .into_iter()
+            .map(|n| NodeSnapshot {
+                id: n.id,
+                outcome: log_snapshot::outcome_to_proto(n.outcome) as i32,
+                duration_ms: n.duration_ms,
+                durable_index: n.durable_index,
+                first_index_before: n.first_index_before,
+                first_index_after: n.first_index_after,
+                error: n.error,
+            })
+            .collect();
+        Ok(Response::new(SnapshotResponse { nodes }))
     }
 }

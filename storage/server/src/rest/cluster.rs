@@ -23,8 +23,9 @@ use super::model::cluster::{
     AddMemberRequest, ClusterStatus, Members, RaftEvent, TransferLeaderRequest,
     TransferLeaderResult,
 };
+use super::model::snapshot::{SnapshotRequest, SnapshotResult};
 use super::model::stats::{ClusterStats, CompactRequest, CompactResult};
-use super::responses::{ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
+use super::responses::{BadRequest, ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
 use crate::core::Hop;
 use crate::error::ApiError;
 use crate::member_status::gather;
@@ -106,6 +107,45 @@ pub async fn compact(
     };
     Ok(Json(
         crate::stats::compact(&s.core, &s.stats, &req.node_ids).await?,
+    ))
+}
+
+/// Make applied state durable and drop the raft log up to it
+///
+/// On the listed members (every member when `node_ids` is absent or
+/// empty), in parallel: each makes everything it has applied durable in
+/// its engine and drops its raft log up to there, at once rather than
+/// when the log passes `--compact-log-entries`. A follower that falls
+/// behind the log is then caught up from a snapshot of that state. The
+/// log keeps what a follower being caught up still needs. Answers once
+/// each is done, or after 3 s with `running` (it goes on). It changes no
+/// data.
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/snapshot",
+    operation_id = "snapshot",
+    tag = "cluster",
+    request_body(content((SnapshotRequest = "application/json"))),
+    responses(
+        (status = 200, description = "What each member did.", body = SnapshotResult),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        JsonBodyErrors,
+        StatusErrors,
+    ),
+)]
+pub async fn snapshot(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<SnapshotResult>, ApiError> {
+    let req: SnapshotRequest = if body.as_ref().is_ok_and(|b| b.is_empty()) {
+        SnapshotRequest::default()
+    } else {
+        json_body(&headers, body)?
+    };
+    Ok(Json(
+        crate::log_snapshot::snapshot(&s.core, &req.node_ids).await?,
     ))
 }
 

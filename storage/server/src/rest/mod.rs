@@ -73,6 +73,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(canary::report))
         .routes(routes!(cluster::stats))
         .routes(routes!(cluster::compact))
+        .routes(routes!(cluster::snapshot))
 }
 
 /// Every REST route. Unknown routes are handled by the caller's fallback,

@@ -6,5 +6,6 @@
 mod canary;
 mod node;
 mod router;
+mod snapshot;
 mod stats;
 mod support;

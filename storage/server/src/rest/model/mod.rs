@@ -7,4 +7,5 @@ pub mod cluster;
 pub mod health;
 pub mod kv;
 pub mod kv_request;
+pub mod snapshot;
 pub mod stats;

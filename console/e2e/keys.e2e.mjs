@@ -1,0 +1,50 @@
+// The Keys view against a real cluster behind Envoy, in Debian's Chromium:
+//   1. a value put from the view is what a plain HTTP client reads back through Envoy;
+//   2. the key is listed under its prefix and its JSON value is shown pretty-printed;
+//   3. deleting it from the view (after confirming) makes the API answer 404.
+// Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
+import { base, checkNarrow, launch, screenshot, tally } from './lib.mjs';
+
+const t = tally('keys e2e');
+const key = `e2e/keys/${Date.now()}`;
+const value = JSON.stringify({ written: 'from the console', n: 7 });
+const keyUrl = `${base}/v1/kv/${encodeURIComponent(key)}`;
+
+const browser = await launch();
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(`${base}/#/keys`, { waitUntil: 'domcontentloaded' });
+
+  const put = page.getByTestId('put-form');
+  await put.getByRole('textbox', { name: 'Key' }).fill(key);
+  await put.getByRole('textbox', { name: 'Value' }).fill(value);
+  await put.getByRole('button', { name: 'Put' }).click();
+  await put.getByTestId('put-ok').waitFor({ timeout: 10000 });
+
+  const read = await fetch(keyUrl);
+  t.check(read.status === 200 && (await read.text()) === value, `the put value reads back through Envoy (${read.status})`);
+
+  await page.getByRole('textbox', { name: 'Prefix' }).fill('e2e/keys/');
+  await page.getByRole('button', { name: 'Browse' }).click();
+  await page.locator(`[data-testid="key-row"][data-key="${key}"]`).waitFor({ timeout: 10000 });
+  t.pass('the key is listed under its prefix');
+  const shown = page.getByTestId('value-text');
+  await shown.waitFor({ timeout: 10000 });
+  t.check((await shown.getAttribute('data-kind')) === 'json', 'the value is shown as JSON');
+  t.check((await shown.textContent()) === JSON.stringify(JSON.parse(value), null, 2), 'the JSON is pretty-printed');
+  await screenshot(page, 'keys');
+  await checkNarrow(page, 'keys', t);
+
+  await page.getByTestId('delete-key').click();
+  await page.getByTestId('confirm-button').click();
+  await page.getByTestId('value-viewer').waitFor({ state: 'detached', timeout: 10000 });
+  const gone = await fetch(keyUrl);
+  const body = await gone.json().catch(() => null);
+  t.check(gone.status === 404 && body?.code === 'NOT_FOUND', `after the delete the API answers 404 NOT_FOUND (${gone.status})`);
+  await screenshot(page, 'keys-after-delete');
+} catch (e) {
+  t.fail(`${e.message}`);
+} finally {
+  await browser.close();
+}
+t.report();

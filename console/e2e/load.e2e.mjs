@@ -1,0 +1,48 @@
+// The Load view against a real cluster behind Envoy, in Debian's Chromium:
+//   1. the k6 smoke scenario started from the view runs through the cluster's load runner;
+//   2. while it runs, both the nodes' throughput (from their counters over the event
+//      stream) and k6's own figures (its REST API through Envoy's /k6/) go above zero;
+//   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped).
+// Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
+import { base, checkNarrow, launch, screenshot, tally, until } from './lib.mjs';
+
+const t = tally('load e2e');
+const DURATION_S = 12;
+
+const browser = await launch();
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(`${base}/#/load`, { waitUntil: 'domcontentloaded' });
+  await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
+  const form = page.getByTestId('run-form');
+  await form.getByRole('combobox', { name: 'Scenario' }).selectOption('smoke');
+  await form.getByRole('textbox', { name: 'Rate (requests/s)' }).fill('20');
+  await form.getByRole('textbox', { name: 'Duration (s)' }).fill(String(DURATION_S));
+  await form.getByRole('button', { name: 'Start' }).click();
+  await page.locator('[data-testid="run-status"][data-state="running"]').waitFor({ timeout: 10000 });
+  t.pass('the smoke run started');
+
+  const number = async (testId, attribute) => Number((await page.getByTestId(testId).getAttribute(attribute)) || 0);
+  const nodesOps = await until(async () => (await number('nodes-total', 'data-ops')) > 0 && number('nodes-total', 'data-ops'), 20000);
+  t.check(nodesOps > 0, `the nodes' throughput went above zero (${await number('nodes-total', 'data-ops')} ops/s)`);
+  const k6Rps = await until(async () => (await number('k6-rps', 'data-value')) > 0, 20000);
+  t.check(k6Rps, `k6's requests/s went above zero (${await number('k6-rps', 'data-value')}/s)`);
+  const vus = Number(await page.getByTestId('k6-vus').textContent());
+  t.check(vus > 0, `k6 reports ${vus} VUs`);
+  await screenshot(page, 'load-running');
+  await checkNarrow(page, 'load', t);
+
+  const ended = await until(async () => {
+    const state = await page.getByTestId('run-status').getAttribute('data-state');
+    return ['finished', 'failed', 'stopped'].includes(state) && state;
+  }, (DURATION_S + 40) * 1000, 500);
+  t.check(ended === 'finished' || ended === 'failed', `the run ended by itself (${ended})`);
+  const run = await (await fetch(`${base}/load/run`)).json();
+  t.check(run.exit_code === 0 || run.exit_code === 99, `k6 exited ${run.exit_code} (0, or 99 for a crossed threshold)`);
+  await screenshot(page, 'load');
+} catch (e) {
+  t.fail(e.message);
+} finally {
+  await browser.close();
+}
+t.report();

@@ -1,0 +1,13 @@
+// Runs the Keys, Actions and Load checks one after another (each even when an earlier
+// one failed) and fails when any failed. Env: as each check's.
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+let failed = 0;
+for (const check of ['keys.e2e.mjs', 'actions.e2e.mjs', 'load.e2e.mjs']) {
+  const run = spawnSync(process.execPath, [join(here, check)], { stdio: 'inherit' });
+  if (run.status !== 0) failed++;
+}
+process.exitCode = failed > 0 ? 1 : 0;

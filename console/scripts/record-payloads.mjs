@@ -1,0 +1,133 @@
+// Records real API answers for the component tests: writes a few keys into a running
+// cluster, asks the endpoints the keys, actions and load views use, and saves each
+// answer (status and body, as received) under src/test/recorded/. Run it against a
+// fresh cluster (the keys it writes are part of the payloads):
+//
+//   STRATA_URL=http://127.0.0.1:8080 node scripts/record-payloads.mjs
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
+const out = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'test', 'recorded');
+const only = process.env.RECORD_ONLY?.split(',') ?? null;
+
+async function call(method, path, body, contentType = 'application/json') {
+  const response = await fetch(base + path, {
+    method,
+    headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
+    body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let parsed;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = text;
+  }
+  return { status: response.status, body: parsed };
+}
+
+const b64 = (text) => Buffer.from(text).toString('base64');
+
+async function recordKeys() {
+  await call('PUT', '/v1/kv/users/alice', { value: JSON.stringify({ name: 'Alice', roles: ['admin', 'ops'] }) });
+  await call('PUT', '/v1/kv/users/bob', 'plain text for bob', 'application/octet-stream');
+  await call('PUT', '/v1/kv/blobs/raw', new Uint8Array([0, 1, 2, 0xff, 0xfe, 0x20, 0x62, 0x69, 0x6e]), 'application/octet-stream');
+  for (let i = 1; i <= 30; i++) {
+    await call('PUT', `/v1/kv/page/k${String(i).padStart(2, '0')}`, `v${i}`, 'application/octet-stream');
+  }
+  const scan = (prefix, token) =>
+    `/v1/kv?keys_only=true&encoding=base64&limit=25&prefix=${encodeURIComponent(b64(prefix))}` +
+    (token ? `&page_token=${encodeURIComponent(token)}` : '');
+  const page1 = await call('GET', scan('page/'));
+  const page2 = await call('GET', scan('page/', page1.body.next_page_token));
+  return {
+    scanUsers: await call('GET', scan('users/')),
+    scanPage1: page1,
+    scanPage2: page2,
+    scanEmpty: await call('GET', scan('nothing-here/')),
+    getJson: await call('GET', '/v1/kv/users/alice?encoding=base64'),
+    getText: await call('GET', '/v1/kv/users/bob?encoding=base64'),
+    getBinary: await call('GET', '/v1/kv/blobs/raw?encoding=base64'),
+    getMissing: await call('GET', '/v1/kv/no-such-key?encoding=base64'),
+    putOk: await call('PUT', '/v1/kv/users/carol', { value: 'carol', encoding: 'utf8' }),
+    putBadBase64: await call('PUT', '/v1/kv/users/carol', { value: '!!not base64', encoding: 'base64' }),
+    casMiss: await call('POST', '/v1/cas', { key: 'users/bob', expected: 'wrong', value: 'new', encoding: 'utf8' }),
+    casHit: await call('POST', '/v1/cas', { key: 'users/carol', expected: 'carol', value: 'carol 2', encoding: 'utf8' }),
+    casEmptyKey: await call('POST', '/v1/cas', { key: '', expected: null, value: 'x', encoding: 'utf8' }),
+    deleteOk: await call('DELETE', '/v1/kv/users/carol'),
+  };
+}
+
+async function recordActions() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const before = await call('GET', '/v1/cluster/members');
+  const statusBefore = await call('GET', '/v1/cluster/status');
+  const leader = statusBefore.body.leader_id;
+  const other = before.body.members.map((m) => m.id).find((id) => id !== leader);
+  const leaving = before.body.members.map((m) => m.id).find((id) => id !== leader && id !== other);
+  const address = before.body.members.find((m) => m.id === leaving).address;
+  const removed = await call('DELETE', `/v1/cluster/members/${leaving}`);
+  const added = await call('POST', '/v1/cluster/members', { id: leaving, address });
+  await sleep(1500);
+  const statusWithLearner = await call('GET', '/v1/cluster/status');
+  let promoted;
+  for (let i = 0; i < 20; i++) {
+    promoted = await call('POST', `/v1/cluster/members/${leaving}/promote`);
+    if (promoted.status === 200) break;
+    await sleep(500);
+  }
+  return {
+    membersBefore: before,
+    statusBefore,
+    removed,
+    added,
+    statusWithLearner,
+    promoted,
+    transfer: await call('POST', '/v1/cluster/leader', { target_id: other }),
+    transferToStranger: await call('POST', '/v1/cluster/leader', { target_id: 9 }),
+    removeStranger: await call('DELETE', '/v1/cluster/members/9'),
+    addBadAddress: await call('POST', '/v1/cluster/members', { id: 7, address: 'not an address' }),
+    compactAll: await call('POST', '/v1/cluster/compact', { node_ids: [] }),
+    snapshotAll: await call('POST', '/v1/cluster/snapshot', { node_ids: [] }),
+    snapshotStranger: await call('POST', '/v1/cluster/snapshot', { node_ids: [9] }),
+  };
+}
+
+async function recordLoad() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const payloads = {
+    scenarios: await call('GET', '/load/scenarios'),
+    runIdle: await call('GET', '/load/run'),
+    k6Absent: await call('GET', '/k6/v1/metrics'),
+    runInvalid: await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 5000, duration_s: 10 }),
+    runStarted: await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 8 }),
+  };
+  payloads.runConflict = await call('POST', '/load/run', { scenario: 'ycsb-a', rate_per_s: 20, duration_s: 8 });
+  await sleep(3000);
+  payloads.statsA = await call('GET', '/v1/cluster/stats');
+  payloads.k6MetricsA = await call('GET', '/k6/v1/metrics');
+  payloads.runRunning = await call('GET', '/load/run');
+  await sleep(2000);
+  payloads.statsB = await call('GET', '/v1/cluster/stats');
+  payloads.k6MetricsB = await call('GET', '/k6/v1/metrics');
+  for (let i = 0; i < 60; i++) {
+    payloads.runEnded = await call('GET', '/load/run');
+    if (!['running', 'stopping'].includes(payloads.runEnded.body.state)) break;
+    await sleep(500);
+  }
+  return payloads;
+}
+
+const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad };
+
+mkdirSync(out, { recursive: true });
+for (const [name, record] of Object.entries(recorders)) {
+  if (only && !only.includes(name)) continue;
+  const payloads = await record();
+  // One answer a line: readable diffs without the bulk of indenting every stats payload.
+  const lines = Object.entries(payloads).map(([key, answer]) => `  ${JSON.stringify(key)}: ${JSON.stringify(answer)}`);
+  writeFileSync(join(out, `${name}.json`), `{\n${lines.join(',\n')}\n}\n`);
+  console.log(`recorded ${Object.keys(payloads).length} answers into src/test/recorded/${name}.json`);
+}

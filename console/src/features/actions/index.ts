@@ -1,0 +1,2 @@
+// The actions feature's public surface: the app shell imports only from here.
+export { ActionsPage } from './components/ActionsPage';

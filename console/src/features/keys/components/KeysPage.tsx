@@ -1,0 +1,77 @@
+import { useState, type SyntheticEvent } from 'react';
+import controls from '../../../components/Controls.module.css';
+import { Panel } from '../../../components/Panel';
+import { base64FromBytes } from '../api/bytes';
+import { CasForm } from './CasForm';
+import { KeyList } from './KeyList';
+import styles from './KeysPage.module.css';
+import { PutForm } from './PutForm';
+import { ValueViewer } from './ValueViewer';
+
+/** Browse keys by prefix, read a value, put, delete and compare-and-swap. */
+export function KeysPage() {
+  const [draftPrefix, setDraftPrefix] = useState('');
+  const [prefix, setPrefix] = useState('');
+  // One token per page visited; the first page has none.
+  const [pageTokens, setPageTokens] = useState<(string | null)[]>([null]);
+  const [selected, setSelected] = useState<Uint8Array | null>(null);
+
+  function browse(event: SyntheticEvent) {
+    event.preventDefault();
+    setPrefix(draftPrefix);
+    setPageTokens([null]);
+  }
+
+  const selectedId = selected ? base64FromBytes(selected) : null;
+
+  return (
+    <div className={styles.page}>
+      <h1 className={styles.title}>Keys</h1>
+      <div className={styles.columns}>
+        <Panel title="Browse">
+          <form className={styles.search} onSubmit={browse} role="search">
+            <label className={controls.field}>
+              Prefix
+              <input
+                className={controls.input}
+                value={draftPrefix}
+                onChange={(e) => { setDraftPrefix(e.target.value); }}
+                placeholder="every key"
+                name="prefix"
+              />
+            </label>
+            <button type="submit" className={controls.button}>
+              Browse
+            </button>
+          </form>
+          <KeyList
+            prefix={prefix}
+            pageTokens={pageTokens}
+            selected={selectedId}
+            onSelect={setSelected}
+            onNext={(token) => { setPageTokens((tokens) => [...tokens, token]); }}
+            onPrevious={() => { setPageTokens((tokens) => (tokens.length > 1 ? tokens.slice(0, -1) : tokens)); }}
+          />
+        </Panel>
+
+        <div className={styles.side}>
+          <Panel title="Value">
+            {selected && selectedId ? (
+              <ValueViewer key={selectedId} keyBytes={selected} onDeleted={() => { setSelected(null); }} />
+            ) : (
+              <p className={styles.placeholder}>Pick a key to read its value.</p>
+            )}
+          </Panel>
+          <div className={styles.forms}>
+            <Panel title="Put">
+              <PutForm onStored={setSelected} />
+            </Panel>
+            <Panel title="Compare and swap">
+              <CasForm />
+            </Panel>
+          </div>
+        </div>
+      </div>
+    </div>
+  );
+}

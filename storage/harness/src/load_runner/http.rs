@@ -1,0 +1,110 @@
+//! The runner's HTTP API, which the gateway routes under `/load/`:
+//!
+//! - `GET /load/scenarios`: the bundled scenarios and the bounds;
+//! - `GET /load/run`: the current or latest run;
+//! - `POST /load/run` `{"scenario","rate_per_s","duration_s"}`: start one;
+//! - `DELETE /load/run`: stop it.
+//!
+//! Errors answer `{"code","message"}` as the nodes do: 400
+//! `INVALID_ARGUMENT` for a body that is not a valid request, 409
+//! `CONFLICT` for a start while a run is in progress (or a stop without
+//! one), 500 `INTERNAL` when k6 cannot be started.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::Serialize;
+use serde_json::json;
+
+use super::run::{RunConflict, Runner};
+use super::scenario::{MAX_DURATION_S, MAX_RATE_PER_S, RunRequest, Scenario};
+
+/// An error answer.
+struct Refusal(StatusCode, &'static str, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let Refusal(status, code, message) = self;
+        (
+            status,
+            axum::Json(json!({ "code": code, "message": message })),
+        )
+            .into_response()
+    }
+}
+
+impl From<RunConflict> for Refusal {
+    fn from(e: RunConflict) -> Refusal {
+        match e {
+            RunConflict::Spawn { .. } => {
+                Refusal(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", e.to_string())
+            }
+            RunConflict::AlreadyRunning(_) | RunConflict::NotRunning => {
+                Refusal(StatusCode::CONFLICT, "CONFLICT", e.to_string())
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ScenarioView {
+    name: String,
+    description: &'static str,
+}
+
+async fn scenarios(State(runner): State<Runner>) -> impl IntoResponse {
+    let list: Vec<ScenarioView> = Scenario::ALL
+        .into_iter()
+        .map(|s| ScenarioView {
+            name: s.name(),
+            description: s.description(),
+        })
+        .collect();
+    axum::Json(json!({
+        "scenarios": list,
+        "max_rate_per_s": MAX_RATE_PER_S,
+        "max_duration_s": MAX_DURATION_S,
+        "target": runner.target(),
+    }))
+}
+
+async fn view(State(runner): State<Runner>) -> impl IntoResponse {
+    axum::Json(runner.view())
+}
+
+async fn start(State(runner): State<Runner>, body: Bytes) -> Result<impl IntoResponse, Refusal> {
+    let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
+        Refusal(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            format!("the body is not a run request ({{\"scenario\",\"rate_per_s\",\"duration_s\"}}): {e}"),
+        )
+    })?;
+    let plan = request
+        .validate(runner.target())
+        .map_err(|e| Refusal(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", e.to_string()))?;
+    Ok((StatusCode::ACCEPTED, axum::Json(runner.start(plan)?)))
+}
+
+async fn stop(State(runner): State<Runner>) -> Result<impl IntoResponse, Refusal> {
+    Ok(axum::Json(runner.stop()?))
+}
+
+async fn not_found() -> Refusal {
+    Refusal(
+        StatusCode::NOT_FOUND,
+        "NOT_FOUND",
+        "the load runner serves /load/scenarios and /load/run".into(),
+    )
+}
+
+pub fn router(runner: Runner) -> Router {
+    Router::new()
+        .route("/load/scenarios", get(scenarios))
+        .route("/load/run", get(view).post(start).delete(stop))
+        .fallback(not_found)
+        .with_state(runner)
+}

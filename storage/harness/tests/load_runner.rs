@@ -1,0 +1,228 @@
+//! The load runner against a real one-node cluster behind Envoy, with the
+//! real k6 (`STRATA_K6`, else `k6` on the PATH): what it refuses, one run at
+//! a time, a run that ends by itself, and a run stopped on request.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use strata_harness::load_runner::http::router;
+use strata_harness::load_runner::{Runner, RunnerConfig};
+use strata_harness::{Cluster, free_port, k6_binary, loadtest_dir};
+
+/// Serves a runner for `target` on a free port; answers its base URL and k6's address.
+async fn serve_runner(target: String) -> (String, String) {
+    let k6_address = format!("127.0.0.1:{}", free_port());
+    let runner = Runner::new(RunnerConfig {
+        k6: k6_binary(),
+        scripts: loadtest_dir(),
+        target,
+        k6_address: k6_address.clone(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router(runner)).await });
+    (base, k6_address)
+}
+
+async fn run_state(http: &reqwest::Client, base: &str) -> Value {
+    http.get(format!("{base}/load/run"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Waits until the run's state is `want`; answers the run.
+async fn wait_state(http: &reqwest::Client, base: &str, want: &str, timeout: Duration) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let run = run_state(http, base).await;
+        if run["state"] == want {
+            return run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run never became {want}: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runner_refuses_anything_but_a_bundled_scenario_within_bounds() {
+    // Proves every parameter is checked server-side, with the API's error
+    // body, before k6 is started: nothing runs after any of these.
+    let (base, _) = serve_runner("http://127.0.0.1:9".into()).await;
+    let http = reqwest::Client::new();
+    let cases = [
+        (
+            json!({"scenario": "../../tmp/evil.js", "rate_per_s": 10, "duration_s": 5}),
+            "unknown scenario",
+        ),
+        (
+            json!({"scenario": "smoke", "rate_per_s": 0, "duration_s": 5}),
+            "rate_per_s must be between 1 and 1000",
+        ),
+        (
+            json!({"scenario": "smoke", "rate_per_s": 5000, "duration_s": 5}),
+            "rate_per_s must be between 1 and 1000",
+        ),
+        (
+            json!({"scenario": "smoke", "rate_per_s": 10, "duration_s": 3600}),
+            "duration_s must be between 1 and 600",
+        ),
+        (
+            json!({"scenario": "smoke", "rate_per_s": -1, "duration_s": 5}),
+            "not a run request",
+        ),
+        (
+            json!({"scenario": "smoke", "rate_per_s": 10, "duration_s": 5, "target": "http://elsewhere"}),
+            "unknown field `target`",
+        ),
+        (json!({"scenario": "smoke"}), "missing field"),
+    ];
+    for (body, message) in cases {
+        let resp = http
+            .post(format!("{base}/load/run"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{body}");
+        let err: Value = resp.json().await.unwrap();
+        assert_eq!(err["code"], "INVALID_ARGUMENT", "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains(message),
+            "{body}: {err}"
+        );
+    }
+    let not_json = http
+        .post(format!("{base}/load/run"))
+        .body("smoke")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(not_json.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(run_state(&http, &base).await["state"], "idle");
+    let stop = http
+        .delete(format!("{base}/load/run"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), StatusCode::CONFLICT);
+    let scenarios: Value = http
+        .get(format!("{base}/load/scenarios"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = scenarios["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "smoke", "ycsb-a", "ycsb-b", "ycsb-c", "ycsb-d", "ycsb-e", "ycsb-f", "failover"
+        ]
+    );
+    assert_eq!(scenarios["max_rate_per_s"], 1000);
+    let unknown = http.get(format!("{base}/load/other")).send().await.unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_run_at_a_time_that_ends_by_itself_or_when_stopped() {
+    // Proves: a smoke run starts k6 with its REST API on the given address
+    // against the runner's cluster, a second start is refused while it runs,
+    // it ends by itself (its writes in the cluster's counters), and a longer
+    // run stops on request as `stopped`.
+    let c = Cluster::start(1).await.unwrap();
+    let (base, k6_address) = serve_runner(c.gateway_url()).await;
+    let http = reqwest::Client::new();
+    let start = |duration_s: u32| {
+        http.post(format!("{base}/load/run"))
+            .json(&json!({"scenario": "smoke", "rate_per_s": 20, "duration_s": duration_s}))
+            .send()
+    };
+    let started = start(3).await.unwrap();
+    assert_eq!(started.status(), StatusCode::ACCEPTED);
+    let run: Value = started.json().await.unwrap();
+    assert_eq!(run["state"], "running");
+    assert_eq!(
+        run["plan"],
+        json!({"scenario": "smoke", "rate_per_s": 20, "duration_s": 3})
+    );
+    let again = start(3).await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    let err: Value = again.json().await.unwrap();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("a run of `smoke` is in progress"),
+        "{err}"
+    );
+
+    // k6's own REST API answers where the gateway's /k6/ route points.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = http
+            .get(format!("http://{k6_address}/v1/status"))
+            .send()
+            .await;
+        if status.is_ok_and(|s| s.status().is_success()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "k6's REST API never answered on {k6_address}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // It ends by itself: `finished`, or `failed` with k6's exit code 99 when
+    // a threshold of the script was crossed on a busy host; never killed.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let run = run_state(&http, &base).await;
+        if run["state"] != "running" {
+            break run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the run did not end by itself: {run}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    match done["state"].as_str() {
+        Some("finished") => assert_eq!(done["exit_code"], 0, "{done}"),
+        Some("failed") => assert_eq!(done["exit_code"], 99, "{done}"),
+        _ => panic!("the run ended as {done}"),
+    }
+    assert!(done["ended_at_ms"].as_u64().unwrap() > done["started_at_ms"].as_u64().unwrap());
+    let metrics = c.scrape(1).await;
+    assert!(
+        metrics.contains("route=\"PUT /v1/kv/{key}\""),
+        "the smoke run's writes reached the node"
+    );
+
+    let long = start(60).await.unwrap();
+    assert_eq!(long.status(), StatusCode::ACCEPTED);
+    wait_state(&http, &base, "running", Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stopping = http
+        .delete(format!("{base}/load/run"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stopping.status(), StatusCode::OK);
+    let stopped = wait_state(&http, &base, "stopped", Duration::from_secs(20)).await;
+    assert!(stopped["output"].as_array().is_some());
+}
