@@ -78,8 +78,13 @@ build:
 console-build: setup-console
     cd console && npm run build
 
+# (Against the demo cluster of `up` unless STRATA_URL names another gateway.)
+# The console's Vite dev server with hot reload on http://127.0.0.1:5173/, the API proxied to a running cluster.
+console-dev: setup-console
+    cd console && npm run dev
+
 # (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL))
-# Start 3 nodes + Envoy + console in the background; returns once healthy.
+# Start 3 nodes (serving the console) + Envoy in the background; returns once healthy.
 [positional-arguments]
 up *args: build console-build
     #!/usr/bin/env bash
@@ -208,5 +213,5 @@ test-e2e: console-build
     dir="{{run}}/e2e"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-port 15273 --console-dir console/dist
+        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e

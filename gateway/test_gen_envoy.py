@@ -166,7 +166,7 @@ class ComposeImage(unittest.TestCase):
         config = build(*without_out(argv))
         compose = (REPO / "docker-compose.yml").read_text(encoding="utf-8")
         services = set(re.findall(r"^  ([a-z0-9-]+):$", compose, re.MULTILINE))
-        for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("console", "5173"), ("k6", "6565"),
+        for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("k6", "6565"),
                            ("otel_collector", "4317")):
             for endpoint in endpoints(cluster(config, name)):
                 host, port = endpoint.rsplit(":", 1)
@@ -232,14 +232,26 @@ class Routing(unittest.TestCase):
             ("/openapi.json", False, "nodes"),
             ("/health/leader", False, "nodes"),
             ("/k6/v1/status", False, "k6"),
-            ("/", False, "console"),
-            ("/assets/index.js", False, "console"),
+            ("/", False, "nodes_any"),
+            ("/assets/index.js", False, "nodes_any"),
         ]
         for path, grpc, want in cases:
             with self.subTest(path=path):
                 self.assertEqual(route_for(self.config, path, grpc)["route"]["cluster"], want)
         self.assertEqual(route_for(self.config, "/k6/v1/status")["route"]["prefix_rewrite"], "/")
         self.assertEqual(route_for(self.config, "/strata.v1.Raft/Send", True)["direct_response"]["status"], 404)
+
+    def test_the_console_comes_from_the_nodes_unless_a_server_is_named(self):
+        # Proves the default: the nodes serve the console (strata-node --console-dir), so `/` goes to any
+        # live node, retried elsewhere only when no connection was made, and there is no console cluster;
+        # naming a console server (compose, Kubernetes) routes `/` there instead.
+        names = [c["name"] for c in self.config["static_resources"]["clusters"]]
+        self.assertNotIn("console", names)
+        root = route_for(self.config, "/")["route"]
+        self.assertEqual(root["retry_policy"]["retry_on"], "connect-failure,refused-stream")
+        served = build("--console", "127.0.0.1:15173")
+        self.assertEqual(route_for(served, "/")["route"]["cluster"], "console")
+        self.assertEqual(endpoints(cluster(served, "console")), ["127.0.0.1:15173"])
 
     def test_retries_cover_not_applied_errors_only(self):
         # 503 / UNAVAILABLE means "not applied" and is retried; 504 and resets mean "outcome unknown" and are not.

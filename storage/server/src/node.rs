@@ -184,7 +184,7 @@ impl Node {
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
-        let app = crate::app::router(state, raft).await?;
+        let app = crate::app::router(state, raft, config.console_dir.as_deref()).await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
         let canary = config.canary.enabled.then(|| {

@@ -1,5 +1,5 @@
-//! `strata-cluster`: starts and stops a local Strata cluster (nodes, Envoy,
-//! the console's file server) as detached processes recorded by pid in a run
+//! `strata-cluster`: starts and stops a local Strata cluster (nodes, which
+//! also serve the console, and Envoy) as detached processes recorded by pid in a run
 //! directory, and prints the command line of any of its processes for tools
 //! that run them themselves.
 //!
@@ -34,7 +34,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Start nodes, Envoy and (with --console-dir) the console; returns once
+    /// Start nodes (serving the console with --console-dir) and Envoy; returns once
     /// the gateway reaches a leader. Stops a cluster already running there first.
     Up(Up),
     /// Stop every process recorded in the run directory.
@@ -88,12 +88,11 @@ struct Up {
     gateway_port: u16,
     #[arg(long, default_value_t = 9901)]
     admin_port: u16,
-    #[arg(long, default_value_t = 5173)]
-    console_port: u16,
     /// k6's REST API, which the gateway proxies under /k6/.
     #[arg(long, default_value_t = 6565)]
     k6_port: u16,
-    /// The built console to serve (none: no console).
+    /// The built console (`console/dist`), which every node serves at `/`
+    /// (`strata-node --console-dir`; none: no console).
     #[arg(long)]
     console_dir: Option<PathBuf>,
     /// strata-node (default: STRATA_NODE_BIN, else beside this binary).
@@ -198,8 +197,6 @@ enum Line {
         #[arg(long)]
         admin: String,
         #[arg(long)]
-        console: String,
-        #[arg(long)]
         k6: Option<String>,
         /// An OTLP/gRPC collector the tracer exports to.
         #[arg(long)]
@@ -303,7 +300,6 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             nodes,
             listen,
             admin,
-            console,
             k6,
             otlp,
             concurrency,
@@ -312,7 +308,6 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 nodes,
                 listen,
                 admin,
-                console,
                 k6,
                 otlp,
                 trace_sampling: None,
@@ -371,7 +366,6 @@ async fn cmd_up(up: Up) -> Result<()> {
         base_port: up.base_port,
         gateway_port: up.gateway_port,
         admin_port: up.admin_port,
-        console_port: up.console_port,
         k6_port: up.k6_port,
         console_dir: up.console_dir.map(std::path::absolute).transpose()?,
         threads: Some(up.io_threads.unwrap_or_else(|| local::cpu_share(up.nodes))),
