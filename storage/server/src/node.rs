@@ -22,6 +22,7 @@ use crate::metrics::NodeMetrics;
 use crate::rest::AppState;
 use crate::stats::StatsSource;
 use crate::stats::activity::ActivityLog;
+use crate::stats::raft_history::RaftHistory;
 use crate::transport::GrpcTransport;
 
 /// How often the cluster-wide status behind the event stream is refreshed.
@@ -136,7 +137,8 @@ impl Node {
         let handle = peer.handle();
         let _ = slot.set(handle.clone());
         let activity = Arc::new(ActivityLog::default());
-        crate::event_log::spawn(&handle, &engine, activity.clone())
+        let history = Arc::new(RaftHistory::default());
+        crate::event_log::spawn(&handle, &engine, activity.clone(), history.clone())
             .context("starting the event log")?;
 
         let metrics = Arc::new(NodeMetrics::new(
@@ -166,6 +168,7 @@ impl Node {
             config.id,
             metrics.clone(),
             activity,
+            history,
             engine.clone(),
         ));
         let (stats_feed, stats_task) = crate::stats::feed::spawn(

@@ -661,6 +661,30 @@ export interface components {
             leader_id: number;
         };
         /**
+         * @description Elections this member started for one reason (`strata_raft_elections_total`):
+         *     `leader_lost` (its leader's heartbeats stopped), `timeout` (no leader
+         *     known), `transfer` (a leader handed over).
+         */
+        ElectionCount: {
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        /**
+         * @description Why a node started an election.
+         * @enum {string}
+         */
+        ElectionReason: "leader_lost" | "timeout" | "transfer";
+        /** @description How an election started. */
+        ElectionStart: {
+            reason: components["schemas"]["ElectionReason"];
+            /**
+             * @description It asked for pre-votes first (an election timer's election does; a
+             *     hand-over skips them): its term rose only once a quorum would vote.
+             */
+            pre_vote: boolean;
+        };
+        /**
          * @description How byte strings are written in JSON. `utf8`: plain UTF-8 strings.
          *     `base64`: standard base64 with padding (RFC 4648 section 4).
          * @enum {string}
@@ -711,6 +735,24 @@ export interface components {
              * @description Arena bytes of the active memtable.
              */
             memtable_bytes: number;
+            /**
+             * Format: int64
+             * @description Arena bytes at which the active memtable is frozen for a flush
+             *     (`strata_engine_memtable_limit_bytes`).
+             */
+            memtable_limit_bytes: number;
+            /**
+             * Format: int64
+             * @description Level-0 tables at which writers are slowed down
+             *     (`strata_engine_l0_slowdown_files`).
+             */
+            l0_slowdown_files: number;
+            /**
+             * Format: int64
+             * @description Level-0 tables at which writers stop until a compaction ends
+             *     (`strata_engine_l0_stop_files`).
+             */
+            l0_stop_files: number;
             /**
              * Format: int64
              * @description Frozen memtables waiting to be flushed.
@@ -916,7 +958,8 @@ export interface components {
         };
         /**
          * @description On a leader: how far another member's log matches
-         *     (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`).
+         *     (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`,
+         *     `strata_raft_member_lag_seconds`).
          */
         MemberProgress: {
             /** Format: int64 */
@@ -928,6 +971,12 @@ export interface components {
              * @description Entries the member lacks.
              */
             lag_entries: number;
+            /**
+             * Format: double
+             * @description How long ago the leader appended the first entry the member lacks,
+             *     in milliseconds; 0 when it lacks none.
+             */
+            lag_ms: number;
         };
         /** @description One member's stats, or why they could not be read. */
         MemberStats: {
@@ -975,6 +1024,12 @@ export interface components {
              *     (at most 64; kept by the node since it started, not in `/metrics`).
              */
             engine_activity: components["schemas"]["EngineActivity"][];
+            /**
+             * @description The raft peer's latest events, oldest first (at most 64; kept by the
+             *     node since it started, not in `/metrics`): who led when, and why
+             *     each election started, as this member saw it.
+             */
+            raft_activity: components["schemas"]["RaftEvent"][];
         };
         /** @description One node's view of the raft group. */
         NodeStatus: {
@@ -1084,6 +1139,7 @@ export interface components {
              *     change); may be empty.
              */
             detail: string;
+            election?: components["schemas"]["ElectionStart"] | null;
         };
         /** @description The raft peer's families (`strata_raft_*`). */
         RaftStats: {
@@ -1108,6 +1164,7 @@ export interface components {
             /** @description False once the peer's storage failed. */
             healthy: boolean;
             events: components["schemas"]["EventCount"][];
+            elections: components["schemas"]["ElectionCount"][];
             /**
              * Format: int64
              * @description Client proposals stepped into raft.

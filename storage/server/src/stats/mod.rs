@@ -11,6 +11,7 @@
 
 pub mod activity;
 pub mod feed;
+pub mod raft_history;
 pub mod reading;
 
 use std::sync::Arc;
@@ -27,11 +28,13 @@ use crate::core::Core;
 use crate::error::ApiError;
 use crate::metrics::NodeMetrics;
 use crate::metrics::scrape::Scrape;
+use crate::rest::model::cluster::RaftEvent;
 use crate::rest::model::stats::{
     ClusterStats, CompactResult, CompactionOutcome, EngineActivity, EngineActivityKind,
     MemberStats, NodeCompaction,
 };
 use activity::ActivityLog;
+use raft_history::RaftHistory;
 
 /// How long the gathering node waits for a member's stats.
 const PEER_STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -45,6 +48,7 @@ pub struct StatsSource {
     id: u64,
     metrics: Arc<NodeMetrics>,
     activity: Arc<ActivityLog>,
+    history: Arc<RaftHistory>,
     engine: Arc<Engine>,
     /// A requested compaction is running; another request joins it.
     compacting: Arc<AtomicBool>,
@@ -61,12 +65,14 @@ impl StatsSource {
         id: u64,
         metrics: Arc<NodeMetrics>,
         activity: Arc<ActivityLog>,
+        history: Arc<RaftHistory>,
         engine: Arc<Engine>,
     ) -> Self {
         StatsSource {
             id,
             metrics,
             activity,
+            history,
             engine,
             compacting: Arc::default(),
         }
@@ -79,6 +85,7 @@ impl StatsSource {
             at_ms: now_ms(),
             openmetrics: self.metrics.encode(),
             engine_activity: self.activity.recent(),
+            raft_activity: self.history.recent(),
         }
     }
 
@@ -143,9 +150,14 @@ pub fn member_stats(address: String, local: &pb::LocalStatsResponse) -> MemberSt
             })
         })
         .collect();
+    let raft_activity = local
+        .raft_activity
+        .iter()
+        .filter_map(|a| RaftEvent::from_activity(local.id, a))
+        .collect();
     match Scrape::parse(&local.openmetrics) {
         Ok(scrape) => {
-            let (stats, unread) = reading::read(&scrape, activity);
+            let (stats, unread) = reading::read(&scrape, activity, raft_activity);
             if !unread.is_empty() {
                 tracing::debug!(?unread, "metric families the stats do not carry");
             }
