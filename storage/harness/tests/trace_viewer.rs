@@ -108,35 +108,50 @@ async fn up_with_traces_runs_jaeger_and_a_put_is_one_trace_rooted_in_envoy() {
     // traced. (One node: the trace through a whole group is `tracing.rs`'s.)
     let jaeger = jaeger_binary();
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("run");
-    let run = run.to_str().unwrap();
-    let ports = [(); 6].map(|_| free_port().to_string());
     let envoy = envoy_binary();
-    let out = launcher(&[
-        "up",
-        "--run-dir",
-        run,
-        "--nodes",
-        "1",
-        "--base-port",
-        &ports[0],
-        "--gateway-port",
-        &ports[1],
-        "--admin-port",
-        &ports[2],
-        "--envoy",
-        envoy.to_str().unwrap(),
-        "--traces",
-        "--jaeger",
-        jaeger.to_str().unwrap(),
-        "--traces-otlp-port",
-        &ports[4],
-        "--traces-ui-port",
-        &ports[5],
-        "--no-canary",
-        "--timeout",
-        "60",
-    ]);
+    // Free ports are free when picked, not when bound: another process on
+    // the machine can take one in between, and the viewer then fails to
+    // start. Such a start is tried again on other ports; any other failure
+    // is the test's.
+    let mut attempt = 0;
+    let (run, ports, out) = loop {
+        attempt += 1;
+        let run = dir.path().join(format!("run-{attempt}"));
+        let run = run.to_str().unwrap().to_string();
+        let ports = [(); 6].map(|_| free_port().to_string());
+        let out = launcher(&[
+            "up",
+            "--run-dir",
+            &run,
+            "--nodes",
+            "1",
+            "--base-port",
+            &ports[0],
+            "--gateway-port",
+            &ports[1],
+            "--admin-port",
+            &ports[2],
+            "--envoy",
+            envoy.to_str().unwrap(),
+            "--traces",
+            "--jaeger",
+            jaeger.to_str().unwrap(),
+            "--traces-otlp-port",
+            &ports[4],
+            "--traces-ui-port",
+            &ports[5],
+            "--no-canary",
+            "--timeout",
+            "60",
+        ]);
+        if out.status.success() || attempt == 3 || !text(&out).contains("address already in use") {
+            break (run, ports, out);
+        }
+        eprintln!("a port was taken before the viewer bound it; trying other ports");
+        // Whatever that start left running is stopped before the next one.
+        drop(Down(&run));
+    };
+    let run = run.as_str();
     let _down = Down(run);
     let said = text(&out);
     let ui = format!("http://127.0.0.1:{}/", ports[5]);

@@ -84,6 +84,16 @@ impl Driver {
         if self.reads.unissued.is_empty() && !renew {
             return;
         }
+        // raft-rs drops a ReadIndex request a leader takes before it has
+        // committed an entry of its own term (the empty one it appends on
+        // election), and its readers would wait out the read timeout: they
+        // wait here instead, one round or a few while that entry is
+        // persisted and acknowledged. A leader that never commits it steps
+        // down at its quorum check and issues them as a follower.
+        let raft = &self.node.raft;
+        if raft.state == raft::StateRole::Leader && !raft.commit_to_current_term() {
+            return;
+        }
         let view = self.lease_view();
         let now = self.clock.now();
         let round = self.lease.as_mut().and_then(|lease| lease.round(view, now));
