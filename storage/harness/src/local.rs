@@ -103,6 +103,11 @@ impl Layout {
                     spec.extra_args
                         .extend(["--console-dir".into(), dir.display().to_string()]);
                 }
+                // The stats the console reads then carry what Envoy answered.
+                spec.extra_args.extend([
+                    "--gateway-admin".into(),
+                    format!("{ADDR}:{}", opts.admin_port),
+                ]);
                 spec.extra_args.extend(opts.node_args.iter().cloned());
                 if let Some(otlp) = &otlp {
                     spec.extra_env.extend(command::otlp_env(otlp));
@@ -403,7 +408,10 @@ mod tests {
             assert_eq!(n.peers.len(), 3);
             assert_eq!(n.data_dir, Path::new("/r/data").join(node_name(n.id)));
             assert_eq!(n.io_threads, Some(1));
-            assert_eq!(n.extra_args, ["--read-mode", "lease"]);
+            assert_eq!(
+                n.extra_args,
+                ["--gateway-admin", "127.0.0.1:19901", "--read-mode", "lease"]
+            );
             assert_eq!(n.extra_env["STRATA_CANARY"], "true");
             assert!(!n.join);
         }
@@ -415,8 +423,9 @@ mod tests {
     #[test]
     fn with_a_console_every_node_serves_it_and_no_other_process_runs() {
         // Proves `--console-dir`: every node, one that joins later too, is
-        // started with the bundle's directory ahead of the caller's flags,
-        // and the console adds no process of its own.
+        // started with the bundle's directory (and Envoy's admin address,
+        // for the gateway's counters) ahead of the caller's flags, and the
+        // console adds no process of its own.
         let mut opts = options();
         opts.console_dir = Some("/c/dist".into());
         let run = RunDir::new("/r");
@@ -425,7 +434,14 @@ mod tests {
         for n in layout.nodes.iter().chain([&joined]) {
             assert_eq!(
                 n.extra_args,
-                ["--console-dir", "/c/dist", "--read-mode", "lease"]
+                [
+                    "--console-dir",
+                    "/c/dist",
+                    "--gateway-admin",
+                    "127.0.0.1:19901",
+                    "--read-mode",
+                    "lease"
+                ]
             );
         }
         assert_eq!(layout.process_names(), ["node1", "node2", "node3", "envoy"]);

@@ -69,6 +69,11 @@ pub struct NodeConfig {
     /// directory at `/`, beside the API; the gateway routes `/` to any node.
     #[arg(long, env = "STRATA_CONSOLE_DIR")]
     pub console_dir: Option<PathBuf>,
+    /// The gateway's (Envoy's) admin address, `host:port`: the stats this
+    /// node gathers then carry what the gateway answered (its 503s and
+    /// 504s, from Envoy's own counters).
+    #[arg(long, env = "STRATA_GATEWAY_ADMIN")]
+    pub gateway_admin: Option<String>,
     #[command(flatten)]
     pub canary: crate::canary::CanaryConfig,
     #[command(flatten)]
@@ -231,6 +236,7 @@ impl NodeConfig {
             resume_free_mb: 16,
             max_snapshot_mb: 64 << 10,
             console_dir: None,
+            gateway_admin: None,
             canary: Default::default(),
             faults: Default::default(),
         }

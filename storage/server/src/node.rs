@@ -164,13 +164,16 @@ impl Node {
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
-        let stats = Arc::new(StatsSource::new(
-            config.id,
-            metrics.clone(),
-            activity,
-            history,
-            engine.clone(),
-        ));
+        let stats = Arc::new(
+            StatsSource::new(
+                config.id,
+                metrics.clone(),
+                activity,
+                history,
+                engine.clone(),
+            )
+            .with_gateway_admin(config.gateway_admin.clone()),
+        );
         let (stats_feed, stats_task) = crate::stats::feed::spawn(
             core.clone(),
             stats.clone(),

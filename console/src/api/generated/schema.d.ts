@@ -590,6 +590,7 @@ export interface components {
             answered_by: number;
             /** @description Every member of the configuration, in id order. */
             nodes: components["schemas"]["MemberStats"][];
+            gateway?: components["schemas"]["GatewayStats"] | null;
         };
         /**
          * @description Result of GET /v1/cluster/status; also the data of the `status` SSE
@@ -847,6 +848,29 @@ export interface components {
             returned_us?: number | null;
             /** @description What it answered (`absent` for a missing key); absent when unknown. */
             result?: string | null;
+        };
+        /** @description Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`). */
+        GatewayResponses: {
+            code: string;
+            /** Format: int64 */
+            count: number;
+        };
+        /**
+         * @description The gateway's answers to requests routed to the nodes, from Envoy's own
+         *     counters, summed over its node clusters; its local answers (no healthy
+         *     node, a timeout) included. Totals since Envoy started.
+         */
+        GatewayStats: {
+            /**
+             * Format: int64
+             * @description When they were read, Unix milliseconds on the gathering node's
+             *     clock; 0 when they could not be.
+             */
+            at_ms: number;
+            /** @description Why they could not be read; empty when they were. */
+            error: string;
+            /** @description By code, in code order. */
+            responses: components["schemas"]["GatewayResponses"][];
         };
         /**
          * @description JSON form of GET /v1/kv/{key} (request sent with `Accept:

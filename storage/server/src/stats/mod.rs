@@ -11,6 +11,7 @@
 
 pub mod activity;
 pub mod feed;
+pub mod gateway;
 pub mod raft_history;
 pub mod reading;
 
@@ -52,6 +53,9 @@ pub struct StatsSource {
     engine: Arc<Engine>,
     /// A requested compaction is running; another request joins it.
     compacting: Arc<AtomicBool>,
+    /// Envoy's admin address, whose counters the gathered stats carry.
+    gateway_admin: Option<String>,
+    http: reqwest::Client,
 }
 
 fn now_ms() -> u64 {
@@ -75,7 +79,16 @@ impl StatsSource {
             history,
             engine,
             compacting: Arc::default(),
+            gateway_admin: None,
+            http: reqwest::Client::new(),
         }
+    }
+
+    /// Gathered stats also carry the counters of the gateway whose admin
+    /// interface is at `admin` (`host:port`).
+    pub fn with_gateway_admin(mut self, admin: Option<String>) -> Self {
+        self.gateway_admin = admin;
+        self
     }
 
     /// What `Cluster/LocalStats` answers: this node's scrape and work.
@@ -211,11 +224,20 @@ pub async fn gather(core: &Core, source: &StatsSource) -> ClusterStats {
             }
         }
     });
-    let mut nodes = futures::future::join_all(asks).await;
+    let gateway = async {
+        let admin = source.gateway_admin.as_deref()?;
+        Some(
+            gateway::scrape(&source.http, admin)
+                .await
+                .unwrap_or_else(|e| gateway::unreadable(&e)),
+        )
+    };
+    let (mut nodes, gateway) = tokio::join!(futures::future::join_all(asks), gateway);
     nodes.sort_by_key(|n| n.id);
     ClusterStats {
         answered_by: source.id,
         nodes,
+        gateway,
     }
 }
 

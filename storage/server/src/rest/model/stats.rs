@@ -326,6 +326,33 @@ pub struct ClusterStats {
     pub answered_by: u64,
     /// Every member of the configuration, in id order.
     pub nodes: Vec<MemberStats>,
+    /// What the gateway answered, when the gathering node was given its
+    /// admin address (`--gateway-admin`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayStats>,
+}
+
+/// Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayResponses {
+    pub code: String,
+    pub count: u64,
+}
+
+/// The gateway's answers to requests routed to the nodes, from Envoy's own
+/// counters, summed over its node clusters; its local answers (no healthy
+/// node, a timeout) included. Totals since Envoy started.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayStats {
+    /// When they were read, Unix milliseconds on the gathering node's
+    /// clock; 0 when they could not be.
+    pub at_ms: u64,
+    /// Why they could not be read; empty when they were.
+    pub error: String,
+    /// By code, in code order.
+    pub responses: Vec<GatewayResponses>,
 }
 
 /// Body of POST /v1/cluster/compact.
