@@ -203,7 +203,8 @@ test-smoke: setup-k6
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
 
-# (Live membership, and the leader highlight moving after kill -9 of the leader.)
+# (Every console/e2e/*.e2e.mjs in turn: membership and node details, elections after kill -9 of the leader,
+# storage after writes and a compaction; a full-page screenshot of each view under .run/e2e/screenshots.)
 # The console in Debian's Chromium against a real cluster.
 test-e2e: console-build
     #!/usr/bin/env bash
@@ -213,5 +214,7 @@ test-e2e: console-build
     dir="{{run}}/e2e"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist
-    cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
+        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist \
+        -- --compact-log-entries 100
+    cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" STRATA_CLUSTER_BIN="{{cluster}}" \
+        E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e

@@ -1,5 +1,8 @@
 import type { ReactNode } from 'react';
 import { ClusterPage } from '../features/cluster';
+import { ElectionsPage } from '../features/elections';
+import { IncidentPage } from '../features/incident';
+import { StoragePage } from '../features/storage';
 
 export interface Section {
   /** URL fragment: the section lives at `#/<id>`. */
@@ -16,4 +19,7 @@ export interface Section {
  */
 export const sections: readonly [Section, ...Section[]] = [
   { id: 'cluster', label: 'Cluster', render: () => <ClusterPage /> },
+  { id: 'elections', label: 'Elections', render: () => <ElectionsPage /> },
+  { id: 'storage', label: 'Storage', render: () => <StoragePage /> },
+  { id: 'incident', label: 'Incident', render: () => <IncidentPage /> },
 ];
