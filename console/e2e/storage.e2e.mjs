@@ -7,12 +7,16 @@ import { base, launchBrowser, screenshot, tally } from './lib.mjs';
 const t = tally('storage');
 const browser = await launchBrowser();
 
-/** Sends `request` again while the answer is 503 (not applied, safe to retry), for up to 10 s. */
+/**
+ * Sends `request` again, for up to 10 s, while the answer is 503 (not applied) or 504
+ * (outcome unknown: both requests here write the same thing again, so a repeat is
+ * harmless). Elections during the test are the cluster's business, not the view's.
+ */
 async function retrying(request) {
   const deadline = Date.now() + 10000;
   for (;;) {
-    const response = await request();
-    if (response.status !== 503 || Date.now() > deadline) return response;
+    const response = await request().catch(() => ({ ok: false, status: 0 }));
+    if (![0, 503, 504].includes(response.status) || Date.now() > deadline) return response;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -21,6 +25,7 @@ async function put(i) {
   const response = await retrying(() =>
     fetch(`${base}/v1/kv/e2e-storage-${String(i).padStart(5, '0')}`, { method: 'PUT', body: 'v'.repeat(256) }),
   );
+  if (!response.ok) console.error(`e2e storage: PUT ${i} answered ${response.status}`);
   return response.ok;
 }
 
