@@ -20,8 +20,8 @@ describe('eras', () => {
     // Proves the reconstruction on a hand-over: node 2 leads term 2 from its first report,
     // node 3 takes over after a transfer; the leaderless window runs from the first member
     // that followed node 2 losing it (not from a node that started meanwhile and stood
-    // before it knew any leader) to the first report of node 3, and the election is the
-    // one node 3 started.
+    // before it knew any leader, nor from a loss after which node 2 was heard again) to
+    // the first report of node 3, and the election is the one node 3 started.
     const events = [
       event({ node_id: 1, term: 2, leader_id: 2, at_ms: 1_000 }),
       event({ node_id: 2, term: 2, leader_id: 2, at_ms: 990, kind: 'role_changed', role: 'leader' }),
@@ -35,6 +35,9 @@ describe('eras', () => {
         election: { reason: 'timeout', pre_vote: true },
       }),
       event({ node_id: 4, term: 2, leader_id: 2, at_ms: 3_100 }),
+      // Node 1's timer runs out while node 2 still leads; it hears from node 2 again.
+      event({ node_id: 1, term: 2, leader_id: 0, at_ms: 4_000 }),
+      event({ node_id: 1, term: 2, leader_id: 2, at_ms: 4_050 }),
       event({ node_id: 1, term: 2, leader_id: 0, at_ms: 5_000 }),
       event({
         node_id: 3,

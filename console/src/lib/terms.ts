@@ -42,7 +42,8 @@ function isLoss(e: RaftEvent): boolean {
  * first member reports it (a `leader_changed` to it, or its own change to leader), and
  * ends when the next starts. The window between is leaderless from the first member
  * that followed the previous leader losing it (a node that just started, knowing no
- * leader yet, does not count); the election is the one the new leader started.
+ * leader yet, does not count, nor a loss after which a member heard from that leader
+ * again); the election is the one the new leader started.
  */
 export function eras(events: readonly RaftEvent[]): Era[] {
   const starts = new Map<string, { term: number; leaderId: number; startMs: number }>();
@@ -69,9 +70,17 @@ export function eras(events: readonly RaftEvent[]): Era[] {
     const next = ordered[i + 1];
     const after = previous?.startMs ?? -Infinity;
     const between = events.filter((e) => e.at_ms > after && e.at_ms <= era.startMs);
-    const loss = between.find(
-      (e) => isLoss(e) && (previous === undefined || followedBefore.get(e) === previous.leaderId),
-    );
+    // The window opens at the first loss by a member that followed the previous leader,
+    // unless someone heard from that leader again afterwards (a member whose timer ran
+    // out while the leader was still in office): then it opens at the next loss.
+    let loss: RaftEvent | undefined;
+    for (const e of between) {
+      if (isLoss(e) && (previous === undefined || followedBefore.get(e) === previous.leaderId)) {
+        loss ??= e;
+      } else if (previous && e.kind === 'leader_changed' && e.leader_id === previous.leaderId && e.term === previous.term) {
+        loss = undefined;
+      }
+    }
     const stood = between.filter((e) => e.kind === 'election_started');
     const won = [...stood].reverse().find((e) => e.node_id === era.leaderId) ?? stood.at(-1);
     return {
