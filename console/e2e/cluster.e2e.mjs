@@ -41,6 +41,8 @@ try {
   await page.goto(base + '/', { waitUntil: 'domcontentloaded' });
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
   await page.locator('[data-testid^="node-row-"]').nth(2).waitFor({ timeout: 15000 });
+  // The cluster may be between leaders at this moment; the test starts from one.
+  await page.locator('[data-testid^="node-row-"][data-leader="true"]').first().waitFor({ timeout: 15000 });
   const rows = await page.locator('[data-testid^="node-row-"]').count();
   if (rows !== 3) fail(`expected 3 node rows, saw ${rows}`); else passed++;
   const leaders = await leaderRows(page);

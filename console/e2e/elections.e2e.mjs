@@ -12,10 +12,19 @@ try {
   await page.goto(`${base}/#/elections`, { waitUntil: 'domcontentloaded' });
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
   await page.locator('[data-testid="term-timeline"]').waitFor({ timeout: 15000 });
-  const before = await clusterStatus();
+  // The cluster may be between leaders at this moment; the test starts from one that
+  // the view and the cluster agree on.
+  let before = await clusterStatus();
+  let shown = null;
+  const agreeBy = Date.now() + 15000;
+  while (Date.now() < agreeBy) {
+    before = await clusterStatus();
+    shown = await page.locator('[data-testid="elections-current-leader"]').getAttribute('data-leader');
+    if (before.leader_id !== 0 && shown === String(before.leader_id)) break;
+    await page.waitForTimeout(100);
+  }
   const oldLeader = before.leader_id;
-  const shown = await page.locator('[data-testid="elections-current-leader"]').getAttribute('data-leader');
-  t.check(shown === String(oldLeader), `the view shows leader ${shown}, the cluster says ${oldLeader}`);
+  t.check(oldLeader !== 0 && shown === String(oldLeader), `the view shows leader ${shown}, the cluster says ${oldLeader}`);
   await page
     .locator(`[data-testid="timeline-era"][data-leader="${oldLeader}"]`)
     .first()
