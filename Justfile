@@ -78,8 +78,13 @@ build:
 console-build: setup-console
     cd console && npm run build
 
+# (Against the demo cluster of `up` unless STRATA_URL names another gateway.)
+# The console's Vite dev server with hot reload on http://127.0.0.1:5173/, the API proxied to a running cluster.
+console-dev: setup-console
+    cd console && npm run dev
+
 # (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL))
-# Start 3 nodes + Envoy + console in the background; returns once healthy.
+# Start 3 nodes (serving the console) + Envoy in the background; returns once healthy.
 [positional-arguments]
 up *args: build console-build
     #!/usr/bin/env bash
@@ -199,7 +204,8 @@ test-smoke: setup-k6
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
 
-# (Live membership, and the leader highlight moving after kill -9 of the leader.)
+# (Every console/e2e/*.e2e.mjs in turn: membership and node details, elections after kill -9 of the leader,
+# storage after writes and a compaction; a full-page screenshot of each view under .run/e2e/screenshots.)
 # The console in Debian's Chromium against a real cluster.
 test-e2e: console-build
     #!/usr/bin/env bash
@@ -209,8 +215,10 @@ test-e2e: console-build
     dir="{{run}}/e2e"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-port 15273 --console-dir console/dist
-    cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
+        --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist \
+        -- --compact-log-entries 100
+    cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" STRATA_CLUSTER_BIN="{{cluster}}" \
+        E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
 
 # (Keys: put, read back through Envoy, delete → 404. Actions: remove a member and add it back as a
 # learner, promote it, snapshot every member. Load: the k6 smoke run from the view, both the nodes'
@@ -224,6 +232,6 @@ test-e2e-ops: console-build setup-k6
     dir="{{run}}/e2e-ops"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17401 --gateway-port 18480 --admin-port 19941 --console-port 15274 \
+        --base-port 17401 --gateway-port 18480 --admin-port 19941 \
         --k6-port 18485 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
     cd console && STRATA_URL=http://127.0.0.1:18480 E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops

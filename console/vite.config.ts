@@ -1,10 +1,11 @@
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vitest/config';
 
-// Envoy serves the built console and the API on one origin (http://127.0.0.1:8080/),
-// so the app only ever uses relative URLs. In development the same paths are proxied
-// to that Envoy, which keeps the code identical in both setups.
-const gateway = 'http://127.0.0.1:8080';
+// The gateway serves the built console (from the nodes) and the API on one origin
+// (http://127.0.0.1:8080/), so the app only ever uses relative URLs. In development the
+// same paths are proxied to a running cluster's gateway (STRATA_URL, default the demo
+// cluster's), which keeps the code identical in both setups.
+const gateway = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 
 export default defineConfig({
   base: '/',
@@ -18,7 +19,6 @@ export default defineConfig({
       '/load': { target: gateway },
     },
   },
-  // `npm run preview` is what Envoy routes `/` to; the port must not drift.
   preview: {
     host: '127.0.0.1',
     port: 5173,

@@ -301,7 +301,22 @@ def rest_route(match: dict, cluster: str) -> dict:
     }
 
 
-def routes() -> list[dict]:
+# `--console nodes`: the storage nodes serve the console's bundle themselves (strata-node
+# --console-dir), so `/` goes to any live node.
+CONSOLE_ON_NODES = "nodes"
+
+
+def console_route(console) -> dict:
+    """The catch-all route: the console's bundle, from its own server or from any live node."""
+    if console == CONSOLE_ON_NODES:
+        return {"match": {"prefix": "/"}, "route": {
+            "cluster": "nodes_any", "timeout": "15s",
+            # Static files: safe to try another node when the first cannot be reached.
+            "retry_policy": {"retry_on": "connect-failure,refused-stream", "num_retries": 2}}}
+    return {"match": {"prefix": "/"}, "route": {"cluster": "console", "timeout": "15s"}}
+
+
+def routes(console=CONSOLE_ON_NODES) -> list[dict]:
     return [
         # The raft transport is internal: never reachable through the gateway.
         {"match": {"prefix": "/strata.v1.Raft/"},
@@ -333,7 +348,7 @@ def routes() -> list[dict]:
             "match": {"prefix": "/k6/"},
             "route": {"cluster": "k6", "prefix_rewrite": "/", "timeout": "5s"},
         },
-        {"match": {"prefix": "/"}, "route": {"cluster": "console", "timeout": "15s"}},
+        console_route(console),
     ]
 
 
@@ -593,7 +608,7 @@ def build(args: argparse.Namespace) -> dict:
                 "name": "strata",
                 "domains": ["*"],
                 "request_body_buffer_limit": REQUEST_BUFFER_BYTES,
-                "routes": with_load_runner(routes()) if args.load_runner else routes(),
+                "routes": with_load_runner(routes(args.console)) if args.load_runner else routes(args.console),
             }],
         },
         "local_reply_config": local_reply_config(),
@@ -628,9 +643,10 @@ def build(args: argparse.Namespace) -> dict:
         node_cluster("nodes_leader", nodes, "/health/leader"),
         node_cluster("nodes_any", nodes, "/health/live"),
         aggregate_cluster(),
-        plain_cluster("console", *args.console),
         plain_cluster("k6", *args.k6),
     ]
+    if args.console != CONSOLE_ON_NODES:
+        clusters.insert(3, plain_cluster("console", *args.console))
     if args.load_runner:
         clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
@@ -709,11 +725,11 @@ def to_yaml(value, indent: int = 0) -> str:
 PRESETS = {
     # Services of docker-compose.yml.
     "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                    console="console:5173", k6="k6:6565", otlp="jaeger:4317", access_log="-"),
+                    console=CONSOLE_ON_NODES, k6="k6:6565", otlp="jaeger:4317", access_log="-"),
     # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                console="strata-console.strata.svc.cluster.local:5173", k6="127.0.0.1:6565", otlp=None,
+                console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", otlp=None,
                 access_log="-"),
 }
 
@@ -726,7 +742,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--nodes", help="comma-separated host:port of every storage node (default 127.0.0.1:7001..7003)")
     p.add_argument("--listen", help="gateway listener host:port (default 127.0.0.1:8080)")
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
-    p.add_argument("--console", help="console static server host:port (default 127.0.0.1:5173)")
+    p.add_argument("--console", help="console static server host:port, or 'nodes' when the storage nodes serve "
+                   "it themselves (strata-node --console-dir; the default)")
     p.add_argument("--k6", help="k6 REST API host:port, proxied under /k6/ (default 127.0.0.1:6565)")
     p.add_argument("--load-runner", help="load runner host:port, proxied under /load/ (default: no such route)")
     p.add_argument("--otlp", help="OTLP/gRPC collector host:port the OpenTelemetry tracer exports to "
@@ -744,7 +761,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
 
     defaults = dict(nodes="127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", listen="127.0.0.1:8080",
-                    admin="127.0.0.1:9901", console="127.0.0.1:5173", k6="127.0.0.1:6565", otlp=None,
+                    admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", otlp=None,
                     access_log=None)
     if a.preset:
         defaults.update(PRESETS[a.preset])
@@ -753,8 +770,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             setattr(a, k, v)
     try:
         a.nodes = parse_nodes(a.nodes)
-        for k in ("listen", "admin", "console", "k6"):
+        for k in ("listen", "admin", "k6"):
             setattr(a, k, parse_hostport(getattr(a, k)))
+        if a.console != CONSOLE_ON_NODES:
+            a.console = parse_hostport(a.console)
         a.otlp = parse_hostport(a.otlp) if a.otlp else None
         a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:

@@ -166,7 +166,7 @@ class ComposeImage(unittest.TestCase):
         config = build(*without_out(argv))
         compose = (REPO / "docker-compose.yml").read_text(encoding="utf-8")
         services = set(re.findall(r"^  ([a-z0-9-]+):$", compose, re.MULTILINE))
-        for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("console", "5173"), ("k6", "6565"),
+        for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("k6", "6565"),
                            ("otel_collector", "4317")):
             for endpoint in endpoints(cluster(config, name)):
                 host, port = endpoint.rsplit(":", 1)
@@ -232,8 +232,8 @@ class Routing(unittest.TestCase):
             ("/openapi.json", False, "nodes"),
             ("/health/leader", False, "nodes"),
             ("/k6/v1/status", False, "k6"),
-            ("/", False, "console"),
-            ("/assets/index.js", False, "console"),
+            ("/", False, "nodes_any"),
+            ("/assets/index.js", False, "nodes_any"),
         ]
         for path, grpc, want in cases:
             with self.subTest(path=path):
@@ -247,15 +247,27 @@ class Routing(unittest.TestCase):
         config = build("--load-runner", "127.0.0.1:16566")
         self.assertEqual(route_for(config, "/load/run")["route"]["cluster"], "load_runner")
         self.assertNotIn("prefix_rewrite", route_for(config, "/load/run")["route"])
-        self.assertEqual(route_for(config, "/")["route"]["cluster"], "console")
+        self.assertEqual(route_for(config, "/")["route"]["cluster"], "nodes_any")
         self.assertEqual(route_for(config, "/k6/v1/status")["route"]["cluster"], "k6")
         addr = cluster(config, "load_runner")["load_assignment"]["endpoints"][0]["lb_endpoints"][0]
         self.assertEqual(addr["endpoint"]["address"]["socket_address"]["port_value"], 16566)
-        self.assertEqual(route_for(self.config, "/load/run")["route"]["cluster"], "console")
+        self.assertEqual(route_for(self.config, "/load/run")["route"]["cluster"], "nodes_any")
         names = [c["name"] for c in self.config["static_resources"]["clusters"]]
         self.assertNotIn("load_runner", names)
         with self.assertRaises(SystemExit):
             build("--load-runner", "nowhere")
+
+    def test_the_console_comes_from_the_nodes_unless_a_server_is_named(self):
+        # Proves the default: the nodes serve the console (strata-node --console-dir), so `/` goes to any
+        # live node, retried elsewhere only when no connection was made, and there is no console cluster;
+        # naming a console server (compose, Kubernetes) routes `/` there instead.
+        names = [c["name"] for c in self.config["static_resources"]["clusters"]]
+        self.assertNotIn("console", names)
+        root = route_for(self.config, "/")["route"]
+        self.assertEqual(root["retry_policy"]["retry_on"], "connect-failure,refused-stream")
+        served = build("--console", "127.0.0.1:15173")
+        self.assertEqual(route_for(served, "/")["route"]["cluster"], "console")
+        self.assertEqual(endpoints(cluster(served, "console")), ["127.0.0.1:15173"])
 
     def test_retries_cover_not_applied_errors_only(self):
         # 503 / UNAVAILABLE means "not applied" and is retried; 504 and resets mean "outcome unknown" and are not.

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 ETCD_PORTS = [(21301, 21302), (21303, 21304), (21305, 21306)]  # (client, peer)
-STRATA_BASE, STRATA_GATEWAY, STRATA_ADMIN, STRATA_CONSOLE = 21401, 21480, 21491, 21473
+STRATA_BASE, STRATA_GATEWAY, STRATA_ADMIN = 21401, 21480, 21491
 RECORDS = 10_000
 
 # Placeholder in a workload's arguments, replaced by half of etcd's put-100 throughput in this run.
@@ -159,8 +159,7 @@ def strata_up(bin_dir: Path, envoy: Path, run_dir: Path) -> list[int]:
     subprocess.run([str(bin_dir / "strata-cluster"), "up", "--fresh", "--run-dir", str(sdir),
                     "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                     "--base-port", str(STRATA_BASE), "--gateway-port", str(STRATA_GATEWAY),
-                    "--admin-port", str(STRATA_ADMIN), "--console-port", str(STRATA_CONSOLE),
-                    "--timeout", "60", "--no-canary"], check=True, timeout=90)
+                    "--admin-port", str(STRATA_ADMIN), "--timeout", "60", "--no-canary"], check=True, timeout=90)
     return read_pids(sdir / "pids")
 
 

@@ -30,11 +30,11 @@ from bench_compare import aggregate, alive, cpu_seconds, machine, read_pids, run
 
 SINK = "127.0.0.1:21900"
 RECORDS = 10_000
-# (name, sampling percent or None for off, base port, gateway, admin, console)
+# (name, sampling percent or None for off, base port, gateway, admin)
 CONFIGS = [
-    ("off", None, 21501, 21580, 21591, 21573),
-    ("1%", 1.0, 21601, 21680, 21691, 21673),
-    ("100%", 100.0, 21701, 21780, 21791, 21773),
+    ("off", None, 21501, 21580, 21591),
+    ("1%", 1.0, 21601, 21680, 21691),
+    ("100%", 100.0, 21701, 21780, 21791),
 ]
 WORKLOADS = [
     ("put-100", "put, 100 clients / 10 conns", ["--workload", "put", "--clients", "100", "--connections", "10"],
@@ -56,11 +56,11 @@ def up(bin_dir: Path, envoy: Path, run_dir: Path) -> None:
     sink = subprocess.Popen([str(bin_dir / "strata-cluster"), "otlp-sink", "--listen", SINK],
                             stdout=sink_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     (run_dir / "sink.pid").write_text(str(sink.pid))
-    for name, pct, base, gw, admin, console in CONFIGS:
+    for name, pct, base, gw, admin in CONFIGS:
         argv = [str(bin_dir / "strata-cluster"), "up", "--fresh", "--run-dir", str(cluster_dir(run_dir, name)),
                 "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                 "--base-port", str(base), "--gateway-port", str(gw), "--admin-port", str(admin),
-                "--console-port", str(console), "--timeout", "60", "--no-canary"]
+                "--timeout", "60", "--no-canary"]
         if pct is not None:
             argv += ["--otlp", SINK, "--trace-sampling", str(pct)]
         subprocess.run(argv, check=True, timeout=90)

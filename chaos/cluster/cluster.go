@@ -487,7 +487,6 @@ func (c *Cluster) startEnvoy() error {
 	line, err := c.command("envoy", "--envoy", c.cfg.Envoy, "--config", filepath.Join(c.cfg.RunDir, "envoy.yaml"),
 		"--nodes", strings.Join(nodes, ","), "--listen", c.GatewayAddr(),
 		"--admin", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+41),
-		"--console", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+42),
 		"--k6", fmt.Sprintf("127.0.0.1:%d", c.cfg.BasePort+43))
 	if err != nil {
 		return err

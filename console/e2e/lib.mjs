@@ -1,13 +1,15 @@
-// What the console's end-to-end checks share: Debian's Chromium through playwright-core,
-// a pass/fail tally, and full-page screenshots into E2E_SCREENSHOT_DIR.
-import { mkdirSync } from 'node:fs';
+// Shared by the end-to-end files: the browser, the cluster's processes, screenshots.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
-const shots = process.env.E2E_SCREENSHOT_DIR;
+export const runDir = process.env.STRATA_RUN_DIR;
+export const shots = process.env.E2E_SCREENSHOT_DIR;
+if (!runDir) throw new Error('STRATA_RUN_DIR is required');
 
-export function launch() {
+export function launchBrowser() {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -15,59 +17,65 @@ export function launch() {
   });
 }
 
-/** Counts checks; `report` prints the tally and sets the exit code. */
+/** Counts passes and failures of one file and reports them at its end. */
 export function tally(name) {
   let passed = 0;
   let failed = 0;
   return {
-    pass(message) {
+    pass() {
       passed++;
-      console.log(`${name}: ok ${message}`);
     },
     fail(message) {
+      console.error(`e2e ${name}: FAIL ${message}`);
       failed++;
-      console.error(`${name}: FAIL ${message}`);
     },
-    /** Passes when `condition` holds, fails with `message` otherwise. */
-    check(condition, message) {
-      if (condition) this.pass(message);
+    check(ok, message) {
+      if (ok) passed++;
       else this.fail(message);
     },
-    report() {
-      console.log(`${name}: ${passed} passed, ${failed} failed`);
-      process.exitCode = failed > 0 ? 1 : process.exitCode ?? 0;
+    done() {
+      console.log(`e2e ${name}: ${passed} passed, ${failed} failed`);
+      process.exitCode = failed > 0 ? 1 : 0;
     },
   };
 }
 
+/** A full-page screenshot under E2E_SCREENSHOT_DIR, when set. */
 export async function screenshot(page, name) {
   if (!shots) return;
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
 }
 
-/** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns the last value. */
-export async function until(probe, timeoutMs, intervalMs = 250) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+export function nodePid(id) {
+  return Number(readFileSync(join(runDir, 'pids', `node${id}.pid`), 'utf8'));
+}
+
+export async function clusterStatus() {
+  const response = await fetch(`${base}/v1/cluster/status`);
+  if (!response.ok) throw new Error(`status: HTTP ${response.status}`);
+  return response.json();
 }
 
 /**
- * Shows the page in a phone-wide window: the page must not scroll sideways (wide tables
- * scroll inside their own box), and a screenshot `<name>-narrow` is saved.
+ * Starts again every node that no longer runs (after a test's kill -9) with
+ * strata-cluster (STRATA_CLUSTER_BIN), and waits until every member is healthy, so
+ * the next test finds a whole cluster.
  */
-export async function checkNarrow(page, name, t) {
-  const before = page.viewportSize();
-  await page.setViewportSize({ width: 420, height: 900 });
-  await page.waitForTimeout(300);
-  // Runs in the page.
-  // eslint-disable-next-line no-undef
-  const width = await page.evaluate(() => document.documentElement.scrollWidth);
-  t.check(width <= 420, `${name} fits a 420 px window (page width ${width})`);
-  await screenshot(page, `${name}-narrow`);
-  if (before) await page.setViewportSize(before);
+export async function restoreCluster(timeoutMs = 30000) {
+  const bin = process.env.STRATA_CLUSTER_BIN;
+  if (!bin) throw new Error('STRATA_CLUSTER_BIN is required to restart nodes');
+  const status = await clusterStatus();
+  for (const node of status.nodes) {
+    if (!node.healthy) {
+      execFileSync(bin, ['start-node', '--run-dir', runDir, '--id', String(node.id)], { stdio: 'inherit' });
+    }
+  }
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const now = await clusterStatus().catch(() => null);
+    if (now && now.leader_id !== 0 && now.nodes.every((n) => n.healthy)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error('the cluster did not become whole again');
 }

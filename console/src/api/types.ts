@@ -13,6 +13,14 @@ export type RaftEventKind = RaftEvent['kind'];
 export type ApiErrorBody = Schemas['Error'];
 export type ApiErrorCode = Schemas['ErrorCode'];
 export type Members = Schemas['Members'];
+export type ClusterStats = Schemas['ClusterStats'];
+export type MemberStats = Schemas['MemberStats'];
+export type NodeStats = Schemas['NodeStats'];
+export type EngineStats = Schemas['EngineStats'];
+export type EngineActivity = Schemas['EngineActivity'];
+export type RaftStats = Schemas['RaftStats'];
+export type CanaryStats = Schemas['CanaryStats'];
+export type ElectionReason = Schemas['ElectionReason'];
 
 type JsonOk<Op> = Op extends { responses: { 200: { content: { 'application/json': infer Body } } } }
   ? Body

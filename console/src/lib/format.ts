@@ -9,3 +9,27 @@ export function formatClock(epochMs: number): string {
 export function formatCount(value: number): string {
   return value.toLocaleString('en-US');
 }
+
+/** Bytes in binary units with three significant digits: 1536 → "1.50 KiB". */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toPrecision(3)} ${units[unit]}`;
+}
+
+/** A duration in milliseconds, shortest readable: 850 → "850 ms", 4200 → "4.2 s", 7260000 → "2 h 1 min". */
+export function formatDurationMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const min = Math.floor(s / 60);
+  if (min < 60) return `${min} min ${Math.floor(s % 60)} s`;
+  const h = Math.floor(min / 60);
+  if (h < 48) return `${h} h ${min % 60} min`;
+  return `${Math.floor(h / 24)} d ${h % 24} h`;
+}

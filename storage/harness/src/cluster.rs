@@ -168,7 +168,6 @@ impl Cluster {
                 .collect(),
             listen: format!("127.0.0.1:{}", self.gateway_port),
             admin: format!("127.0.0.1:{}", self.admin_port),
-            console: format!("127.0.0.1:{}", free_port()),
             k6: None,
             otlp: self.otlp.clone(),
             trace_sampling: None,

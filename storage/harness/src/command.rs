@@ -1,5 +1,5 @@
 //! The command lines of every process a local cluster runs: storage nodes,
-//! Envoy, the console's static file server and the trace viewer. This is the one place that
+//! Envoy and the trace viewer. This is the one place that
 //! knows their flags; the test harness, `strata-cluster up` and the chaos
 //! harness (through `strata-cluster command`) all start processes from here.
 
@@ -202,25 +202,6 @@ pub fn jaeger(bin: &Path, config: &Path) -> CommandLine {
     }
 }
 
-/// A static file server for the built console (`dir`) on `addr`
-/// (`host:port`); Envoy routes `/` to it.
-pub fn console_server(dir: &Path, addr: &str) -> CommandLine {
-    let (host, port) = addr.rsplit_once(':').unwrap_or(("127.0.0.1", addr));
-    CommandLine {
-        program: PathBuf::from("python3"),
-        args: vec![
-            "-m".into(),
-            "http.server".into(),
-            "--bind".into(),
-            host.into(),
-            port.into(),
-            "--directory".into(),
-            dir.display().to_string(),
-        ],
-        env: BTreeMap::new(),
-    }
-}
-
 /// The load runner, served by `strata-cluster load-runner`, loading the
 /// gateway at `target` with k6's REST API on `k6_address`.
 pub fn load_runner(
@@ -314,9 +295,9 @@ mod tests {
     }
 
     #[test]
-    fn envoy_and_console_command_lines() {
+    fn envoy_command_line_never_hot_restarts() {
         // Proves Envoy never uses hot restart and gets a worker count only
-        // when asked, and the console server binds where Envoy expects it.
+        // when asked.
         let e = envoy(Path::new("envoy"), Path::new("/r/envoy.yaml"), None);
         assert_eq!(
             e.args,
@@ -330,19 +311,5 @@ mod tests {
         );
         let e = envoy(Path::new("envoy"), Path::new("/r/envoy.yaml"), Some(2));
         assert_eq!(e.args[5..], ["--concurrency", "2"]);
-        let c = console_server(Path::new("/c/dist"), "127.0.0.1:5173");
-        assert_eq!(
-            c.argv(),
-            [
-                "python3",
-                "-m",
-                "http.server",
-                "--bind",
-                "127.0.0.1",
-                "5173",
-                "--directory",
-                "/c/dist"
-            ]
-        );
     }
 }

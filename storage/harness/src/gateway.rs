@@ -16,8 +16,6 @@ pub struct GatewaySpec {
     pub listen: String,
     /// Envoy's admin interface.
     pub admin: String,
-    /// The console's static file server, routed under `/`.
-    pub console: String,
     /// k6's REST API, routed under `/k6/` (the generator's default when `None`).
     pub k6: Option<String>,
     /// An OTLP/gRPC collector: Envoy then traces every request and exports
@@ -42,8 +40,7 @@ impl GatewaySpec {
         cmd.arg(&generator)
             .args(["--nodes", &self.nodes.join(",")])
             .args(["--listen", &self.listen])
-            .args(["--admin", &self.admin])
-            .args(["--console", &self.console]);
+            .args(["--admin", &self.admin]);
         if let Some(k6) = &self.k6 {
             cmd.args(["--k6", k6]);
         }
@@ -87,14 +84,13 @@ mod tests {
     #[test]
     fn written_config_routes_to_every_node_and_listens_where_asked() {
         // Proves the generator is found and given the spec: the file names
-        // every node, the listener, the admin and console addresses.
+        // every node, the listener and the admin address.
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("envoy.yaml");
         GatewaySpec {
             nodes: vec!["127.0.0.1:17001".into(), "127.0.0.1:17002".into()],
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
-            console: "127.0.0.1:15173".into(),
             k6: Some("127.0.0.1:16565".into()),
             otlp: None,
             trace_sampling: None,
@@ -103,7 +99,7 @@ mod tests {
         .write_config(&out)
         .unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
-        for port in ["17001", "17002", "18080", "19901", "15173", "16565"] {
+        for port in ["17001", "17002", "18080", "19901", "16565"] {
             assert!(
                 text.contains(&format!("port_value: {port}")),
                 "{port} missing"
@@ -119,7 +115,6 @@ mod tests {
             nodes: vec!["no-port".into()],
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
-            console: "127.0.0.1:15173".into(),
             k6: None,
             otlp: None,
             trace_sampling: None,

@@ -1,5 +1,5 @@
-//! Strata's one cluster launcher: it knows how to start storage nodes, Envoy
-//! and the console's file server on 127.0.0.1 ([`command`], [`gateway`]).
+//! Strata's one cluster launcher: it knows how to start storage nodes (which
+//! serve the console's bundle themselves) and Envoy on 127.0.0.1 ([`command`], [`gateway`]).
 //! Two front ends use it:
 //!
 //! - [`Cluster`]: a cluster owned by a test process (the multi-node tests in

@@ -1,7 +1,7 @@
 //! A local cluster in a run directory, as `strata-cluster` runs it: nodes on
-//! consecutive ports from a base, Envoy with a config generated at start,
-//! and optionally the console's file server and a trace viewer that Envoy
-//! and the nodes export to ([`TraceViewer`]). Its layout is saved in
+//! consecutive ports from a base (each serving the console's bundle when
+//! one is given), Envoy with a config generated at start, and optionally a
+//! trace viewer that Envoy and the nodes export to ([`TraceViewer`]). Its layout is saved in
 //! `cluster.json`, so that later invocations can stop, restart or add
 //! single nodes.
 
@@ -18,7 +18,6 @@ use crate::run_dir::RunDir;
 
 /// The process names in the run directory.
 pub const ENVOY: &str = "envoy";
-pub const CONSOLE: &str = "console";
 pub const TRACES: &str = "jaeger";
 pub const LOAD_RUNNER: &str = "load-runner";
 
@@ -35,9 +34,8 @@ pub struct UpOptions {
     pub base_port: u16,
     pub gateway_port: u16,
     pub admin_port: u16,
-    pub console_port: u16,
     pub k6_port: u16,
-    /// The built console to serve; none, no console.
+    /// The built console every node serves at `/`; none, no console.
     pub console_dir: Option<PathBuf>,
     /// Network threads per node and Envoy workers.
     pub threads: Option<usize>,
@@ -118,7 +116,16 @@ impl Layout {
                     run.data().join(node_name(*id)),
                 );
                 spec.io_threads = opts.threads;
-                spec.extra_args = opts.node_args.clone();
+                if let Some(dir) = &opts.console_dir {
+                    spec.extra_args
+                        .extend(["--console-dir".into(), dir.display().to_string()]);
+                }
+                // The stats the console reads then carry what Envoy answered.
+                spec.extra_args.extend([
+                    "--gateway-admin".into(),
+                    format!("{ADDR}:{}", opts.admin_port),
+                ]);
+                spec.extra_args.extend(opts.node_args.iter().cloned());
                 if let Some(otlp) = &otlp {
                     spec.extra_env.extend(command::otlp_env(otlp));
                     spec.extra_env
@@ -139,7 +146,6 @@ impl Layout {
                 nodes: peers.into_iter().map(|(_, addr)| addr).collect(),
                 listen: format!("{ADDR}:{}", opts.gateway_port),
                 admin: format!("{ADDR}:{}", opts.admin_port),
-                console: format!("{ADDR}:{}", opts.console_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
                 trace_sampling: otlp.as_ref().map(|_| opts.trace_sampling),
                 otlp,
@@ -178,9 +184,6 @@ impl Layout {
     pub fn process_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.nodes.iter().map(|n| node_name(n.id)).collect();
         names.push(ENVOY.into());
-        if self.console_dir.is_some() {
-            names.push(CONSOLE.into());
-        }
         if self.traces.is_some() {
             names.push(TRACES.into());
         }
@@ -191,7 +194,7 @@ impl Layout {
     }
 
     /// Starts the trace viewer (first, so that it receives the first
-    /// spans), every node, Envoy and the console server.
+    /// spans), every node and Envoy.
     pub fn start_all(&self, run: &RunDir) -> Result<()> {
         if let Some(viewer) = &self.traces {
             let config = run.root().join("jaeger.yaml");
@@ -214,12 +217,6 @@ impl Layout {
             ENVOY,
             &command::envoy(&self.envoy_bin, &config, self.envoy_threads),
         )?;
-        if let Some(dir) = &self.console_dir {
-            run.spawn(
-                CONSOLE,
-                &command::console_server(dir, &self.gateway.console),
-            )?;
-        }
         Ok(())
     }
 
@@ -361,7 +358,6 @@ mod tests {
             base_port: 17001,
             gateway_port: 18080,
             admin_port: 19901,
-            console_port: 15173,
             k6_port: 16565,
             console_dir: None,
             threads: Some(1),
@@ -484,12 +480,42 @@ mod tests {
             assert_eq!(n.peers.len(), 3);
             assert_eq!(n.data_dir, Path::new("/r/data").join(node_name(n.id)));
             assert_eq!(n.io_threads, Some(1));
-            assert_eq!(n.extra_args, ["--read-mode", "lease"]);
+            assert_eq!(
+                n.extra_args,
+                ["--gateway-admin", "127.0.0.1:19901", "--read-mode", "lease"]
+            );
             assert_eq!(n.extra_env["STRATA_CANARY"], "true");
             assert!(!n.join);
         }
         assert_eq!(layout.gateway.nodes, listens);
         assert_eq!(layout.gateway.listen, "127.0.0.1:18080");
+        assert_eq!(layout.process_names(), ["node1", "node2", "node3", "envoy"]);
+    }
+
+    #[test]
+    fn with_a_console_every_node_serves_it_and_no_other_process_runs() {
+        // Proves `--console-dir`: every node, one that joins later too, is
+        // started with the bundle's directory (and Envoy's admin address,
+        // for the gateway's counters) ahead of the caller's flags, and the
+        // console adds no process of its own.
+        let mut opts = options();
+        opts.console_dir = Some("/c/dist".into());
+        let run = RunDir::new("/r");
+        let layout = Layout::plan(&opts, &run).unwrap();
+        let joined = layout.joining_node(&run, 4).unwrap();
+        for n in layout.nodes.iter().chain([&joined]) {
+            assert_eq!(
+                n.extra_args,
+                [
+                    "--console-dir",
+                    "/c/dist",
+                    "--gateway-admin",
+                    "127.0.0.1:19901",
+                    "--read-mode",
+                    "lease"
+                ]
+            );
+        }
         assert_eq!(layout.process_names(), ["node1", "node2", "node3", "envoy"]);
     }
 

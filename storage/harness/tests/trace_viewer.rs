@@ -131,8 +131,6 @@ async fn up_with_traces_runs_jaeger_and_a_put_is_one_trace_rooted_in_envoy() {
             &ports[1],
             "--admin-port",
             &ports[2],
-            "--console-port",
-            &ports[3],
             "--envoy",
             envoy.to_str().unwrap(),
             "--traces",

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use crate::status::{PeerStatus, RaftEvent, RaftEventKind, Role};
+use crate::status::{ElectionReason, ElectionStart, PeerStatus, RaftEvent, RaftEventKind, Role};
 
 /// Remembers what the events need between two status snapshots.
 #[derive(Default)]
@@ -11,6 +11,9 @@ pub(crate) struct EventLog {
     leaderless_since: Option<Instant>,
     /// Events noted while handling a round (membership, snapshots).
     noted: Vec<(RaftEventKind, String)>,
+    /// The leader's `MsgTimeoutNow` was stepped since the last status: an
+    /// election that starts now is a hand-over.
+    transfer_received: bool,
 }
 
 impl EventLog {
@@ -18,13 +21,37 @@ impl EventLog {
         self.noted.push((kind, detail));
     }
 
-    /// The events between `old` and `new`, plus whatever was noted.
-    pub(crate) fn events(&mut self, old: &PeerStatus, new: &PeerStatus) -> Vec<RaftEvent> {
+    /// The leader handed leadership over to this peer.
+    pub(crate) fn transfer_received(&mut self) {
+        self.transfer_received = true;
+    }
+
+    /// The events between `old` and `new`, plus whatever was noted;
+    /// `pre_candidate`: the peer is asking for pre-votes.
+    pub(crate) fn events(
+        &mut self,
+        old: &PeerStatus,
+        new: &PeerStatus,
+        pre_candidate: bool,
+    ) -> Vec<RaftEvent> {
         let now = Instant::now();
         let event = |kind, duration_ms, detail| RaftEvent::now(kind, new, duration_ms, detail);
         let mut out = Vec::new();
+        let transfer = std::mem::take(&mut self.transfer_received);
         if new.role == Role::Candidate && old.role != Role::Candidate {
-            out.push(event(RaftEventKind::ElectionStarted, 0, String::new()));
+            let reason = if transfer {
+                ElectionReason::Transfer
+            } else if old.leader_id != 0 {
+                ElectionReason::LeaderLost
+            } else {
+                ElectionReason::Timeout
+            };
+            let mut started = event(RaftEventKind::ElectionStarted, 0, String::new());
+            started.election = Some(ElectionStart {
+                reason,
+                pre_vote: pre_candidate,
+            });
+            out.push(started);
         }
         if new.role != old.role {
             out.push(event(
@@ -89,12 +116,20 @@ mod tests {
     #[test]
     fn an_election_reports_start_and_how_long_it_took() {
         let mut log = EventLog::default();
-        let lost = log.events(&status(Role::Follower, 2), &status(Role::Follower, 0));
+        let lost = log.events(
+            &status(Role::Follower, 2),
+            &status(Role::Follower, 0),
+            false,
+        );
         assert_eq!(lost[0].kind, RaftEventKind::LeaderChanged);
-        let started = log.events(&status(Role::Follower, 0), &status(Role::Candidate, 0));
+        let started = log.events(
+            &status(Role::Follower, 0),
+            &status(Role::Candidate, 0),
+            true,
+        );
         assert_eq!(started[0].kind, RaftEventKind::ElectionStarted);
         std::thread::sleep(std::time::Duration::from_millis(5));
-        let won = log.events(&status(Role::Candidate, 0), &status(Role::Leader, 1));
+        let won = log.events(&status(Role::Candidate, 0), &status(Role::Leader, 1), false);
         let elected = won
             .iter()
             .find(|e| e.kind == RaftEventKind::LeaderChanged)
@@ -104,11 +139,51 @@ mod tests {
     }
 
     #[test]
+    fn an_election_says_why_it_started() {
+        // Proves each reason: a timer running out under a leader (its
+        // heartbeats stopped, asking for pre-votes), with no leader known
+        // (another round), and a hand-over, which is reported once and
+        // only for the election that follows it.
+        let reason = |log: &mut EventLog, old_leader, pre_vote| {
+            let events = log.events(
+                &status(Role::Follower, old_leader),
+                &status(Role::Candidate, 0),
+                pre_vote,
+            );
+            let started = events
+                .iter()
+                .find(|e| e.kind == RaftEventKind::ElectionStarted)
+                .unwrap();
+            started.election.unwrap()
+        };
+        let mut log = EventLog::default();
+        let lost = reason(&mut log, 2, true);
+        assert_eq!(
+            (lost.reason, lost.pre_vote),
+            (ElectionReason::LeaderLost, true)
+        );
+        assert_eq!(reason(&mut log, 0, true).reason, ElectionReason::Timeout);
+        log.transfer_received();
+        let handed = reason(&mut log, 2, false);
+        assert_eq!(
+            (handed.reason, handed.pre_vote),
+            (ElectionReason::Transfer, false)
+        );
+        assert_eq!(reason(&mut log, 2, true).reason, ElectionReason::LeaderLost);
+        let other = log.events(
+            &status(Role::Follower, 2),
+            &status(Role::Follower, 0),
+            false,
+        );
+        assert!(other.iter().all(|e| e.election.is_none()));
+    }
+
+    #[test]
     fn noted_events_are_reported_once() {
         let mut log = EventLog::default();
         log.note(RaftEventKind::SnapshotInstalled, "index 9".into());
         let s = status(Role::Follower, 2);
-        assert_eq!(log.events(&s, &s).len(), 1);
-        assert!(log.events(&s, &s).is_empty());
+        assert_eq!(log.events(&s, &s, false).len(), 1);
+        assert!(log.events(&s, &s, false).is_empty());
     }
 }

@@ -71,6 +71,7 @@
 
 #![forbid(unsafe_code)]
 
+mod append_times;
 mod applier;
 mod clock;
 pub mod command;
@@ -108,7 +109,9 @@ pub use raft::eraftpb::{
 };
 pub use snapshot::SnapshotDirs;
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
-pub use status::{HandOver, PeerStatus, RaftEvent, RaftEventKind, Role};
+pub use status::{
+    ElectionReason, ElectionStart, HandOver, PeerStatus, RaftEvent, RaftEventKind, Role,
+};
 pub use trace::TraceParent;
 pub use transport::Transport;
 

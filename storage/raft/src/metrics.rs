@@ -10,7 +10,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::status::RaftEventKind;
+use std::sync::atomic::AtomicU64;
+
+use crate::status::{ElectionReason, RaftEventKind};
 
 /// The label of a raft event count.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -43,6 +45,31 @@ impl From<RaftEventKind> for EventKind {
             RaftEventKind::SnapshotReceived => EventKind::snapshot_received,
             RaftEventKind::SnapshotInstalled => EventKind::snapshot_installed,
             RaftEventKind::StorageFailed => EventKind::storage_failed,
+        }
+    }
+}
+
+/// The label of an election count.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ElectionLabels {
+    pub reason: ElectionReasonLabel,
+}
+
+/// [`ElectionReason`] as a label value.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum ElectionReasonLabel {
+    leader_lost,
+    timeout,
+    transfer,
+}
+
+impl From<ElectionReason> for ElectionReasonLabel {
+    fn from(reason: ElectionReason) -> Self {
+        match reason {
+            ElectionReason::LeaderLost => ElectionReasonLabel::leader_lost,
+            ElectionReason::Timeout => ElectionReasonLabel::timeout,
+            ElectionReason::Transfer => ElectionReasonLabel::transfer,
         }
     }
 }
@@ -83,6 +110,11 @@ pub struct RaftMetrics {
     pub member_match_index: Family<MemberLabels, Gauge>,
     /// For a leader, how many entries each other member lacks.
     pub member_lag_entries: Family<MemberLabels, Gauge>,
+    /// For a leader, how long ago it appended the first entry each other
+    /// member lacks; 0 for a member that lacks none.
+    pub member_lag_seconds: Family<MemberLabels, Gauge<f64, AtomicU64>>,
+    /// Elections this peer started, by why it stood.
+    pub elections: Family<ElectionLabels, Counter>,
 }
 
 impl Default for RaftMetrics {
@@ -101,6 +133,8 @@ impl Default for RaftMetrics {
             read_index_seconds: Histogram::new(exponential_buckets(50e-6, 2.0, 19)),
             member_match_index: Family::default(),
             member_lag_entries: Family::default(),
+            member_lag_seconds: Family::default(),
+            elections: Family::default(),
         }
     }
 }
@@ -110,6 +144,15 @@ impl RaftMetrics {
     pub(crate) fn event(&self, kind: RaftEventKind) {
         self.events
             .get_or_create(&EventLabels { kind: kind.into() })
+            .inc();
+    }
+
+    /// Counts one election this peer started.
+    pub(crate) fn election(&self, reason: ElectionReason) {
+        self.elections
+            .get_or_create(&ElectionLabels {
+                reason: reason.into(),
+            })
             .inc();
     }
 
@@ -180,6 +223,17 @@ impl RaftMetrics {
             "On the leader: entries each other member lacks",
             self.member_lag_entries.clone(),
         );
+        registry.register_with_unit(
+            "member_lag",
+            "On the leader: how long ago it appended the first entry each other member lacks (0: none lacking)",
+            Unit::Seconds,
+            self.member_lag_seconds.clone(),
+        );
+        registry.register(
+            "elections",
+            "Elections this member started, by reason: leader_lost (its leader's heartbeats stopped), timeout (no leader known), transfer (a leader handed over)",
+            self.elections.clone(),
+        );
     }
 }
 
@@ -198,6 +252,10 @@ mod tests {
         m.event(RaftEventKind::ElectionStarted);
         m.event(RaftEventKind::LeaderChanged);
         m.append_seconds.observe(0.001);
+        m.election(ElectionReason::LeaderLost);
+        m.member_lag_seconds
+            .get_or_create(&MemberLabels { member: 2 })
+            .set(0.25);
         let mut registry = Registry::with_prefix("strata_raft");
         m.register(&mut registry);
         let mut text = String::new();
@@ -208,6 +266,14 @@ mod tests {
         );
         assert!(
             text.contains("strata_raft_events_total{kind=\"leader_changed\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("strata_raft_elections_total{reason=\"leader_lost\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("strata_raft_member_lag_seconds{member=\"2\"} 0.25"),
             "{text}"
         );
         assert!(

@@ -96,6 +96,41 @@ pub struct RaftEvent {
     pub duration_ms: u64,
     /// What happened, in words (e.g. the membership after a change).
     pub detail: String,
+    /// For `ElectionStarted`: why the peer stood, and whether it asked
+    /// for pre-votes first; `None` for every other kind.
+    pub election: Option<ElectionStart>,
+}
+
+/// Why a peer started an election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElectionReason {
+    /// Its election timer ran out while it followed a leader: that
+    /// leader's heartbeats stopped (it died, or is cut off).
+    LeaderLost,
+    /// Its election timer ran out while it knew no leader: a start-up, or
+    /// another round after a vote that elected nobody.
+    Timeout,
+    /// The leader handed leadership over to it (`MsgTimeoutNow`).
+    Transfer,
+}
+
+impl ElectionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElectionReason::LeaderLost => "leader_lost",
+            ElectionReason::Timeout => "timeout",
+            ElectionReason::Transfer => "transfer",
+        }
+    }
+}
+
+/// How an election started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElectionStart {
+    pub reason: ElectionReason,
+    /// It asked for pre-votes first (a timer's election does; a hand-over
+    /// skips them), so its term rises only once a quorum would vote.
+    pub pre_vote: bool,
 }
 
 impl RaftEvent {
@@ -115,6 +150,7 @@ impl RaftEvent {
             at_ms: now_ms(),
             duration_ms,
             detail,
+            election: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the internal raft transport, gRPC health and reflection.
 
 use std::convert::Infallible;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
@@ -41,8 +42,13 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 
 /// The node's whole API on one router: REST, `strata.v1.KV` and
 /// `strata.v1.Cluster` over the service core, the internal raft transport
-/// `raft`, gRPC health and reflection, and a fallback for anything else.
-pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router> {
+/// `raft`, gRPC health and reflection, the console's bundle when
+/// `console_dir` names one, and a fallback for anything else.
+pub async fn router(
+    state: AppState,
+    raft: RaftService,
+    console_dir: Option<&Path>,
+) -> anyhow::Result<Router> {
     let core = state.core.clone();
     let metrics = state.metrics.clone();
     let stats = state.stats.clone();
@@ -73,6 +79,9 @@ pub async fn router(state: AppState, raft: RaftService) -> anyhow::Result<Router
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
+    if let Some(dir) = console_dir {
+        app = app.merge(crate::console::router(dir)?);
+    }
     // Writes are charged before anything reads their bodies. Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.

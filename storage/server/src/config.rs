@@ -65,6 +65,15 @@ pub struct NodeConfig {
     /// MiB, before staging any of it: a snapshot must not fill the disk.
     #[arg(long, env = "STRATA_MAX_SNAPSHOT_MB", default_value_t = 64 << 10)]
     pub max_snapshot_mb: u64,
+    /// Serve the web console's built bundle (`console/dist`) from this
+    /// directory at `/`, beside the API; the gateway routes `/` to any node.
+    #[arg(long, env = "STRATA_CONSOLE_DIR")]
+    pub console_dir: Option<PathBuf>,
+    /// The gateway's (Envoy's) admin address, `host:port`: the stats this
+    /// node gathers then carry what the gateway answered (its 503s and
+    /// 504s, from Envoy's own counters).
+    #[arg(long, env = "STRATA_GATEWAY_ADMIN")]
+    pub gateway_admin: Option<String>,
     #[command(flatten)]
     pub canary: crate::canary::CanaryConfig,
     #[command(flatten)]
@@ -226,6 +235,8 @@ impl NodeConfig {
             compact_log_mb: 64,
             resume_free_mb: 16,
             max_snapshot_mb: 64 << 10,
+            console_dir: None,
+            gateway_admin: None,
             canary: Default::default(),
             faults: Default::default(),
         }

@@ -12,6 +12,7 @@ use strata_raft::{PeerHandle, RaftEvent, RaftEventKind};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::stats::activity::ActivityLog;
+use crate::stats::raft_history::RaftHistory;
 
 /// Engine events buffered for the logger; the engine drops (and counts)
 /// events beyond this rather than wait.
@@ -19,17 +20,22 @@ const ENGINE_EVENTS: usize = 1024;
 
 /// Logs the peer's and the engine's events until they stop: the raft task
 /// ends when the peer is dropped, the engine thread when the engine is.
-/// Each engine event is also recorded in `activity`, for the stats.
+/// Each engine event is also recorded in `activity`, and each raft event in
+/// `history`, for the stats.
 pub fn spawn(
     peer: &PeerHandle,
     engine: &Arc<Engine>,
     activity: Arc<ActivityLog>,
+    history: Arc<RaftHistory>,
 ) -> anyhow::Result<()> {
     let mut raft = peer.subscribe();
     tokio::spawn(async move {
         loop {
             match raft.recv().await {
-                Ok(e) => log_raft(&e),
+                Ok(e) => {
+                    log_raft(&e);
+                    history.record(&e);
+                }
                 Err(RecvError::Lagged(n)) => {
                     tracing::warn!(missed = n, "raft events came faster than they were logged")
                 }
@@ -61,7 +67,12 @@ fn log_raft(e: &RaftEvent) {
             leaderless_ms = e.duration_ms,
             "leader changed"
         ),
-        RaftEventKind::ElectionStarted => tracing::info!(term = e.term, "election started"),
+        RaftEventKind::ElectionStarted => tracing::info!(
+            term = e.term,
+            reason = e.election.map_or("", |s| s.reason.as_str()),
+            pre_vote = e.election.is_some_and(|s| s.pre_vote),
+            "election started"
+        ),
         RaftEventKind::MembershipChanged => {
             tracing::info!(term = e.term, members = %e.detail, "membership changed")
         }
@@ -153,6 +164,7 @@ mod tests {
             at_ms: 0,
             duration_ms: 120,
             detail: detail.into(),
+            election: None,
         }
     }
 

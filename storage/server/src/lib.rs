@@ -8,6 +8,7 @@ pub mod app;
 pub mod canary;
 pub mod channels;
 pub mod config;
+pub mod console;
 pub mod core;
 pub mod error;
 pub mod event_log;

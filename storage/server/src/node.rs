@@ -22,6 +22,7 @@ use crate::metrics::NodeMetrics;
 use crate::rest::AppState;
 use crate::stats::StatsSource;
 use crate::stats::activity::ActivityLog;
+use crate::stats::raft_history::RaftHistory;
 use crate::transport::GrpcTransport;
 
 /// How often the cluster-wide status behind the event stream is refreshed.
@@ -136,7 +137,8 @@ impl Node {
         let handle = peer.handle();
         let _ = slot.set(handle.clone());
         let activity = Arc::new(ActivityLog::default());
-        crate::event_log::spawn(&handle, &engine, activity.clone())
+        let history = Arc::new(RaftHistory::default());
+        crate::event_log::spawn(&handle, &engine, activity.clone(), history.clone())
             .context("starting the event log")?;
 
         let metrics = Arc::new(NodeMetrics::new(
@@ -162,12 +164,16 @@ impl Node {
         let (stopping, stopping_rx) = watch::channel(false);
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
-        let stats = Arc::new(StatsSource::new(
-            config.id,
-            metrics.clone(),
-            activity,
-            engine.clone(),
-        ));
+        let stats = Arc::new(
+            StatsSource::new(
+                config.id,
+                metrics.clone(),
+                activity,
+                history,
+                engine.clone(),
+            )
+            .with_gateway_admin(config.gateway_admin.clone()),
+        );
         let (stats_feed, stats_task) = crate::stats::feed::spawn(
             core.clone(),
             stats.clone(),
@@ -184,7 +190,7 @@ impl Node {
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
-        let app = crate::app::router(state, raft).await?;
+        let app = crate::app::router(state, raft, config.console_dir.as_deref()).await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
         let canary = config.canary.enabled.then(|| {

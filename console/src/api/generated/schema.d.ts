@@ -617,6 +617,7 @@ export interface components {
             answered_by: number;
             /** @description Every member of the configuration, in id order. */
             nodes: components["schemas"]["MemberStats"][];
+            gateway?: components["schemas"]["GatewayStats"] | null;
         };
         /**
          * @description Result of GET /v1/cluster/status; also the data of the `status` SSE
@@ -688,6 +689,30 @@ export interface components {
             leader_id: number;
         };
         /**
+         * @description Elections this member started for one reason (`strata_raft_elections_total`):
+         *     `leader_lost` (its leader's heartbeats stopped), `timeout` (no leader
+         *     known), `transfer` (a leader handed over).
+         */
+        ElectionCount: {
+            reason: string;
+            /** Format: int64 */
+            count: number;
+        };
+        /**
+         * @description Why a node started an election.
+         * @enum {string}
+         */
+        ElectionReason: "leader_lost" | "timeout" | "transfer";
+        /** @description How an election started. */
+        ElectionStart: {
+            reason: components["schemas"]["ElectionReason"];
+            /**
+             * @description It asked for pre-votes first (an election timer's election does; a
+             *     hand-over skips them): its term rose only once a quorum would vote.
+             */
+            pre_vote: boolean;
+        };
+        /**
          * @description How byte strings are written in JSON. `utf8`: plain UTF-8 strings.
          *     `base64`: standard base64 with padding (RFC 4648 section 4).
          * @enum {string}
@@ -738,6 +763,24 @@ export interface components {
              * @description Arena bytes of the active memtable.
              */
             memtable_bytes: number;
+            /**
+             * Format: int64
+             * @description Arena bytes at which the active memtable is frozen for a flush
+             *     (`strata_engine_memtable_limit_bytes`).
+             */
+            memtable_limit_bytes: number;
+            /**
+             * Format: int64
+             * @description Level-0 tables at which writers are slowed down
+             *     (`strata_engine_l0_slowdown_files`).
+             */
+            l0_slowdown_files: number;
+            /**
+             * Format: int64
+             * @description Level-0 tables at which writers stop until a compaction ends
+             *     (`strata_engine_l0_stop_files`).
+             */
+            l0_stop_files: number;
             /**
              * Format: int64
              * @description Frozen memtables waiting to be flushed.
@@ -832,6 +875,29 @@ export interface components {
             returned_us?: number | null;
             /** @description What it answered (`absent` for a missing key); absent when unknown. */
             result?: string | null;
+        };
+        /** @description Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`). */
+        GatewayResponses: {
+            code: string;
+            /** Format: int64 */
+            count: number;
+        };
+        /**
+         * @description The gateway's answers to requests routed to the nodes, from Envoy's own
+         *     counters, summed over its node clusters; its local answers (no healthy
+         *     node, a timeout) included. Totals since Envoy started.
+         */
+        GatewayStats: {
+            /**
+             * Format: int64
+             * @description When they were read, Unix milliseconds on the gathering node's
+             *     clock; 0 when they could not be.
+             */
+            at_ms: number;
+            /** @description Why they could not be read; empty when they were. */
+            error: string;
+            /** @description By code, in code order. */
+            responses: components["schemas"]["GatewayResponses"][];
         };
         /**
          * @description JSON form of GET /v1/kv/{key} (request sent with `Accept:
@@ -943,7 +1009,8 @@ export interface components {
         };
         /**
          * @description On a leader: how far another member's log matches
-         *     (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`).
+         *     (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`,
+         *     `strata_raft_member_lag_seconds`).
          */
         MemberProgress: {
             /** Format: int64 */
@@ -955,6 +1022,12 @@ export interface components {
              * @description Entries the member lacks.
              */
             lag_entries: number;
+            /**
+             * Format: double
+             * @description How long ago the leader appended the first entry the member lacks,
+             *     in milliseconds; 0 when it lacks none.
+             */
+            lag_ms: number;
         };
         /** @description One member's stats, or why they could not be read. */
         MemberStats: {
@@ -1031,6 +1104,12 @@ export interface components {
              *     (at most 64; kept by the node since it started, not in `/metrics`).
              */
             engine_activity: components["schemas"]["EngineActivity"][];
+            /**
+             * @description The raft peer's latest events, oldest first (at most 64; kept by the
+             *     node since it started, not in `/metrics`): who led when, and why
+             *     each election started, as this member saw it.
+             */
+            raft_activity: components["schemas"]["RaftEvent"][];
         };
         /** @description One node's view of the raft group. */
         NodeStatus: {
@@ -1140,6 +1219,7 @@ export interface components {
              *     change); may be empty.
              */
             detail: string;
+            election?: components["schemas"]["ElectionStart"] | null;
         };
         /** @description The raft peer's families (`strata_raft_*`). */
         RaftStats: {
@@ -1164,6 +1244,7 @@ export interface components {
             /** @description False once the peer's storage failed. */
             healthy: boolean;
             events: components["schemas"]["EventCount"][];
+            elections: components["schemas"]["ElectionCount"][];
             /**
              * Format: int64
              * @description Client proposals stepped into raft.

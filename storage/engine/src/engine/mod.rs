@@ -354,6 +354,12 @@ impl Engine {
         self.inner.stats()
     }
 
+    /// The options it was opened with (its limits: memtable size, when
+    /// level 0 slows and stops writers).
+    pub fn options(&self) -> &Options {
+        &self.inner.opts
+    }
+
     /// Syncs the WAL and stops the background thread.
     pub fn close(mut self) -> Result<(), EngineError> {
         let synced = self.inner.sync_wal();

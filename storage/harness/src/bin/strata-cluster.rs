@@ -1,5 +1,5 @@
-//! `strata-cluster`: starts and stops a local Strata cluster (nodes, Envoy,
-//! the console's file server) as detached processes recorded by pid in a run
+//! `strata-cluster`: starts and stops a local Strata cluster (nodes, which
+//! also serve the console, and Envoy) as detached processes recorded by pid in a run
 //! directory, and prints the command line of any of its processes for tools
 //! that run them themselves.
 //!
@@ -36,7 +36,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Start nodes, Envoy and (with --console-dir) the console; returns once
+    /// Start nodes (serving the console with --console-dir) and Envoy; returns once
     /// the gateway reaches a leader. Stops a cluster already running there first.
     Up(Up),
     /// Stop every process recorded in the run directory.
@@ -108,8 +108,6 @@ struct Up {
     gateway_port: u16,
     #[arg(long, default_value_t = 9901)]
     admin_port: u16,
-    #[arg(long, default_value_t = 5173)]
-    console_port: u16,
     /// k6's REST API, which the gateway proxies under /k6/.
     #[arg(long, default_value_t = 6565)]
     k6_port: u16,
@@ -120,7 +118,8 @@ struct Up {
     /// k6 for the load runner (default: STRATA_K6, else k6 on the PATH).
     #[arg(long, requires = "load_port")]
     k6: Option<PathBuf>,
-    /// The built console to serve (none: no console).
+    /// The built console (`console/dist`), which every node serves at `/`
+    /// (`strata-node --console-dir`; none: no console).
     #[arg(long)]
     console_dir: Option<PathBuf>,
     /// strata-node (default: STRATA_NODE_BIN, else beside this binary).
@@ -224,8 +223,6 @@ enum Line {
         listen: String,
         #[arg(long)]
         admin: String,
-        #[arg(long)]
-        console: String,
         #[arg(long)]
         k6: Option<String>,
         /// An OTLP/gRPC collector the tracer exports to.
@@ -358,7 +355,6 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             nodes,
             listen,
             admin,
-            console,
             k6,
             otlp,
             concurrency,
@@ -367,7 +363,6 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 nodes,
                 listen,
                 admin,
-                console,
                 k6,
                 otlp,
                 trace_sampling: None,
@@ -427,7 +422,6 @@ async fn cmd_up(up: Up) -> Result<()> {
         base_port: up.base_port,
         gateway_port: up.gateway_port,
         admin_port: up.admin_port,
-        console_port: up.console_port,
         k6_port: up.k6_port,
         console_dir: up.console_dir.map(std::path::absolute).transpose()?,
         threads: Some(up.io_threads.unwrap_or_else(|| local::cpu_share(up.nodes))),

@@ -135,6 +135,9 @@ impl Driver {
         };
         match screen(&m, local) {
             Screened::Step => {
+                if m.get_msg_type() == MessageType::MsgTimeoutNow {
+                    self.events.transfer_received();
+                }
                 self.limit_flow(Some(&m), 0);
                 if let Err(e) = self.node.step(m) {
                     tracing::debug!(error = %e, "raft step failed");

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 use raft::RawNode;
 
+use crate::append_times::AppendTimes;
 use crate::applier::Applier;
 use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
@@ -130,6 +131,8 @@ pub(crate) struct Driver {
     compact_keep_entries: u64,
     members: Members,
     events: EventLog,
+    /// When this leader's log reached each last index (members' lag in time).
+    append_times: AppendTimes,
     metrics: RaftMetrics,
 }
 
@@ -220,6 +223,7 @@ impl Driver {
             compact_keep_entries: config.compact_keep_entries,
             members: config.members.clone(),
             events: EventLog::default(),
+            append_times: AppendTimes::default(),
         };
         driver.last_status = driver.compute_status();
         Ok(driver)

@@ -54,10 +54,16 @@ impl Driver {
         if status == self.last_status && !self.events.has_noted() {
             return;
         }
-        let events = self.events.events(&self.last_status, &status);
+        let pre_candidate = self.node.raft.state == raft::StateRole::PreCandidate;
+        let events = self
+            .events
+            .events(&self.last_status, &status, pre_candidate);
         *shared.status.write() = status.clone();
         for e in events {
             self.metrics.event(e.kind);
+            if let Some(start) = e.election {
+                self.metrics.election(start.reason);
+            }
             let _ = shared.events.send(e);
         }
         self.last_status = status;
@@ -68,18 +74,22 @@ impl Driver {
     /// On a leader, each other member's match index and lag; elsewhere
     /// none, since only a leader knows them. Refreshed every round, as a
     /// member catches up without the status changing.
-    fn publish_progress(&self, status: &PeerStatus) {
+    fn publish_progress(&mut self, status: &PeerStatus) {
         let m = &self.metrics;
         let members_changed = status.voters != self.last_status.voters
             || status.learners != self.last_status.learners;
         if status.role != Role::Leader || members_changed {
             m.member_match_index.clear();
             m.member_lag_entries.clear();
+            m.member_lag_seconds.clear();
         }
         if status.role != Role::Leader {
+            self.append_times.clear();
             return;
         }
+        let now = self.clock.now();
         let last = status.last_index;
+        self.append_times.record(last, now);
         for (&id, pr) in self.node.raft.prs().iter() {
             if id == self.id {
                 continue;
@@ -91,6 +101,9 @@ impl Driver {
             m.member_lag_entries
                 .get_or_create(&member)
                 .set(last.saturating_sub(pr.matched) as i64);
+            m.member_lag_seconds
+                .get_or_create(&member)
+                .set(self.append_times.lag(pr.matched, now).as_secs_f64());
         }
     }
 }

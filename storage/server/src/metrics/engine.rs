@@ -75,6 +75,31 @@ impl Collector for EngineCollector {
             Some(Unit::Bytes),
             s.immutable_memtable_bytes as f64,
         )?;
+        // The limits the shape is measured against, so that a reader can
+        // tell how full the memtable is and how close level 0 is to
+        // slowing or stopping writers.
+        let opts = self.engine.options();
+        gauge(
+            e,
+            "memtable_limit",
+            "Arena bytes at which the active memtable is frozen for a flush",
+            Some(Unit::Bytes),
+            opts.memtable_size_bytes as f64,
+        )?;
+        gauge(
+            e,
+            "l0_slowdown_files",
+            "Level-0 tables at which writers are slowed down",
+            None,
+            opts.l0_slowdown_trigger as f64,
+        )?;
+        gauge(
+            e,
+            "l0_stop_files",
+            "Level-0 tables at which writers stop until a compaction ends",
+            None,
+            opts.l0_stop_trigger as f64,
+        )?;
         per_level(
             e,
             "level_files",

@@ -11,6 +11,8 @@
 
 pub mod activity;
 pub mod feed;
+pub mod gateway;
+pub mod raft_history;
 pub mod reading;
 
 use std::sync::Arc;
@@ -27,11 +29,13 @@ use crate::core::Core;
 use crate::error::ApiError;
 use crate::metrics::NodeMetrics;
 use crate::metrics::scrape::Scrape;
+use crate::rest::model::cluster::RaftEvent;
 use crate::rest::model::stats::{
     ClusterStats, CompactResult, CompactionOutcome, EngineActivity, EngineActivityKind,
     MemberStats, NodeCompaction,
 };
 use activity::ActivityLog;
+use raft_history::RaftHistory;
 
 /// How long the gathering node waits for a member's stats.
 const PEER_STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -45,9 +49,13 @@ pub struct StatsSource {
     id: u64,
     metrics: Arc<NodeMetrics>,
     activity: Arc<ActivityLog>,
+    history: Arc<RaftHistory>,
     engine: Arc<Engine>,
     /// A requested compaction is running; another request joins it.
     compacting: Arc<AtomicBool>,
+    /// Envoy's admin address, whose counters the gathered stats carry.
+    gateway_admin: Option<String>,
+    http: reqwest::Client,
 }
 
 fn now_ms() -> u64 {
@@ -61,15 +69,26 @@ impl StatsSource {
         id: u64,
         metrics: Arc<NodeMetrics>,
         activity: Arc<ActivityLog>,
+        history: Arc<RaftHistory>,
         engine: Arc<Engine>,
     ) -> Self {
         StatsSource {
             id,
             metrics,
             activity,
+            history,
             engine,
             compacting: Arc::default(),
+            gateway_admin: None,
+            http: reqwest::Client::new(),
         }
+    }
+
+    /// Gathered stats also carry the counters of the gateway whose admin
+    /// interface is at `admin` (`host:port`).
+    pub fn with_gateway_admin(mut self, admin: Option<String>) -> Self {
+        self.gateway_admin = admin;
+        self
     }
 
     /// What `Cluster/LocalStats` answers: this node's scrape and work.
@@ -79,6 +98,7 @@ impl StatsSource {
             at_ms: now_ms(),
             openmetrics: self.metrics.encode(),
             engine_activity: self.activity.recent(),
+            raft_activity: self.history.recent(),
         }
     }
 
@@ -143,9 +163,14 @@ pub fn member_stats(address: String, local: &pb::LocalStatsResponse) -> MemberSt
             })
         })
         .collect();
+    let raft_activity = local
+        .raft_activity
+        .iter()
+        .filter_map(|a| RaftEvent::from_activity(local.id, a))
+        .collect();
     match Scrape::parse(&local.openmetrics) {
         Ok(scrape) => {
-            let (stats, unread) = reading::read(&scrape, activity);
+            let (stats, unread) = reading::read(&scrape, activity, raft_activity);
             if !unread.is_empty() {
                 tracing::debug!(?unread, "metric families the stats do not carry");
             }
@@ -199,11 +224,20 @@ pub async fn gather(core: &Core, source: &StatsSource) -> ClusterStats {
             }
         }
     });
-    let mut nodes = futures::future::join_all(asks).await;
+    let gateway = async {
+        let admin = source.gateway_admin.as_deref()?;
+        Some(
+            gateway::scrape(&source.http, admin)
+                .await
+                .unwrap_or_else(|e| gateway::unreadable(&e)),
+        )
+    };
+    let (mut nodes, gateway) = tokio::join!(futures::future::join_all(asks), gateway);
     nodes.sort_by_key(|n| n.id);
     ClusterStats {
         answered_by: source.id,
         nodes,
+        gateway,
     }
 }
 

@@ -10,11 +10,11 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::metrics::scrape::{Family, Sample, Scrape};
-use crate::rest::model::cluster::Role;
+use crate::rest::model::cluster::{RaftEvent, Role};
 use crate::rest::model::stats::{
-    ApiStats, Bucket, CanaryOps, CanaryStats, EngineActivity, EngineStats, EventCount, Histogram,
-    InFlight, LevelShape, MemberProgress, NodeStats, ProcessStats, RaftStats, RequestCount,
-    RouteLatency,
+    ApiStats, Bucket, CanaryOps, CanaryStats, ElectionCount, EngineActivity, EngineStats,
+    EventCount, Histogram, InFlight, LevelShape, MemberProgress, NodeStats, ProcessStats,
+    RaftStats, RequestCount, RouteLatency,
 };
 
 /// The families of a scrape, remembering which were read.
@@ -111,9 +111,13 @@ fn histogram<'s>(samples: impl Iterator<Item = &'s Sample>) -> Histogram {
     h
 }
 
-/// Reads `scrape` into stats (with `engine_activity`, which the scrape
-/// does not carry), and names the families it did not read.
-pub fn read(scrape: &Scrape, engine_activity: Vec<EngineActivity>) -> (NodeStats, Vec<String>) {
+/// Reads `scrape` into stats (with `engine_activity` and `raft_activity`,
+/// which the scrape does not carry), and names the families it did not read.
+pub fn read(
+    scrape: &Scrape,
+    engine_activity: Vec<EngineActivity>,
+    raft_activity: Vec<RaftEvent>,
+) -> (NodeStats, Vec<String>) {
     let f = Families::new(scrape);
     let version = f
         .samples("strata_build_info")
@@ -128,6 +132,7 @@ pub fn read(scrape: &Scrape, engine_activity: Vec<EngineActivity>) -> (NodeStats
         process: process(&f),
         canary: canary(&f),
         engine_activity,
+        raft_activity,
     };
     (stats, f.unread())
 }
@@ -194,6 +199,19 @@ fn raft(f: &Families) -> RaftStats {
         .iter()
         .map(|s| (s.label("member"), whole(s.value)))
         .collect();
+    let lag_seconds: HashMap<&str, f64> = f
+        .samples("strata_raft_member_lag_seconds")
+        .iter()
+        .map(|s| (s.label("member"), s.value))
+        .collect();
+    let elections = f
+        .samples("strata_raft_elections")
+        .iter()
+        .map(|s| ElectionCount {
+            reason: s.label("reason").into(),
+            count: whole(s.value),
+        })
+        .collect();
     let mut members: Vec<MemberProgress> = f
         .samples("strata_raft_member_match_index")
         .iter()
@@ -202,6 +220,9 @@ fn raft(f: &Families) -> RaftStats {
                 member: s.label("member").parse().ok()?,
                 match_index: whole(s.value),
                 lag_entries: lag.get(s.label("member")).copied().unwrap_or(0),
+                lag_ms: lag_seconds
+                    .get(s.label("member"))
+                    .map_or(0.0, |secs| secs * 1000.0),
             })
         })
         .collect();
@@ -217,6 +238,7 @@ fn raft(f: &Families) -> RaftStats {
         learners: f.count("strata_raft_learners"),
         healthy: f.number("strata_raft_healthy") == 1.0,
         events,
+        elections,
         proposals: f.count("strata_raft_proposals"),
         proposal_batch_size: f.histogram("strata_raft_proposal_batch_size"),
         commit_seconds: f.histogram("strata_raft_commit_seconds"),
@@ -252,6 +274,9 @@ fn engine(f: &Families) -> EngineStats {
     let secs = |name: &str| f.number(&format!("{p}{name}"));
     EngineStats {
         memtable_bytes: count("memtable_bytes"),
+        memtable_limit_bytes: count("memtable_limit_bytes"),
+        l0_slowdown_files: count("l0_slowdown_files"),
+        l0_stop_files: count("l0_stop_files"),
         immutable_memtables: count("immutable_memtables"),
         immutable_memtable_bytes: count("immutable_memtable_bytes"),
         levels,
@@ -324,7 +349,8 @@ mod tests {
     fn labelled_families_group_into_their_records() {
         // Proves the label-keyed families come out as records: a route's
         // latency buckets in order (without +Inf), each member's match and
-        // lag joined, each level's files and bytes joined, the role that is
+        // lag (entries and milliseconds) joined, elections by reason,
+        // each level's files and bytes joined, the role that is
         // 1, and families the reading does not know reported as unread.
         let text = r#"# TYPE strata_api_request_duration_seconds histogram
 strata_api_request_duration_seconds_sum{protocol="rest",route="PUT /v1/kv/{key}"} 0.25
@@ -341,6 +367,12 @@ strata_raft_member_match_index{member="2"} 100
 # TYPE strata_raft_member_lag_entries gauge
 strata_raft_member_lag_entries{member="2"} 0
 strata_raft_member_lag_entries{member="3"} 10
+# TYPE strata_raft_member_lag_seconds gauge
+strata_raft_member_lag_seconds{member="2"} 0.0
+strata_raft_member_lag_seconds{member="3"} 0.125
+# TYPE strata_raft_elections counter
+strata_raft_elections_total{reason="leader_lost"} 2
+strata_raft_elections_total{reason="transfer"} 1
 # TYPE strata_engine_level_files gauge
 strata_engine_level_files{level="0"} 2.0
 strata_engine_level_files{level="1"} 1.0
@@ -351,7 +383,7 @@ strata_engine_level_bytes{level="1"} 4096.0
 strata_something_new 1
 # EOF
 "#;
-        let (s, unread) = read(&Scrape::parse(text).unwrap(), Vec::new());
+        let (s, unread) = read(&Scrape::parse(text).unwrap(), Vec::new(), Vec::new());
         let put = &s.api.latency[0];
         assert_eq!(put.route, "PUT /v1/kv/{key}");
         assert_eq!(put.seconds.count, 4);
@@ -364,15 +396,24 @@ strata_something_new 1
                 MemberProgress {
                     member: 2,
                     match_index: 100,
-                    lag_entries: 0
+                    lag_entries: 0,
+                    lag_ms: 0.0,
                 },
                 MemberProgress {
                     member: 3,
                     match_index: 90,
-                    lag_entries: 10
+                    lag_entries: 10,
+                    lag_ms: 125.0,
                 },
             ]
         );
+        let elections: Vec<(&str, u64)> = s
+            .raft
+            .elections
+            .iter()
+            .map(|e| (e.reason.as_str(), e.count))
+            .collect();
+        assert_eq!(elections, [("leader_lost", 2), ("transfer", 1)]);
         assert_eq!(s.engine.levels[1].bytes, 4096);
         assert_eq!(s.engine.levels[0].files, 2);
         assert_eq!(unread, ["strata_something_new"]);

@@ -36,7 +36,7 @@ async fn stats_carry_every_family_of_the_scrape_with_its_values() {
     }
     let scrape = call(app, Method::GET, "/metrics", &[], Bytes::new()).await;
     let text = String::from_utf8(scrape.body.to_vec()).unwrap();
-    let (_, unread) = reading::read(&Scrape::parse(&text).unwrap(), Vec::new());
+    let (_, unread) = reading::read(&Scrape::parse(&text).unwrap(), Vec::new(), Vec::new());
     assert!(
         unread.is_empty(),
         "families the stats do not carry: {unread:?}"
@@ -82,6 +82,23 @@ async fn stats_carry_every_family_of_the_scrape_with_its_values() {
     );
     assert!(stats["process"]["resident_memory_bytes"].as_u64().unwrap() > 0);
     assert!(!stats["engine"]["levels"].as_array().unwrap().is_empty());
+    // The engine's limits, beside its shape.
+    assert_eq!(
+        stats["engine"]["l0_stop_files"].as_f64().unwrap(),
+        sample(&text, "strata_engine_l0_stop_files ")
+    );
+    assert!(stats["engine"]["memtable_limit_bytes"].as_u64().unwrap() > 0);
+    // A single member wins at once, so it never shows itself standing: no
+    // election is counted, and its own events (kept beside the numbers)
+    // show who led after.
+    assert_eq!(stats["raft"]["elections"], serde_json::json!([]));
+    let history = stats["raft_activity"].as_array().unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|e| e["kind"] == "leader_changed" && e["leader_id"] == 1),
+        "{history:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

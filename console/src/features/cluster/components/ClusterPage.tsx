@@ -4,7 +4,9 @@ import { formatClock } from '../../../lib/format';
 import { useClusterEvents, type ClusterEventsOptions } from '../hooks/useClusterEvents';
 import { ClusterSummary } from './ClusterSummary';
 import styles from './ClusterPage.module.css';
+import { CanaryPanel } from './CanaryPanel';
 import { MembershipTable } from './MembershipTable';
+import { NodeDetails } from './NodeDetails';
 import { RaftEventList } from './RaftEventList';
 
 interface ClusterPageProps {
@@ -63,6 +65,24 @@ export function ClusterPage({ events }: ClusterPageProps) {
           <RaftEventList events={live.raftEvents} />
         </Panel>
       </div>
+
+      <Panel title="Replication and nodes" aside="from the nodes' stats, about every second">
+        {status && live.stats ? (
+          <div className={live.stream === 'live' ? '' : styles.stale}>
+            <NodeDetails status={status} stats={live.stats} />
+          </div>
+        ) : (
+          <p className={styles.placeholder}>Waiting for the first stats from the nodes (about a second)…</p>
+        )}
+      </Panel>
+
+      <Panel title="Consistency canary" aside="each node checks its own reads and writes for linearizability">
+        {live.stats ? (
+          <CanaryPanel stats={live.stats} />
+        ) : (
+          <p className={styles.placeholder}>Waiting for the first stats from the nodes…</p>
+        )}
+      </Panel>
     </div>
   );
 }

@@ -1,4 +1,4 @@
-import type { ClusterStatus, RaftEvent } from '../../../api/types';
+import type { ClusterStats, ClusterStatus, RaftEvent } from '../../../api/types';
 
 /** How many raft events the view keeps; older ones fall off the end. */
 export const MAX_RAFT_EVENTS = 20;
@@ -24,6 +24,8 @@ export interface ClusterLiveState {
   streamError: string | null;
   /** Frames whose data did not match the contract (dropped, counted for display). */
   malformedFrames: number;
+  /** Every member's numbers from the latest `stats` frame (about one a second). */
+  stats: ClusterStats | null;
 }
 
 export type ClusterLiveAction =
@@ -31,6 +33,7 @@ export type ClusterLiveAction =
   | { type: 'raft-event'; event: RaftEvent }
   | { type: 'stream-lost'; reason: string }
   | { type: 'snapshot'; status: ClusterStatus; receivedAtMs: number }
+  | { type: 'stats'; stats: ClusterStats }
   | { type: 'malformed-frame' };
 
 export const initialClusterLiveState: ClusterLiveState = {
@@ -41,6 +44,7 @@ export const initialClusterLiveState: ClusterLiveState = {
   stream: 'connecting',
   streamError: null,
   malformedFrames: 0,
+  stats: null,
 };
 
 function sameEvent(a: RaftEvent, b: RaftEvent): boolean {
@@ -84,6 +88,8 @@ export function clusterLiveReducer(state: ClusterLiveState, action: ClusterLiveA
         statusSource: 'snapshot',
         statusReceivedAtMs: action.receivedAtMs,
       };
+    case 'stats':
+      return { ...state, stats: action.stats };
     case 'malformed-frame':
       return { ...state, malformedFrames: state.malformedFrames + 1 };
   }

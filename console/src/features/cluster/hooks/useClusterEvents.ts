@@ -1,6 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useReducer } from 'react';
-import { CLUSTER_EVENTS_URL, RAFT_EVENT, STATUS_EVENT } from '../api/clusterEvents';
+import { parseStatsData } from '../../../lib/statsStream';
+import { CLUSTER_EVENTS_URL, RAFT_EVENT, STATS_EVENT, STATUS_EVENT } from '../api/clusterEvents';
 import { clusterStatusQuery } from '../api/clusterStatus';
 import { parseRaftEventData, parseStatusEventData } from '../api/payloads';
 import { clusterLiveReducer, initialClusterLiveState, type ClusterLiveState } from './clusterLiveReducer';
@@ -67,6 +68,11 @@ export function useClusterEvents(options: ClusterEventsOptions = {}): ClusterLiv
       dispatch(raftEvent ? { type: 'raft-event', event: raftEvent } : { type: 'malformed-frame' });
     };
 
+    const onStats = (event: MessageEvent<string>) => {
+      const stats = parseStatsData(event.data);
+      dispatch(stats ? { type: 'stats', stats } : { type: 'malformed-frame' });
+    };
+
     const fetchSnapshot = () => {
       queryClient
         .query(clusterStatusQuery)
@@ -82,6 +88,7 @@ export function useClusterEvents(options: ClusterEventsOptions = {}): ClusterLiv
       source = new EventSource(url);
       source.addEventListener(STATUS_EVENT, onStatus);
       source.addEventListener(RAFT_EVENT, onRaft);
+      source.addEventListener(STATS_EVENT, onStats);
       source.addEventListener('error', () => {
         lose(source?.readyState === EventSource.CLOSED ? 'stream closed' : 'stream interrupted');
       });

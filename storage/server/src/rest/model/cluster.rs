@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize, Serializer};
 use strata_proto::v1 as pb;
-use strata_raft::{RaftEvent as PeerEvent, RaftEventKind, Role as PeerRole};
+use strata_proto::v1::RaftActivity;
+use strata_raft::{
+    ElectionReason as PeerElectionReason, RaftEvent as PeerEvent, RaftEventKind, Role as PeerRole,
+};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
@@ -242,7 +245,7 @@ impl PartialSchema for EventKind {
 impl ToSchema for EventKind {}
 
 /// Data of the `raft` SSE event.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RaftEvent {
     #[schema(inline)]
@@ -263,6 +266,51 @@ pub struct RaftEvent {
     /// What happened, in words (e.g. the configuration after a membership
     /// change); may be empty.
     pub detail: String,
+    /// For `election_started`: why the node stood; absent for every other
+    /// kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub election: Option<ElectionStart>,
+}
+
+/// Why a node started an election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ElectionReason {
+    /// Its election timer ran out while it followed a leader: that
+    /// leader's heartbeats stopped (it died, or is cut off).
+    LeaderLost,
+    /// Its election timer ran out while it knew no leader: a start-up, or
+    /// another round after a vote that elected nobody.
+    Timeout,
+    /// The leader handed leadership over to it.
+    Transfer,
+}
+
+impl From<PeerElectionReason> for ElectionReason {
+    fn from(reason: PeerElectionReason) -> Self {
+        match reason {
+            PeerElectionReason::LeaderLost => ElectionReason::LeaderLost,
+            PeerElectionReason::Timeout => ElectionReason::Timeout,
+            PeerElectionReason::Transfer => ElectionReason::Transfer,
+        }
+    }
+}
+
+/// Every reason, so that a name read back finds its reason.
+const ELECTION_REASONS: [PeerElectionReason; 3] = [
+    PeerElectionReason::LeaderLost,
+    PeerElectionReason::Timeout,
+    PeerElectionReason::Transfer,
+];
+
+/// How an election started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElectionStart {
+    pub reason: ElectionReason,
+    /// It asked for pre-votes first (an election timer's election does; a
+    /// hand-over skips them): its term rose only once a quorum would vote.
+    pub pre_vote: bool,
 }
 
 impl From<&PeerEvent> for RaftEvent {
@@ -276,7 +324,36 @@ impl From<&PeerEvent> for RaftEvent {
             at_ms: e.at_ms,
             duration_ms: e.duration_ms,
             detail: e.detail.clone(),
+            election: e.election.map(|s| ElectionStart {
+                reason: s.reason.into(),
+                pre_vote: s.pre_vote,
+            }),
         }
+    }
+}
+
+impl RaftEvent {
+    /// Node `node_id`'s event as its stats carry it; `None` for a kind this
+    /// build does not know.
+    pub fn from_activity(node_id: u64, a: &RaftActivity) -> Option<RaftEvent> {
+        let kind = EVENT_KINDS.into_iter().find(|k| k.as_str() == a.kind)?;
+        let reason = ELECTION_REASONS
+            .into_iter()
+            .find(|r| r.as_str() == a.election_reason);
+        Some(RaftEvent {
+            kind: kind.into(),
+            node_id,
+            term: a.term,
+            leader_id: a.leader_id,
+            role: Role::from_name(&a.role),
+            at_ms: a.at_ms,
+            duration_ms: a.duration_ms,
+            detail: a.detail.clone(),
+            election: reason.map(|r| ElectionStart {
+                reason: r.into(),
+                pre_vote: a.pre_vote,
+            }),
+        })
     }
 }
 

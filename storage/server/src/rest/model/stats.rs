@@ -1,7 +1,7 @@
 //! The answers of `GET /v1/cluster/stats` and `POST /v1/cluster/compact`,
 //! and the data of the event stream's `stats` event.
 //!
-//! Every number in [`NodeStats`] but `engine_activity` is read from the
+//! Every number in [`NodeStats`] but `engine_activity` and `raft_activity` is read from the
 //! node's own `/metrics` scrape (`crate::stats::reading`), so the JSON and
 //! Prometheus always show the same values; the comments name the family
 //! each field comes from. Counters are totals since the node started: a
@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::cluster::Role;
+use super::cluster::{RaftEvent, Role};
 
 /// A histogram as `/metrics` exports it: cumulative bucket counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
@@ -85,8 +85,19 @@ pub struct EventCount {
     pub count: u64,
 }
 
+/// Elections this member started for one reason (`strata_raft_elections_total`):
+/// `leader_lost` (its leader's heartbeats stopped), `timeout` (no leader
+/// known), `transfer` (a leader handed over).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElectionCount {
+    pub reason: String,
+    pub count: u64,
+}
+
 /// On a leader: how far another member's log matches
-/// (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`).
+/// (`strata_raft_member_match_index`, `strata_raft_member_lag_entries`,
+/// `strata_raft_member_lag_seconds`).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemberProgress {
@@ -94,6 +105,9 @@ pub struct MemberProgress {
     pub match_index: u64,
     /// Entries the member lacks.
     pub lag_entries: u64,
+    /// How long ago the leader appended the first entry the member lacks,
+    /// in milliseconds; 0 when it lacks none.
+    pub lag_ms: f64,
 }
 
 /// The raft peer's families (`strata_raft_*`).
@@ -112,6 +126,7 @@ pub struct RaftStats {
     /// False once the peer's storage failed.
     pub healthy: bool,
     pub events: Vec<EventCount>,
+    pub elections: Vec<ElectionCount>,
     /// Client proposals stepped into raft.
     pub proposals: u64,
     /// Proposals stepped in one round.
@@ -146,6 +161,15 @@ pub struct LevelShape {
 pub struct EngineStats {
     /// Arena bytes of the active memtable.
     pub memtable_bytes: u64,
+    /// Arena bytes at which the active memtable is frozen for a flush
+    /// (`strata_engine_memtable_limit_bytes`).
+    pub memtable_limit_bytes: u64,
+    /// Level-0 tables at which writers are slowed down
+    /// (`strata_engine_l0_slowdown_files`).
+    pub l0_slowdown_files: u64,
+    /// Level-0 tables at which writers stop until a compaction ends
+    /// (`strata_engine_l0_stop_files`).
+    pub l0_stop_files: u64,
     /// Frozen memtables waiting to be flushed.
     pub immutable_memtables: u64,
     pub immutable_memtable_bytes: u64,
@@ -270,6 +294,10 @@ pub struct NodeStats {
     /// The engine's latest flushes, compactions and stalls, oldest first
     /// (at most 64; kept by the node since it started, not in `/metrics`).
     pub engine_activity: Vec<EngineActivity>,
+    /// The raft peer's latest events, oldest first (at most 64; kept by the
+    /// node since it started, not in `/metrics`): who led when, and why
+    /// each election started, as this member saw it.
+    pub raft_activity: Vec<RaftEvent>,
 }
 
 /// One member's stats, or why they could not be read.
@@ -298,6 +326,33 @@ pub struct ClusterStats {
     pub answered_by: u64,
     /// Every member of the configuration, in id order.
     pub nodes: Vec<MemberStats>,
+    /// What the gateway answered, when the gathering node was given its
+    /// admin address (`--gateway-admin`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayStats>,
+}
+
+/// Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayResponses {
+    pub code: String,
+    pub count: u64,
+}
+
+/// The gateway's answers to requests routed to the nodes, from Envoy's own
+/// counters, summed over its node clusters; its local answers (no healthy
+/// node, a timeout) included. Totals since Envoy started.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayStats {
+    /// When they were read, Unix milliseconds on the gathering node's
+    /// clock; 0 when they could not be.
+    pub at_ms: u64,
+    /// Why they could not be read; empty when they were.
+    pub error: String,
+    /// By code, in code order.
+    pub responses: Vec<GatewayResponses>,
 }
 
 /// Body of POST /v1/cluster/compact.

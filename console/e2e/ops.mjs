@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 let failed = 0;
-for (const check of ['keys.e2e.mjs', 'actions.e2e.mjs', 'load.e2e.mjs']) {
+for (const check of ['keys.ops.mjs', 'actions.ops.mjs', 'load.ops.mjs']) {
   const run = spawnSync(process.execPath, [join(here, check)], { stdio: 'inherit' });
   if (run.status !== 0) failed++;
 }

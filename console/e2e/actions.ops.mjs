@@ -5,7 +5,7 @@
 //      Cluster view (from the nodes' own status over the event stream);
 //   3. it is promoted back to voter, and a snapshot on every member reports `done`.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally, until } from './lib.mjs';
+import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
 
 const t = tally('actions e2e');
 

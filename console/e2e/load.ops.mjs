@@ -4,7 +4,7 @@
 //      stream) and k6's own figures (its REST API through Envoy's /k6/) go above zero;
 //   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped).
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally, until } from './lib.mjs';
+import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
 
 const t = tally('load e2e');
 const DURATION_S = 12;

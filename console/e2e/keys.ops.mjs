@@ -3,7 +3,7 @@
 //   2. the key is listed under its prefix and its JSON value is shown pretty-printed;
 //   3. deleting it from the view (after confirming) makes the API answer 404.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally } from './lib.mjs';
+import { base, checkNarrow, launch, screenshot, tally } from './ops-lib.mjs';
 
 const t = tally('keys e2e');
 const key = `e2e/keys/${Date.now()}`;

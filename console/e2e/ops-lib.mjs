@@ -1,0 +1,73 @@
+// What the Keys, Actions and Load checks (*.ops.mjs) share: Debian's Chromium through playwright-core,
+// a pass/fail tally, and full-page screenshots into E2E_SCREENSHOT_DIR.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
+const shots = process.env.E2E_SCREENSHOT_DIR;
+
+export function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Counts checks; `report` prints the tally and sets the exit code. */
+export function tally(name) {
+  let passed = 0;
+  let failed = 0;
+  return {
+    pass(message) {
+      passed++;
+      console.log(`${name}: ok ${message}`);
+    },
+    fail(message) {
+      failed++;
+      console.error(`${name}: FAIL ${message}`);
+    },
+    /** Passes when `condition` holds, fails with `message` otherwise. */
+    check(condition, message) {
+      if (condition) this.pass(message);
+      else this.fail(message);
+    },
+    report() {
+      console.log(`${name}: ${passed} passed, ${failed} failed`);
+      process.exitCode = failed > 0 ? 1 : process.exitCode ?? 0;
+    },
+  };
+}
+
+export async function screenshot(page, name) {
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+/** Polls `probe` until it returns a truthy value or `timeoutMs` passes; returns the last value. */
+export async function until(probe, timeoutMs, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/**
+ * Shows the page in a phone-wide window: the page must not scroll sideways (wide tables
+ * scroll inside their own box), and a screenshot `<name>-narrow` is saved.
+ */
+export async function checkNarrow(page, name, t) {
+  const before = page.viewportSize();
+  await page.setViewportSize({ width: 420, height: 900 });
+  await page.waitForTimeout(300);
+  // Runs in the page.
+  // eslint-disable-next-line no-undef
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  t.check(width <= 420, `${name} fits a 420 px window (page width ${width})`);
+  await screenshot(page, `${name}-narrow`);
+  if (before) await page.setViewportSize(before);
+}

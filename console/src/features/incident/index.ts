@@ -1,0 +1,2 @@
+// The incident feature's public surface: the app shell imports only from here.
+export { IncidentPage } from './components/IncidentPage';
