@@ -214,6 +214,35 @@ async fn a_heavy_log_is_compacted_by_size_before_its_entry_count() {
 }
 
 #[tokio::test]
+async fn a_log_that_cannot_be_compacted_yet_costs_no_engine_flushes() {
+    // Proves that the log's compaction starts its durable point (an engine
+    // flush) only when it can drop entries: with the threshold (20 entries)
+    // below what compaction keeps (1,000), every round past the threshold
+    // used to flush the engine to then drop nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::open(dir.path().join("engine"), Options::default()).unwrap());
+    let sm = Arc::new(StateMachine::new(engine.clone(), 1));
+    let mut config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
+    config.tick = Duration::from_millis(5);
+    config.compact_log_entries = 20;
+    config.compact_keep_entries = 1_000;
+    let peer = Peer::start(config, sm, NoNetwork).unwrap();
+    let h = peer.handle();
+    wait_leader(&h).await;
+    let at_start = engine.stats().flush_count;
+    for i in 0..200 {
+        h.propose(put(&format!("k{i:04}"), "v")).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let flushes = engine.stats().flush_count - at_start;
+    assert_eq!(
+        flushes, 0,
+        "{flushes} engine flushes for a log that keeps every entry"
+    );
+    assert!(h.status().applied_index >= 200);
+}
+
+#[tokio::test]
 async fn a_full_disk_is_reported_as_full_on_every_later_answer() {
     // Proves that once the engine fails on a full device, every answer the
     // peer gives afterwards (writes, reads, leader transfer) and its status

@@ -79,9 +79,29 @@ impl Driver {
         let applied_entries = applied.saturating_sub(first);
         let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
             && applied_entries >= MIN_COMPACT_ENTRIES;
-        if !self.durable_pending && (applied_entries >= self.compact_log_entries || heavy) {
+        // The durable point costs an engine flush: only worth it when the
+        // compaction after it drops entries (a threshold below what is
+        // kept would flush every round and drop nothing).
+        if !self.durable_pending
+            && (applied_entries >= self.compact_log_entries || heavy)
+            && self
+                .policy_compaction_point(applied)
+                .min(self.snapshot_floor())
+                > first
+        {
             self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
         }
+    }
+
+    /// Where the log policy compacts to once `index` is durable: it keeps
+    /// `compact_keep_entries`, but never more than half the byte budget
+    /// (large entries must not keep the log heavy).
+    fn policy_compaction_point(&self, index: u64) -> u64 {
+        index.saturating_sub(self.compact_keep_entries).max(
+            self.node
+                .store()
+                .discard_point_for_bytes(index, self.compact_log_bytes / 2),
+        )
     }
 
     pub(super) fn on_job(&mut self, done: JobDone) {
@@ -137,18 +157,12 @@ impl Driver {
                     return;
                 }
                 self.dirs.prune_incoming(self.node.raft.raft_log.applied);
-                // Keep `compact_keep_entries`, but never more than half the
-                // byte budget: large entries must not keep the log heavy.
-                // An operator's request keeps none: it asked for the log
-                // to end where the durable state begins.
+                // An operator's request keeps none: it asked for the log to
+                // end where the durable state begins.
                 let keep_from = if requested {
                     index
                 } else {
-                    index.saturating_sub(self.compact_keep_entries).max(
-                        self.node
-                            .store()
-                            .discard_point_for_bytes(index, self.compact_log_bytes / 2),
-                    )
+                    self.policy_compaction_point(index)
                 };
                 let to = keep_from.min(self.snapshot_floor());
                 let first_index_before = self.node.store().first_index();
