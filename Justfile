@@ -187,7 +187,7 @@ test-metrics: setup-monitoring
     dir="{{run}}/metrics"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17301 --gateway-port 18380 --admin-port 19931 -- --compact-log-entries 100
+        --base-port 17301 --gateway-port 18380 --admin-port 19931 -- --compact-log-entries 100 --compact-keep-entries 20
     STRATA_URL=http://127.0.0.1:18380 STRATA_ENVOY_ADMIN=http://127.0.0.1:19931 \
     STRATA_NODES=http://127.0.0.1:17301,http://127.0.0.1:17302,http://127.0.0.1:17303 \
         "{{venv}}/bin/python" -m unittest discover -s deploy/monitoring -p 'test_*.py' -v
@@ -216,7 +216,7 @@ test-e2e: console-build
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist \
-        -- --compact-log-entries 100
+        -- --compact-log-entries 100 --compact-keep-entries 20
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" STRATA_CLUSTER_BIN="{{cluster}}" \
         E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
 
