@@ -86,7 +86,7 @@ console-dev: setup-console
 # (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL))
 # Start 3 nodes (serving the console) + Envoy in the background; returns once healthy.
 [positional-arguments]
-up *args: build console-build
+up *args: build console-build setup-k6
     #!/usr/bin/env bash
     set -euo pipefail
     traces=0
