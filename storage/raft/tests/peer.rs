@@ -352,11 +352,15 @@ async fn a_requested_log_compaction_drops_the_log_up_to_the_applied_index() {
         // A second request with nothing new applied keeps the log as it is.
         let again = h.compact_log().await.unwrap();
         assert_eq!(again.first_index_after, done.first_index_after);
+        // One entry more is dropped too: the log begins past it.
+        let one = h.propose(put("one-more", "v")).await.unwrap().0;
+        let after_one = h.compact_log().await.unwrap();
+        assert_eq!(after_one.first_index_after, one + 1, "{after_one:?}");
     }
     let peer = open();
     let h = peer.handle();
     wait_leader(&h).await;
     h.read_index().await.unwrap();
     let all = h.state_machine().scan(b"", None, 1000).unwrap();
-    assert_eq!(all.len(), 50, "every write survived the dropped log");
+    assert_eq!(all.len(), 51, "every write survived the dropped log");
 }

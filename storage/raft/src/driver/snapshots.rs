@@ -87,7 +87,7 @@ impl Driver {
             && self
                 .policy_compaction_point(applied)
                 .min(self.snapshot_floor())
-                > first
+                >= first
         {
             self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
         }
@@ -166,7 +166,9 @@ impl Driver {
                 };
                 let to = keep_from.min(self.snapshot_floor());
                 let first_index_before = self.node.store().first_index();
-                if to > first_index_before {
+                // Compacting to `to` drops every entry up to and including
+                // it, so one at `first_index_before` is dropped too.
+                if to >= first_index_before {
                     self.node.mut_store().compact(to);
                     self.persist_pending();
                 }
