@@ -27,8 +27,10 @@ try {
   t.check(nodesOps > 0, `the nodes' throughput went above zero (${await number('nodes-total', 'data-ops')} ops/s)`);
   const k6Rps = await until(async () => (await number('k6-rps', 'data-value')) > 0, 20000);
   t.check(k6Rps, `k6's requests/s went above zero (${await number('k6-rps', 'data-value')}/s)`);
-  const vus = Number(await page.getByTestId('k6-vus').textContent());
-  t.check(vus > 0, `k6 reports ${vus} VUs`);
+  // At 20 requests/s most of k6's VUs are idle between iterations, so one
+  // reading may say 0: the view must show a busy VU at some point of the run.
+  const vus = await until(async () => Number(await page.getByTestId('k6-vus').textContent()) > 0, 15000, 200);
+  t.check(vus, 'k6 reports a VU at work during the run');
   await screenshot(page, 'load-running');
   await checkNarrow(page, 'load', t);
 
