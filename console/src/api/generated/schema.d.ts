@@ -2151,6 +2151,7 @@ export interface operations {
                     "application/json": components["schemas"]["CompactResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -90,6 +90,7 @@ pub async fn stats(State(s): State<AppState>) -> Json<ClusterStats> {
     request_body(content((CompactRequest = "application/json"))),
     responses(
         (status = 200, description = "What each member did.", body = CompactResult),
+        (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
         JsonBodyErrors,
         StatusErrors,
