@@ -74,6 +74,18 @@ pub fn json_body<T: DeserializeOwned>(
     parse::json(content_type(headers), &body)
 }
 
+/// A JSON body whose every field is optional: an empty body is the
+/// defaults, anything else is parsed like [`json_body`].
+pub fn optional_json_body<T: DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
+    if body.as_ref().is_ok_and(|b| b.is_empty()) {
+        return Ok(T::default());
+    }
+    json_body(headers, body)
+}
+
 pub fn query<T>(q: Result<axum::extract::Query<T>, QueryRejection>) -> Result<T, ApiError> {
     q.map(|q| q.0)
         .map_err(|e| ApiError::invalid(format!("bad query: {}", e.body_text())))

@@ -18,7 +18,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use utoipa::IntoParams;
 
 use super::AppState;
-use super::body::{json_body, query};
+use super::body::{json_body, optional_json_body, query};
 use super::model::cluster::{
     AddMemberRequest, ClusterStatus, Members, RaftEvent, TransferLeaderRequest,
     TransferLeaderResult,
@@ -101,11 +101,7 @@ pub async fn compact(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<CompactResult>, ApiError> {
-    let req: CompactRequest = if body.as_ref().is_ok_and(|b| b.is_empty()) {
-        CompactRequest::default()
-    } else {
-        json_body(&headers, body)?
-    };
+    let req: CompactRequest = optional_json_body(&headers, body)?;
     Ok(Json(
         crate::stats::compact(&s.core, &s.stats, &req.node_ids).await?,
     ))
@@ -140,11 +136,7 @@ pub async fn snapshot(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<SnapshotResult>, ApiError> {
-    let req: SnapshotRequest = if body.as_ref().is_ok_and(|b| b.is_empty()) {
-        SnapshotRequest::default()
-    } else {
-        json_body(&headers, body)?
-    };
+    let req: SnapshotRequest = optional_json_body(&headers, body)?;
     Ok(Json(
         crate::log_snapshot::snapshot(&s.core, &req.node_ids).await?,
     ))
