@@ -478,7 +478,9 @@ impl Cluster {
                 let r = r.expect("the gateway answers");
                 match r.status().as_u16() {
                     200 => acked.push(key),
-                    503 => {}
+                    // Not applied (503), or in flight when leadership moved
+                    // (504, outcome unknown): neither is acknowledged.
+                    503 | 504 => {}
                     other => panic!("unexpected {other}: {}", r.text().await.unwrap_or_default()),
                 }
             }
