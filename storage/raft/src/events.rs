@@ -107,6 +107,8 @@ mod tests {
             commit_index: 0,
             applied_index: 0,
             last_index: 0,
+            first_index: 0,
+            log_bytes: 0,
             voters: vec![1, 2, 3],
             learners: vec![],
             failure: None,

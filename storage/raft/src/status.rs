@@ -47,6 +47,12 @@ pub struct PeerStatus {
     pub commit_index: u64,
     pub applied_index: u64,
     pub last_index: u64,
+    /// First index the raft log still holds (entries before it were
+    /// compacted away).
+    pub first_index: u64,
+    /// Payload bytes of the entries the raft log holds in memory, from
+    /// `first_index` to `last_index`.
+    pub log_bytes: u64,
     pub voters: Vec<u64>,
     pub learners: Vec<u64>,
     /// Set once the peer's storage failed; the peer then acknowledges nothing.

@@ -1237,6 +1237,18 @@ export interface components {
             applied_index: number;
             /** Format: int64 */
             last_index: number;
+            /**
+             * Format: int64
+             * @description First index the raft log still holds; absent from a member that
+             *     does not report it (an older version, during a rolling upgrade).
+             */
+            first_index?: number | null;
+            /**
+             * Format: int64
+             * @description Payload bytes of the raft log's entries held in memory; absent as
+             *     `first_index` is.
+             */
+            log_entry_bytes?: number | null;
             /** Format: int64 */
             voters: number;
             /** Format: int64 */

@@ -14,8 +14,11 @@ use crate::members::Members;
 use crate::snapshot::{Job, JobDone};
 use crate::status::RaftEventKind;
 
-/// A size-triggered compaction waits for at least this many applied
-/// entries, so that a heavy unapplied tail cannot make it run every round.
+/// A size-triggered compaction runs only when it drops at least this many
+/// entries, or a quarter of the byte budget (`compact_log_bytes`): each one
+/// costs an engine flush, and a log just over its budget would otherwise
+/// flush to drop one small entry every round. Either suffices, so a log of
+/// few large entries is held to its budget too.
 const MIN_COMPACT_ENTRIES: u64 = 64;
 
 /// Log compactions an operator asked for ([`Input::CompactLog`]).
@@ -75,22 +78,35 @@ impl Driver {
         {
             self.snapshot_building = Some(applied);
         }
-        let first = self.node.store().first_index();
-        let applied_entries = applied.saturating_sub(first);
-        let heavy = self.node.store().entries_bytes() >= self.compact_log_bytes
-            && applied_entries >= MIN_COMPACT_ENTRIES;
-        // The durable point costs an engine flush: only worth it when the
-        // compaction after it drops entries (a threshold below what is
-        // kept would flush every round and drop nothing).
-        if !self.durable_pending
-            && (applied_entries >= self.compact_log_entries || heavy)
-            && self
-                .policy_compaction_point(applied)
-                .min(self.snapshot_floor())
-                >= first
-        {
+        if !self.durable_pending && self.log_compaction_due(applied) {
             self.durable_pending = self.jobs.send(Job::Durable { index: applied }).is_ok();
         }
+    }
+
+    /// Whether the log policy should compact now that `applied` is
+    /// applied: by entry count (`compact_log_entries` applied entries
+    /// held), or by size (the log weighs its byte budget and compacting
+    /// would drop enough of it). The durable point before a compaction
+    /// costs an engine flush, so either way the compaction must drop
+    /// entries (a threshold below what is kept would flush every round
+    /// and drop nothing).
+    fn log_compaction_due(&self, applied: u64) -> bool {
+        let store = self.node.store();
+        let first = store.first_index();
+        let by_count = applied.saturating_sub(first) >= self.compact_log_entries;
+        let heavy = store.entries_bytes() >= self.compact_log_bytes;
+        if !by_count && !heavy {
+            return false;
+        }
+        let point = self
+            .policy_compaction_point(applied)
+            .min(self.snapshot_floor());
+        if point < first {
+            return false;
+        }
+        by_count
+            || point + 1 - first >= MIN_COMPACT_ENTRIES
+            || store.entries_bytes_through(point) >= self.compact_log_bytes / 4
     }
 
     /// Where the log policy compacts to once `index` is durable: it keeps

@@ -527,7 +527,6 @@ impl RaftLogStore {
         self.last_index_inner()
     }
 
-    /// The first index still in the log.
     /// The highest index to discard so that the entries after it, through
     /// `upto`, weigh at most `budget_bytes` (`first_index - 1` when they
     /// all fit: nothing needs to go).
@@ -544,6 +543,16 @@ impl RaftLogStore {
             }
         }
         self.first_index - 1
+    }
+
+    /// Payload bytes of the entries from `first_index` through `upto`:
+    /// what compacting the log to `upto` frees.
+    pub fn entries_bytes_through(&self, upto: u64) -> u64 {
+        let end = upto
+            .saturating_add(1)
+            .saturating_sub(self.first_index)
+            .min(self.entries.len() as u64) as usize;
+        payload_bytes(&self.entries[..end])
     }
 
     /// Payload bytes of the entries the log holds (from `first_index` on).

@@ -69,6 +69,20 @@ impl Collector for StatusCollector {
         )?;
         gauge(
             e,
+            "first_index",
+            "First index the peer's raft log still holds (the ones before were compacted)",
+            None,
+            st.first_index as f64,
+        )?;
+        gauge(
+            e,
+            "log_entry_bytes",
+            "Payload bytes of the entries the peer's raft log holds in memory",
+            None,
+            st.log_bytes as f64,
+        )?;
+        gauge(
+            e,
             "voters",
             "Voters in the configuration",
             None,

@@ -234,6 +234,8 @@ fn raft(f: &Families) -> RaftStats {
         commit_index: f.count("strata_raft_commit_index"),
         applied_index: f.count("strata_raft_applied_index"),
         last_index: f.count("strata_raft_last_index"),
+        first_index: f.maybe("strata_raft_first_index").map(whole),
+        log_entry_bytes: f.maybe("strata_raft_log_entry_bytes").map(whole),
         voters: f.count("strata_raft_voters"),
         learners: f.count("strata_raft_learners"),
         healthy: f.number("strata_raft_healthy") == 1.0,

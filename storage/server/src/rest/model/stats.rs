@@ -121,6 +121,14 @@ pub struct RaftStats {
     pub commit_index: u64,
     pub applied_index: u64,
     pub last_index: u64,
+    /// First index the raft log still holds; absent from a member that
+    /// does not report it (an older version, during a rolling upgrade).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_index: Option<u64>,
+    /// Payload bytes of the raft log's entries held in memory; absent as
+    /// `first_index` is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_entry_bytes: Option<u64>,
     pub voters: u64,
     pub learners: u64,
     /// False once the peer's storage failed.
