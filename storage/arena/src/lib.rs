@@ -15,8 +15,10 @@
 
 mod arena;
 mod comparator;
+mod largest_alloc;
 mod skiplist;
 
 pub use arena::{Arena, DEFAULT_BLOCK_SIZE_BYTES};
 pub use comparator::{BytewiseComparator, KeyComparator, bytewise_prefix};
+pub use largest_alloc::{LargestAllocation, largest_allocation};
 pub use skiplist::{Iter, MAX_HEIGHT, SkipList, SkipListWriter};

@@ -44,6 +44,30 @@ fn empty_key_and_value_are_allowed() {
     );
 }
 
+// Proves that a byte-bounded scan ends with the pair that reaches its
+// bytes, returns one pair even when that pair alone passes them, and still
+// honours the key limit.
+#[test]
+fn scan_bytes_stops_at_the_pair_that_reaches_its_bytes() {
+    let fs = FaultFs::new();
+    let engine = open(&fs, tiny_options(WalMode::NoSync));
+    // Keys of 4 bytes and values of 96: 100 bytes a pair.
+    for i in 0..10u32 {
+        engine.put(&i.to_be_bytes(), &[b'v'; 96]).expect("put");
+    }
+    let count = |limit, max_bytes| {
+        engine
+            .scan_bytes(Unbounded, Unbounded, limit, max_bytes)
+            .expect("scan")
+            .len()
+    };
+    assert_eq!(count(100, 300), 3, "300 bytes: exactly three pairs");
+    assert_eq!(count(100, 301), 4, "the pair that passes 301 is the last");
+    assert_eq!(count(100, 1), 1, "a pair larger than the bound still comes");
+    assert_eq!(count(2, 10_000), 2, "the key limit holds");
+    assert_eq!(count(100, usize::MAX), 10);
+}
+
 // Proves that scans honour every bound kind and the limit.
 #[test]
 fn scan_respects_bounds_and_limit() {

@@ -96,6 +96,12 @@ mod status;
 mod trace;
 mod transport;
 
+// The unit tests' allocator notes each thread's largest allocation, so a
+// test can bound what one step of a copy holds (`state_machine::install`).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: strata_arena::LargestAllocation = strata_arena::LargestAllocation;
+
 pub use command::{ApplyResult, Command, Op};
 pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};

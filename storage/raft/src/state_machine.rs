@@ -46,6 +46,9 @@ pub struct SnapshotInfo {
 
 /// Engine keys per batch while counting or copying a group's keys.
 const SCAN_BATCH_KEYS: usize = 1024;
+/// The most bytes of keys and values one piece of a key count reads (the
+/// values are read along, and may be large).
+const COUNT_PIECE_BYTES: usize = 4 << 20;
 
 /// The outcome of one applied command.
 #[derive(Debug)]
@@ -272,10 +275,11 @@ impl StateMachine {
         let (mut from, hi) = (keys::data_start(self.group), keys::data_end(self.group));
         let mut count = 0u64;
         loop {
-            let pairs = self.engine.scan(
+            let pairs = self.engine.scan_bytes(
                 Bound::Included(&from[..]),
                 Bound::Excluded(&hi[..]),
                 SCAN_BATCH_KEYS,
+                COUNT_PIECE_BYTES,
             )?;
             let Some((last, _)) = pairs.last() else {
                 return Ok(count);

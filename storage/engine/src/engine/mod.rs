@@ -299,7 +299,22 @@ impl Engine {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>, EngineError> {
-        self.inner.scan(start, end, limit)
+        self.inner.scan(start, end, limit, usize::MAX)
+    }
+
+    /// Up to `limit` pairs with keys in `(start, end)`, ascending, ending
+    /// with the pair that brings the bytes of the keys and values returned
+    /// to `max_bytes` or past it (so at least one pair when any is in the
+    /// range). For callers that copy a range in pieces whose values may be
+    /// large: a count of keys alone does not bound what a piece weighs.
+    pub fn scan_bytes(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<KvPair>, EngineError> {
+        self.inner.scan(start, end, limit, max_bytes)
     }
 
     /// Up to `limit` pairs whose keys start with `prefix`, ascending.

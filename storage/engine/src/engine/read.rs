@@ -70,9 +70,10 @@ impl Inner {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<KvPair>> {
         let (view, read_seq) = self.latest_view();
-        scan_in(&view, start, end, limit, read_seq)
+        scan_in(&view, start, end, limit, max_bytes, read_seq)
     }
 
     pub(crate) fn scan_at(
@@ -82,7 +83,7 @@ impl Inner {
         limit: usize,
         read_seq: SeqNo,
     ) -> Result<Vec<KvPair>> {
-        scan_in(&self.read_view(), start, end, limit, read_seq)
+        scan_in(&self.read_view(), start, end, limit, usize::MAX, read_seq)
     }
 
     /// Looks `key` up in one table: `Some(Some(v))` found a value,
@@ -118,14 +119,18 @@ impl Inner {
     }
 }
 
+/// Up to `limit` pairs, ending with the one that brings the bytes of the
+/// keys and values taken to `max_bytes` or past it.
 fn scan_in(
     view: &ReadView,
     start: Bound<&[u8]>,
     end: Bound<&[u8]>,
     limit: usize,
+    max_bytes: usize,
     read_seq: SeqNo,
 ) -> Result<Vec<KvPair>> {
     let mut out = Vec::new();
+    let mut bytes = 0usize;
     if limit == 0 {
         return Ok(out);
     }
@@ -140,7 +145,7 @@ fn scan_in(
         }
         Bound::Unbounded => it.seek_to_first()?,
     }
-    while it.valid() && out.len() < limit {
+    while it.valid() && out.len() < limit && bytes < max_bytes {
         let past_end = match end {
             Bound::Included(e) => it.key() > e,
             Bound::Excluded(e) => it.key() >= e,
@@ -149,6 +154,7 @@ fn scan_in(
         if past_end {
             break;
         }
+        bytes = bytes.saturating_add(it.key().len() + it.value().len());
         out.push((it.key().to_vec(), it.value().to_vec()));
         it.next()?;
     }
