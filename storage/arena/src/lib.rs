@@ -4,6 +4,9 @@
 //! [`Arena`] hands out byte ranges from large blocks and frees them all at
 //! once; the [`SkipList`] stores its nodes, keys and values in an arena so that
 //! an insert performs no heap allocation once the current block has room.
+//! [`LargestAllocation`] is a test allocator that notes each thread's
+//! largest allocation, kept here so that the tests using it need no
+//! `unsafe` of their own.
 //!
 //! Concurrency model: exactly one [`SkipListWriter`] inserts while any number
 //! of [`SkipList`] handles (cheap clones) read concurrently. The writer is not
