@@ -134,6 +134,14 @@ impl Layout {
                 if opts.canary {
                     spec.extra_env.insert("STRATA_CANARY".into(), "true".into());
                 }
+                // Slow requests in the console then link to their traces
+                // (the query API's JSON: the viewer built here has no UI).
+                if let Some(viewer) = &opts.traces {
+                    spec.extra_args.extend([
+                        "--trace-link".into(),
+                        format!("{}api/traces/{{trace_id}}", viewer.ui_url()),
+                    ]);
+                }
                 spec
             })
             .collect();

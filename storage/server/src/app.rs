@@ -52,6 +52,7 @@ pub async fn router(
     let core = state.core.clone();
     let metrics = state.metrics.clone();
     let stats = state.stats.clone();
+    let slow_requests = stats.slow_requests();
     let limits = core.limits().clone();
     let max_msg = limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
@@ -96,7 +97,10 @@ pub async fn router(
             admission::admit,
         ))
         .layer(axum::middleware::from_fn_with_state(metrics, track))
-        .layer(axum::middleware::from_fn(trace_request)))
+        .layer(axum::middleware::from_fn_with_state(
+            slow_requests,
+            trace_request,
+        )))
 }
 
 /// Mounts a tonic service at `/{package.Service}/*`; methods that take one

@@ -74,6 +74,17 @@ pub struct NodeConfig {
     /// 504s, from Envoy's own counters).
     #[arg(long, env = "STRATA_GATEWAY_ADMIN")]
     pub gateway_admin: Option<String>,
+    /// An API request answered after this many milliseconds is kept among
+    /// the node's slow requests (the latest 64, with their trace ids, in
+    /// the stats and the console).
+    #[arg(long, env = "STRATA_SLOW_REQUEST_MS", default_value_t = 100)]
+    pub slow_request_ms: u64,
+    /// Where a trace can be seen, `{trace_id}` standing for its id: with
+    /// Jaeger, `http://127.0.0.1:16686/trace/{trace_id}` (its UI) or
+    /// `http://127.0.0.1:16686/api/traces/{trace_id}` (its query API). A
+    /// slow request whose trace was sampled then carries its link.
+    #[arg(long, env = "STRATA_TRACE_LINK")]
+    pub trace_link: Option<String>,
     #[command(flatten)]
     pub canary: crate::canary::CanaryConfig,
     #[command(flatten)]
@@ -237,6 +248,8 @@ impl NodeConfig {
             max_snapshot_mb: 64 << 10,
             console_dir: None,
             gateway_admin: None,
+            slow_request_ms: 100,
+            trace_link: None,
             canary: Default::default(),
             faults: Default::default(),
         }

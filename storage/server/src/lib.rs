@@ -24,6 +24,7 @@ pub mod request_span;
 pub mod rest;
 pub mod route;
 pub mod shutdown;
+pub mod slow_requests;
 pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;

@@ -20,6 +20,7 @@ use crate::grpc::raft::RaftService;
 use crate::member_status::spawn_watch;
 use crate::metrics::NodeMetrics;
 use crate::rest::AppState;
+use crate::slow_requests::SlowRequests;
 use crate::stats::StatsSource;
 use crate::stats::activity::ActivityLog;
 use crate::stats::raft_history::RaftHistory;
@@ -172,7 +173,11 @@ impl Node {
                 history,
                 engine.clone(),
             )
-            .with_gateway_admin(config.gateway_admin.clone()),
+            .with_gateway_admin(config.gateway_admin.clone())
+            .with_slow_requests(SlowRequests::new(
+                Duration::from_millis(config.slow_request_ms),
+                config.trace_link.clone(),
+            )),
         );
         let (stats_feed, stats_task) = crate::stats::feed::spawn(
             core.clone(),

@@ -12,9 +12,10 @@
 //! the same trace. A request that arrives without a `traceparent` on a node
 //! that does not export belongs to no trace and its lines carry no ids.
 
+use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use opentelemetry::propagation::TextMapPropagator;
@@ -28,6 +29,7 @@ use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::route::Route;
+use crate::slow_requests::{Answered, SlowRequests};
 
 tokio::task_local! {
     /// The trace context of the request being served when no OpenTelemetry
@@ -36,8 +38,13 @@ tokio::task_local! {
     static UNEXPORTED: SpanContext;
 }
 
-/// Middleware: serves the request inside its span.
-pub async fn trace_request(req: Request, next: Next) -> Response {
+/// Middleware: serves the request inside its span, and notes it in `slow`
+/// if it took the node's slow-request threshold.
+pub async fn trace_request(
+    State(slow): State<Arc<SlowRequests>>,
+    req: Request,
+    next: Next,
+) -> Response {
     if Route::is_raft_transport(&req) || Route::is_health_probe(&req) {
         return next.run(req).await;
     }
@@ -59,11 +66,11 @@ pub async fn trace_request(req: Request, next: Next) -> Response {
     let exported = span.context().span().span_context().clone();
     if exported.is_valid() {
         record_ids(&span, &exported);
-        return serve(req, next, span).await;
+        return serve(req, next, span, Served::new(route, slow, exported)).await;
     }
     let caller = parent.span().span_context().clone();
     if !caller.is_valid() {
-        return serve(req, next, span).await;
+        return serve(req, next, span, Served::new(route, slow, caller)).await;
     }
     let own = SpanContext::new(
         caller.trace_id(),
@@ -73,7 +80,22 @@ pub async fn trace_request(req: Request, next: Next) -> Response {
         caller.trace_state().clone(),
     );
     record_ids(&span, &own);
-    UNEXPORTED.scope(own, serve(req, next, span)).await
+    let served = Served::new(route, slow, own.clone());
+    UNEXPORTED.scope(own, serve(req, next, span, served)).await
+}
+
+/// What is noted of a request once answered, besides its answer.
+struct Served {
+    route: Route,
+    slow: Arc<SlowRequests>,
+    /// The trace it belongs to (invalid when none).
+    trace: SpanContext,
+}
+
+impl Served {
+    fn new(route: Route, slow: Arc<SlowRequests>, trace: SpanContext) -> Self {
+        Served { route, slow, trace }
+    }
 }
 
 fn record_ids(span: &tracing::Span, ids: &SpanContext) {
@@ -81,23 +103,32 @@ fn record_ids(span: &tracing::Span, ids: &SpanContext) {
     span.record("span_id", tracing::field::display(ids.span_id()));
 }
 
-/// Runs the rest of the stack inside `span`, and says at debug level, in
-/// the span, how the request was answered (an access log for whoever turns
-/// it on: `STRATA_LOG=info,strata_server::request_span=debug`).
-async fn serve(req: Request, next: Next, span: tracing::Span) -> Response {
+/// Runs the rest of the stack inside `span`, says at debug level, in the
+/// span, how the request was answered (an access log for whoever turns it
+/// on: `STRATA_LOG=info,strata_server::request_span=debug`), and notes it
+/// among the slow requests if it was.
+async fn serve(req: Request, next: Next, span: tracing::Span, served: Served) -> Response {
     let started = Instant::now();
     let response = next.run(req).instrument(span.clone()).await;
+    let elapsed = started.elapsed();
+    let grpc_status = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok());
     span.in_scope(|| {
-        let grpc_status = response
-            .headers()
-            .get("grpc-status")
-            .and_then(|v| v.to_str().ok());
         tracing::debug!(
             status = response.status().as_u16(),
             grpc_status,
-            elapsed_us = started.elapsed().as_micros() as u64,
+            elapsed_us = elapsed.as_micros() as u64,
             "request answered"
         )
+    });
+    served.slow.note(Answered {
+        route: &served.route,
+        status: response.status().as_u16(),
+        grpc_status,
+        elapsed,
+        trace: Some(&served.trace),
     });
     response
 }

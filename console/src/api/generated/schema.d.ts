@@ -1110,6 +1110,13 @@ export interface components {
              *     each election started, as this member saw it.
              */
             raft_activity: components["schemas"]["RaftEvent"][];
+            /**
+             * @description The node's latest requests answered after its slow-request threshold
+             *     (`--slow-request-ms`), oldest first (at most 64; not in `/metrics`).
+             *     Absent when there are none, and from a member that does not keep
+             *     them.
+             */
+            slow_requests?: components["schemas"]["SlowRequest"][];
         };
         /** @description One node's view of the raft group. */
         NodeStatus: {
@@ -1374,6 +1381,45 @@ export interface components {
              *     known.
              */
             leader_id: number;
+        };
+        /** @description An API request a node answered after its slow-request threshold. */
+        SlowRequest: {
+            /**
+             * Format: int64
+             * @description When it was answered, Unix milliseconds on the node's clock.
+             */
+            at_ms: number;
+            /**
+             * @description The route's name, as the metrics label it (`PUT /v1/kv/{key}`,
+             *     `/strata.v1.KV/Put`).
+             */
+            route: string;
+            /** @description `rest` or `grpc`. */
+            protocol: string;
+            /**
+             * Format: int32
+             * @description The answer's HTTP status.
+             */
+            status: number;
+            /** @description The gRPC status code, when the answer's headers carried it. */
+            grpc_status?: string | null;
+            /**
+             * Format: double
+             * @description From the request's arrival to its answer.
+             */
+            duration_ms: number;
+            /**
+             * @description The trace the request belongs to (32 hex digits), when it belongs
+             *     to one.
+             */
+            trace_id?: string | null;
+            /** @description Whether that trace was sampled: only then may a trace viewer hold it. */
+            sampled: boolean;
+            /**
+             * @description The trace in the node's trace viewer (`--trace-link`), when
+             *     the node has one and the trace was sampled.
+             */
+            trace_url?: string | null;
         };
         /**
          * @description How a snapshot request ended on one member.

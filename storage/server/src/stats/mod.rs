@@ -32,10 +32,12 @@ use crate::metrics::scrape::Scrape;
 use crate::rest::model::cluster::RaftEvent;
 use crate::rest::model::stats::{
     ClusterStats, CompactResult, CompactionOutcome, EngineActivity, EngineActivityKind,
-    MemberStats, NodeCompaction,
+    MemberStats, NodeCompaction, SlowRequest,
 };
 use activity::ActivityLog;
 use raft_history::RaftHistory;
+
+use crate::slow_requests::SlowRequests;
 
 /// How long the gathering node waits for a member's stats.
 const PEER_STATS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -50,6 +52,8 @@ pub struct StatsSource {
     metrics: Arc<NodeMetrics>,
     activity: Arc<ActivityLog>,
     history: Arc<RaftHistory>,
+    /// The node's latest slow requests, which its request spans note.
+    slow: Arc<SlowRequests>,
     engine: Arc<Engine>,
     /// A requested compaction is running; another request joins it.
     compacting: Arc<AtomicBool>,
@@ -77,11 +81,24 @@ impl StatsSource {
             metrics,
             activity,
             history,
+            slow: Arc::default(),
             engine,
             compacting: Arc::default(),
             gateway_admin: None,
             http: reqwest::Client::new(),
         }
+    }
+
+    /// Keeps the node's slow requests in `slow` (by default, those that
+    /// took 100 ms, with no trace viewer to link to).
+    pub fn with_slow_requests(mut self, slow: SlowRequests) -> Self {
+        self.slow = Arc::new(slow);
+        self
+    }
+
+    /// The list of slow requests the node's request spans add to.
+    pub fn slow_requests(&self) -> Arc<SlowRequests> {
+        self.slow.clone()
     }
 
     /// Gathered stats also carry the counters of the gateway whose admin
@@ -99,6 +116,7 @@ impl StatsSource {
             openmetrics: self.metrics.encode(),
             engine_activity: self.activity.recent(),
             raft_activity: self.history.recent(),
+            slow_requests: self.slow.recent(),
         }
     }
 
@@ -170,7 +188,8 @@ pub fn member_stats(address: String, local: &pb::LocalStatsResponse) -> MemberSt
         .collect();
     match Scrape::parse(&local.openmetrics) {
         Ok(scrape) => {
-            let (stats, unread) = reading::read(&scrape, activity, raft_activity);
+            let slow = local.slow_requests.iter().map(SlowRequest::from).collect();
+            let (stats, unread) = reading::read(&scrape, activity, raft_activity, slow);
             if !unread.is_empty() {
                 tracing::debug!(?unread, "metric families the stats do not carry");
             }

@@ -14,7 +14,7 @@ use crate::rest::model::cluster::{RaftEvent, Role};
 use crate::rest::model::stats::{
     ApiStats, Bucket, CanaryOps, CanaryStats, ElectionCount, EngineActivity, EngineStats,
     EventCount, Histogram, InFlight, LevelShape, MemberProgress, NodeStats, ProcessStats,
-    RaftStats, RequestCount, RouteLatency,
+    RaftStats, RequestCount, RouteLatency, SlowRequest,
 };
 
 /// The families of a scrape, remembering which were read.
@@ -117,6 +117,7 @@ pub fn read(
     scrape: &Scrape,
     engine_activity: Vec<EngineActivity>,
     raft_activity: Vec<RaftEvent>,
+    slow_requests: Vec<SlowRequest>,
 ) -> (NodeStats, Vec<String>) {
     let f = Families::new(scrape);
     let version = f
@@ -133,6 +134,7 @@ pub fn read(
         canary: canary(&f),
         engine_activity,
         raft_activity,
+        slow_requests,
     };
     (stats, f.unread())
 }
@@ -385,7 +387,12 @@ strata_engine_level_bytes{level="1"} 4096.0
 strata_something_new 1
 # EOF
 "#;
-        let (s, unread) = read(&Scrape::parse(text).unwrap(), Vec::new(), Vec::new());
+        let (s, unread) = read(
+            &Scrape::parse(text).unwrap(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
         let put = &s.api.latency[0];
         assert_eq!(put.route, "PUT /v1/kv/{key}");
         assert_eq!(put.seconds.count, 4);

@@ -13,7 +13,7 @@ use strata_server::metrics::scrape::Scrape;
 use strata_server::stats::reading;
 use tower::ServiceExt;
 
-use crate::support::{JSON, assert_documented, call, document, one_node};
+use crate::support::{JSON, assert_documented, call, document, one_node, one_node_configured};
 
 /// The value of the sample `line_prefix` (name and labels) in `text`.
 fn sample(text: &str, line_prefix: &str) -> f64 {
@@ -36,7 +36,12 @@ async fn stats_carry_every_family_of_the_scrape_with_its_values() {
     }
     let scrape = call(app, Method::GET, "/metrics", &[], Bytes::new()).await;
     let text = String::from_utf8(scrape.body.to_vec()).unwrap();
-    let (_, unread) = reading::read(&Scrape::parse(&text).unwrap(), Vec::new(), Vec::new());
+    let (_, unread) = reading::read(
+        &Scrape::parse(&text).unwrap(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     assert!(
         unread.is_empty(),
         "families the stats do not carry: {unread:?}"
@@ -185,4 +190,64 @@ async fn the_event_stream_carries_stats_once_a_second() {
     .expect("a stats event within 5 s");
     assert_eq!(found["nodes"][0]["id"], 1);
     assert!(found["nodes"][0]["stats"]["raft"]["term"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_request_is_in_the_stats_with_its_trace() {
+    // Proves: a request answered after the slow-request threshold is in
+    // the node's stats with its route, answer, duration and the trace its
+    // caller's `traceparent` named (sampled, as the caller flagged it),
+    // while the stats of a node whose threshold nothing reaches carry none.
+    let n = one_node_configured(|config| {
+        config.slow_request_ms = 0;
+        config.trace_link = Some("http://127.0.0.1:16686/trace/{trace_id}".into());
+    })
+    .await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let traceparent = format!("00-{trace}-00f067aa0ba902b7-01");
+    let put = call(
+        &n.app,
+        Method::PUT,
+        "/v1/kv/slow",
+        &[("traceparent", traceparent.as_str())],
+        "v",
+    )
+    .await;
+    assert_eq!(put.status, StatusCode::OK);
+    let answer = call(&n.app, Method::GET, "/v1/cluster/stats", &[], Bytes::new()).await;
+    assert_documented(&document(), "get", "/v1/cluster/stats", &answer);
+    let body = answer.json();
+    let slow = body["nodes"][0]["stats"]["slow_requests"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no slow requests in {body}"));
+    let put = slow
+        .iter()
+        .find(|s| s["route"] == "PUT /v1/kv/{key}")
+        .unwrap_or_else(|| panic!("the PUT is not among {slow:?}"));
+    assert_eq!(put["protocol"], "rest");
+    assert_eq!(put["status"], 200);
+    assert_eq!(put["trace_id"], trace);
+    assert_eq!(put["sampled"], true);
+    assert_eq!(
+        put["trace_url"],
+        format!("http://127.0.0.1:16686/trace/{trace}")
+    );
+    assert!(put["duration_ms"].as_f64().unwrap() > 0.0);
+
+    let quiet = one_node_configured(|config| config.slow_request_ms = 60_000).await;
+    let put = call(&quiet.app, Method::PUT, "/v1/kv/fast", &[], "v").await;
+    assert_eq!(put.status, StatusCode::OK);
+    let body = call(
+        &quiet.app,
+        Method::GET,
+        "/v1/cluster/stats",
+        &[],
+        Bytes::new(),
+    )
+    .await
+    .json();
+    assert!(
+        body["nodes"][0]["stats"].get("slow_requests").is_none(),
+        "{body}"
+    );
 }

@@ -24,9 +24,14 @@ pub struct OneNode {
 
 /// Starts a one-voter node with `limits` and waits until it leads.
 pub async fn one_node(limits: Limits) -> OneNode {
+    one_node_configured(|config| config.limits = limits).await
+}
+
+/// A single-node cluster whose configuration `configure` changed.
+pub async fn one_node_configured(configure: impl FnOnce(&mut NodeConfig)) -> OneNode {
     let dir = tempfile::tempdir().unwrap();
     let mut config = NodeConfig::single(1, "127.0.0.1:0".parse().unwrap(), dir.path().into());
-    config.limits = limits;
+    configure(&mut config);
     let node = Node::start(config).await.unwrap();
     let app = node.router();
     wait_leader(&app).await;

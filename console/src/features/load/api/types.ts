@@ -9,3 +9,4 @@ export type NodeStats = Schemas['NodeStats'];
 export type RequestCount = Schemas['RequestCount'];
 export type RouteLatency = Schemas['RouteLatency'];
 export type Histogram = Schemas['Histogram'];
+export type SlowRequest = Schemas['SlowRequest'];

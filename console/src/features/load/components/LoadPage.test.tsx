@@ -44,6 +44,24 @@ describe('LoadPage', () => {
     expect(screen.getByTestId('stream-status')).toHaveAttribute('data-state', 'live');
   });
 
+  it('lists the nodes’ slow requests, newest first, each linked to its sampled trace', async () => {
+    // Proves the panel gathers every node's slow requests from the stats, newest first, and
+    // links each sampled trace where the node's --trace-link put it (the recording's cluster
+    // ran with --slow-request-ms 1 and a trace viewer).
+    serveRecorded([...BASE, { method: 'GET', url: '/load/run', answer: recorded.runIdle }]);
+    renderWithQuery(<LoadPage />);
+    const rows = await screen.findAllByTestId('slow-request');
+    const kept = recorded.statsA.body.nodes.flatMap((n) => n.stats.slow_requests);
+    expect(rows.length).toBe(Math.min(kept.length, 20));
+    const newest = [...kept].sort((a, b) => b.at_ms - a.at_ms)[0];
+    if (!newest?.trace_url) throw new Error('the recording holds a linked slow request');
+    const first = rows[0];
+    if (!first) throw new Error('a row');
+    expect(within(first).getByText(`${newest.protocol} ${newest.route}`)).toBeInTheDocument();
+    expect(within(first).getByRole('link')).toHaveAttribute('href', newest.trace_url);
+    expect(newest.trace_url).toContain(newest.trace_id);
+  });
+
   it('starts a run with the typed rate and duration, then shows k6’s own figures', async () => {
     // Proves the POST body, the running state, and k6's request counter turned into a rate
     // from two of its readings.

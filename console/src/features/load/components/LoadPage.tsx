@@ -7,6 +7,7 @@ import { K6Panel } from './K6Panel';
 import styles from './LoadPage.module.css';
 import { NodeLoadPanel } from './NodeLoadPanel';
 import { RunControl } from './RunControl';
+import { SlowRequestsPanel } from './SlowRequestsPanel';
 
 /** Server-side load from the nodes' counters, always; k6's own figures beside them while it runs. */
 export function LoadPage() {
@@ -24,6 +25,7 @@ export function LoadPage() {
         <K6Panel k6={k6} active={isActive(run.data)} />
       </div>
       <RunControl />
+      <SlowRequestsPanel samples={rates.samples} />
     </div>
   );
 }

@@ -306,6 +306,59 @@ pub struct NodeStats {
     /// node since it started, not in `/metrics`): who led when, and why
     /// each election started, as this member saw it.
     pub raft_activity: Vec<RaftEvent>,
+    /// The node's latest requests answered after its slow-request threshold
+    /// (`--slow-request-ms`), oldest first (at most 64; not in `/metrics`).
+    /// Absent when there are none, and from a member that does not keep
+    /// them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slow_requests: Vec<SlowRequest>,
+}
+
+/// An API request a node answered after its slow-request threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlowRequest {
+    /// When it was answered, Unix milliseconds on the node's clock.
+    pub at_ms: u64,
+    /// The route's name, as the metrics label it (`PUT /v1/kv/{key}`,
+    /// `/strata.v1.KV/Put`).
+    pub route: String,
+    /// `rest` or `grpc`.
+    pub protocol: String,
+    /// The answer's HTTP status.
+    pub status: u16,
+    /// The gRPC status code, when the answer's headers carried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<String>,
+    /// From the request's arrival to its answer.
+    pub duration_ms: f64,
+    /// The trace the request belongs to (32 hex digits), when it belongs
+    /// to one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// Whether that trace was sampled: only then may a trace viewer hold it.
+    pub sampled: bool,
+    /// The trace in the node's trace viewer (`--trace-link`), when
+    /// the node has one and the trace was sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_url: Option<String>,
+}
+
+impl From<&strata_proto::v1::SlowRequest> for SlowRequest {
+    fn from(s: &strata_proto::v1::SlowRequest) -> Self {
+        let some = |v: &str| (!v.is_empty()).then(|| v.to_string());
+        SlowRequest {
+            at_ms: s.at_ms,
+            route: s.route.clone(),
+            protocol: s.protocol.clone(),
+            status: u16::try_from(s.status).unwrap_or(u16::MAX),
+            grpc_status: some(&s.grpc_status),
+            duration_ms: s.duration_us as f64 / 1000.0,
+            trace_id: some(&s.trace_id),
+            sampled: s.sampled,
+            trace_url: some(&s.trace_url),
+        }
+    }
 }
 
 /// One member's stats, or why they could not be read.
