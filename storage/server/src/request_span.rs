@@ -49,6 +49,9 @@ pub async fn trace_request(
         return next.run(req).await;
     }
     let route = Route::of(&req);
+    // Only API calls are kept among the slow requests, not the console's
+    // files or a scrape.
+    let slow = Route::is_api_call(&req).then_some(slow);
     // W3C trace context is the one format spoken, whether or not the node
     // exports: read with the propagator itself, not the global one, which
     // is whatever the process installed.
@@ -87,13 +90,14 @@ pub async fn trace_request(
 /// What is noted of a request once answered, besides its answer.
 struct Served {
     route: Route,
-    slow: Arc<SlowRequests>,
+    /// Where to note the request if it was slow (`None`: not an API call).
+    slow: Option<Arc<SlowRequests>>,
     /// The trace it belongs to (invalid when none).
     trace: SpanContext,
 }
 
 impl Served {
-    fn new(route: Route, slow: Arc<SlowRequests>, trace: SpanContext) -> Self {
+    fn new(route: Route, slow: Option<Arc<SlowRequests>>, trace: SpanContext) -> Self {
         Served { route, slow, trace }
     }
 }
@@ -123,13 +127,15 @@ async fn serve(req: Request, next: Next, span: tracing::Span, served: Served) ->
             "request answered"
         )
     });
-    served.slow.note(Answered {
-        route: &served.route,
-        status: response.status().as_u16(),
-        grpc_status,
-        elapsed,
-        trace: Some(&served.trace),
-    });
+    if let Some(slow) = &served.slow {
+        slow.note(Answered {
+            route: &served.route,
+            status: response.status().as_u16(),
+            grpc_status,
+            elapsed,
+            trace: Some(&served.trace),
+        });
+    }
     response
 }
 

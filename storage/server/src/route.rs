@@ -52,6 +52,14 @@ impl Route {
         req.uri().path().starts_with(RAFT_TRANSPORT)
     }
 
+    /// Whether `req` calls the API: a gRPC method or a REST route under
+    /// `/v1/`, not the console's files, `/metrics` or `/openapi.json`.
+    pub fn is_api_call(req: &Request) -> bool {
+        let path = req.uri().path();
+        path.starts_with("/v1/")
+            || (path.starts_with("/strata.") && !path.starts_with(RAFT_TRANSPORT))
+    }
+
     /// Whether `req` is a health probe (`/health/…`, gRPC health): Envoy
     /// sends several a second to every node, which are counted but not
     /// traced, or they would bury the requests in a trace viewer.

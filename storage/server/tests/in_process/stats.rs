@@ -196,8 +196,10 @@ async fn the_event_stream_carries_stats_once_a_second() {
 async fn a_slow_request_is_in_the_stats_with_its_trace() {
     // Proves: a request answered after the slow-request threshold is in
     // the node's stats with its route, answer, duration and the trace its
-    // caller's `traceparent` named (sampled, as the caller flagged it),
-    // while the stats of a node whose threshold nothing reaches carry none.
+    // caller's `traceparent` named (sampled, as the caller flagged it), and
+    // its link; a scrape or the OpenAPI document is not an API call and is
+    // not kept; the stats of a node whose threshold nothing reaches carry
+    // none.
     let n = one_node_configured(|config| {
         config.slow_request_ms = 0;
         config.trace_link = Some("http://127.0.0.1:16686/trace/{trace_id}".into());
@@ -214,6 +216,10 @@ async fn a_slow_request_is_in_the_stats_with_its_trace() {
     )
     .await;
     assert_eq!(put.status, StatusCode::OK);
+    for not_api in ["/metrics", "/openapi.json"] {
+        let answer = call(&n.app, Method::GET, not_api, &[], Bytes::new()).await;
+        assert_eq!(answer.status, StatusCode::OK);
+    }
     let answer = call(&n.app, Method::GET, "/v1/cluster/stats", &[], Bytes::new()).await;
     assert_documented(&document(), "get", "/v1/cluster/stats", &answer);
     let body = answer.json();
@@ -233,6 +239,13 @@ async fn a_slow_request_is_in_the_stats_with_its_trace() {
         format!("http://127.0.0.1:16686/trace/{trace}")
     );
     assert!(put["duration_ms"].as_f64().unwrap() > 0.0);
+    let routes: Vec<&str> = slow.iter().filter_map(|s| s["route"].as_str()).collect();
+    assert!(
+        !routes
+            .iter()
+            .any(|r| r.contains("metrics") || r.contains("openapi")),
+        "only API calls are kept: {routes:?}"
+    );
 
     let quiet = one_node_configured(|config| config.slow_request_ms = 60_000).await;
     let put = call(&quiet.app, Method::PUT, "/v1/kv/fast", &[], "v").await;
