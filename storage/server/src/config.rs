@@ -36,8 +36,8 @@ pub struct NodeConfig {
     #[arg(long, env = "STRATA_GROUP_ID", default_value_t = 1)]
     pub group_id: u64,
     /// Threads serving the network (REST, gRPC, raft transport); defaults to
-    /// one per CPU. Nodes sharing a host split its CPUs between them: fewer
-    /// threads per node mean fewer cross-thread wake-ups under load.
+    /// one per CPU and at least 4. Nodes sharing a
+    /// host may split its CPUs between them.
     #[arg(long, env = "STRATA_IO_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
     pub io_threads: Option<u16>,
     #[command(flatten)]
@@ -129,6 +129,24 @@ impl Default for Limits {
             max_write_bytes_in_flight: 32 << 20,
         }
     }
+}
+
+/// At least this many network threads by default, whatever the CPUs: a
+/// thread busy with a large request (decoding, copying or encoding 15 MiB)
+/// holds up every task queued behind it, heartbeats included, until it
+/// yields; with more threads than cores the operating system shares the
+/// cores among them. Under a minute of maximum-size batches on 2 cores,
+/// nodes with 2 threads held 10 to 11 elections, with 4 or 6 none
+/// (docs/reliability.md, "Large writes under load"), and 100 clients' puts
+/// ran as fast with 4 threads as with 1.
+pub const MIN_DEFAULT_IO_THREADS: usize = 4;
+
+/// The network threads of a node not given `--io-threads`: one per CPU,
+/// and at least [`MIN_DEFAULT_IO_THREADS`].
+pub fn default_io_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .max(MIN_DEFAULT_IO_THREADS)
 }
 
 /// Raft and request timing.

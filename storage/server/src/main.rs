@@ -31,11 +31,13 @@ fn main() -> anyhow::Result<()> {
         node: config,
         log_format,
     } = Cli::parse();
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(threads) = config.io_threads {
-        runtime.worker_threads(threads.into());
-    }
-    let runtime = runtime.enable_all().build()?;
+    let threads = config
+        .io_threads
+        .map_or_else(strata_server::config::default_io_threads, usize::from);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()?;
     let stop = runtime.block_on(async {
         // Flushes the spans still buffered when it drops, at the end of
         // this block, while the runtime still runs.
