@@ -1,5 +1,6 @@
 import { render, screen, within } from '@testing-library/react';
 import { clusterStatus } from '../../../test/fixtures';
+import recordedActions from '../../../test/recorded/actions.json';
 import { MembershipTable } from './MembershipTable';
 
 describe('MembershipTable', () => {
@@ -62,5 +63,22 @@ describe('MembershipTable', () => {
       expect(screen.getByTestId(`node-row-${id}`)).toHaveAttribute('data-leader', 'false');
     }
     expect(screen.getByTestId('node-role-1')).toHaveTextContent('candidate');
+  });
+
+  it('shows a learner as a member joining, and when it has caught up', () => {
+    // Proves a learner that a real cluster reported (added by the Actions view, recorded)
+    // reads as caught up and ready to promote, and one behind the leader's commit as joining.
+    const recorded = recordedActions.statusWithLearner.body as Parameters<typeof MembershipTable>[0]['status'];
+    const { unmount } = render(<MembershipTable status={recorded} />);
+    const learner = recorded.nodes.find((n) => n.role === 'learner');
+    if (!learner) throw new Error('the recording holds a learner');
+    expect(screen.getByTestId(`node-role-${learner.id}`)).toHaveTextContent('learner');
+    expect(screen.getByTestId(`node-joining-${learner.id}`)).toHaveTextContent('caught up: ready to promote');
+    for (const voter of recorded.nodes.filter((n) => n.role !== 'learner')) {
+      expect(screen.queryByTestId(`node-joining-${voter.id}`)).not.toBeInTheDocument();
+    }
+    unmount();
+    render(<MembershipTable status={clusterStatus(2, 7, { 3: { role: 'learner', applied_index: 12 } })} />);
+    expect(screen.getByTestId('node-joining-3')).toHaveTextContent('joining: 30 behind');
   });
 });

@@ -70,6 +70,10 @@ function NodeRow({ node, isLeader, leaderCommitIndex }: NodeRowProps) {
   const staleLeader = node.role === 'leader' && !isLeader;
   const behind =
     leaderCommitIndex !== null && node.healthy ? Math.max(0, leaderCommitIndex - node.applied_index) : 0;
+  // A learner is a member joining the cluster: it receives the log but does not vote
+  // until promoted, which is safe once it has caught up.
+  const joining =
+    node.role !== 'learner' ? null : behind > 0 ? `joining: ${formatCount(behind)} behind` : 'caught up: ready to promote';
   const rowClass = [styles.row, isLeader && styles.leader, !node.healthy && styles.unhealthy]
     .filter(Boolean)
     .join(' ');
@@ -96,6 +100,11 @@ function NodeRow({ node, isLeader, leaderCommitIndex }: NodeRowProps) {
           {node.role}
           {staleLeader && ' (stale term)'}
         </Pill>
+        {joining && (
+          <div className={styles.joining} data-testid={`node-joining-${node.id}`}>
+            {joining}
+          </div>
+        )}
       </td>
       <td className={styles.num}>{formatCount(node.term)}</td>
       <td className={styles.num}>{formatCount(node.commit_index)}</td>
