@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"machine: {machine()}; load average before: {os.getloadavg()[0]:.2f}", flush=True)
     up(bin_dir, envoy, run_dir)
     pids = {name: read_pids(cluster_dir(run_dir, name) / "pids") for name, *_ in CONFIGS}
-    endpoint = {name: f"http://127.0.0.1:{gw}" for name, _, _, gw, _, _ in CONFIGS}
+    endpoint = {name: f"http://127.0.0.1:{gw}" for name, _, _, gw, _ in CONFIGS}
     for name, *_ in CONFIGS:
         summary, _ = run_bench(bench, [*COMMON, "--endpoints", endpoint[name], "--workload", "c", "--load-only",
                                        "--load-clients", "64"], run_dir / "runs" / f"load-{name}.json", 180)
