@@ -6,6 +6,7 @@ import { describeMargin, tolerance } from '../api/faultTolerance';
 import { membersQuery } from '../api/members';
 import type { NodeStatus } from '../api/types';
 import { useLiveStatus } from '../hooks/useLiveStatus';
+import page from '../../../components/Page.module.css';
 import styles from './ActionsPage.module.css';
 import { MaintenanceForm } from './MaintenanceForm';
 import { MembersTable } from './MembersTable';
@@ -68,9 +69,9 @@ export function ActionsPage() {
   }
 
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Actions</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Actions</h1>
         <LiveIndicator state={live.stream} />
       </div>
       {body}

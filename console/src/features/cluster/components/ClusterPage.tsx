@@ -3,6 +3,7 @@ import { Panel } from '../../../components/Panel';
 import { formatClock } from '../../../lib/format';
 import { useClusterEvents, type ClusterEventsOptions } from '../hooks/useClusterEvents';
 import { ClusterSummary } from './ClusterSummary';
+import page from '../../../components/Page.module.css';
 import styles from './ClusterPage.module.css';
 import { CanaryPanel } from './CanaryPanel';
 import { MembershipTable } from './MembershipTable';
@@ -25,9 +26,9 @@ export function ClusterPage({ events }: ClusterPageProps) {
   }
 
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Cluster</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Cluster</h1>
         <LiveIndicator state={live.stream} detail={live.stream === 'reconnecting' ? live.streamError : null} />
       </div>
 

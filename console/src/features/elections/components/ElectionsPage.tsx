@@ -6,6 +6,7 @@ import { formatClock, formatCount, formatDurationMs } from '../../../lib/format'
 import { failoverAsTheGatewaySawIt, gatewayBuckets } from '../../../lib/gateway';
 import { useStatsStream, type StatsStreamOptions } from '../../../lib/useStatsStream';
 import { eras, mergeEvents, REASON_LABEL, type Era } from '../../../lib/terms';
+import page from '../../../components/Page.module.css';
 import styles from './ElectionsPage.module.css';
 import { TermTimeline } from './TermTimeline';
 
@@ -44,9 +45,9 @@ export function ElectionsPage({ stream, nowMs }: ElectionsPageProps) {
         })
       : null;
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Elections</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Elections</h1>
         <LiveIndicator state={live.stream} detail={live.stream === 'reconnecting' ? live.streamError : null} />
       </div>
 

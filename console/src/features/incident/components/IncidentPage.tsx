@@ -6,6 +6,7 @@ import { eras, mergeEvents, REASON_LABEL } from '../../../lib/terms';
 import { useStatsStream, type StatsStreamOptions } from '../../../lib/useStatsStream';
 import { failoverAsTheGatewaySawIt, gatewayBuckets } from '../../../lib/gateway';
 import { incidentWindow, roleSpans, type Window } from '../model';
+import page from '../../../components/Page.module.css';
 import styles from './IncidentPage.module.css';
 
 interface IncidentPageProps {
@@ -58,9 +59,9 @@ export function IncidentPage({ stream }: IncidentPageProps) {
   const inWindow = events.filter((e) => e.at_ms >= window.fromMs && e.at_ms <= window.toMs);
 
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Incident</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Incident</h1>
         <LiveIndicator state={live.stream} detail={live.stream === 'reconnecting' ? live.streamError : null} />
       </div>
       {!latestStats && live.statuses.length === 0 ? (

@@ -4,6 +4,7 @@ import { Panel } from '../../../components/Panel';
 import { base64FromBytes } from '../api/bytes';
 import { CasForm } from './CasForm';
 import { KeyList } from './KeyList';
+import page from '../../../components/Page.module.css';
 import styles from './KeysPage.module.css';
 import { PutForm } from './PutForm';
 import { ValueViewer } from './ValueViewer';
@@ -25,8 +26,8 @@ export function KeysPage() {
   const selectedId = selected ? base64FromBytes(selected) : null;
 
   return (
-    <div className={styles.page}>
-      <h1 className={styles.title}>Keys</h1>
+    <div className={page.page}>
+      <h1 className={page.title}>Keys</h1>
       <div className={styles.columns}>
         <Panel title="Browse">
           <form className={styles.search} onSubmit={browse} role="search">

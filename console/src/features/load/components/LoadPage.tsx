@@ -4,6 +4,7 @@ import { isActive, runQuery } from '../api/runner';
 import { useK6Figures } from '../hooks/useK6Figures';
 import { useNodeRates } from '../hooks/useNodeRates';
 import { K6Panel } from './K6Panel';
+import page from '../../../components/Page.module.css';
 import styles from './LoadPage.module.css';
 import { NodeLoadPanel } from './NodeLoadPanel';
 import { RunControl } from './RunControl';
@@ -15,9 +16,9 @@ export function LoadPage() {
   const run = useQuery(runQuery);
   const k6 = useK6Figures(isActive(run.data));
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Load</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Load</h1>
         <LiveIndicator state={rates.stream} />
       </div>
       <div className={styles.columns}>

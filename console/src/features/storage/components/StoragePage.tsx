@@ -5,6 +5,7 @@ import { useStatsStream, type StatsStreamOptions } from '../../../lib/useStatsSt
 import { compactionSeries } from '../hooks/compactionSeries';
 import { CompactionChart } from './CompactionChart';
 import { NodeStorage } from './NodeStorage';
+import page from '../../../components/Page.module.css';
 import styles from './StoragePage.module.css';
 
 interface StoragePageProps {
@@ -20,9 +21,9 @@ export function StoragePage({ stream }: StoragePageProps) {
   const ids = members.map((m) => m.id);
   const points = compactionSeries(live.samples, ids);
   return (
-    <div className={styles.page}>
-      <div className={styles.titleRow}>
-        <h1 className={styles.title}>Storage</h1>
+    <div className={page.page}>
+      <div className={page.titleRow}>
+        <h1 className={page.title}>Storage</h1>
         <LiveIndicator state={live.stream} detail={live.stream === 'reconnecting' ? live.streamError : null} />
       </div>
       {!latest ? (
