@@ -42,6 +42,10 @@ type Config struct {
 	DataDirs []string
 	// NodeEnv is added to every node's environment.
 	NodeEnv []string
+	// Track, when set, is given the cluster's Close before Start starts any
+	// process, so that a caller stopping on a signal while Start waits for
+	// a leader stops what Start has started so far.
+	Track func(closeFn func())
 }
 
 // Node is one storage node.
@@ -135,6 +139,9 @@ func Start(cfg Config) (*Cluster, error) {
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     30 * time.Second,
 		}},
+	}
+	if cfg.Track != nil {
+		cfg.Track(c.Close)
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.RunDir, "logs"), 0o755); err != nil {
 		return nil, err
@@ -496,13 +503,16 @@ func (c *Cluster) startEnvoy() error {
 		return err
 	}
 	defer log.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("cluster closed")
+	}
 	cmd, err := line.start(log, nil)
 	if err != nil {
 		return fmt.Errorf("starting envoy: %w", err)
 	}
-	c.mu.Lock()
 	c.envoy = cmd
-	c.mu.Unlock()
 	return nil
 }
 

@@ -6,7 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // A node's scan, as the convergence check reads it, follows every page and
@@ -37,5 +42,38 @@ func TestScanFollowsPagesAndLeavesOutCanaryKeys(t *testing.T) {
 	want := map[string]string{"list/0": "1 2", "reg/1": "0.7"}
 	if d := Diff(want, got); d != "" || len(got) != len(want) {
 		t.Errorf("scan %v, want %v (%s)", got, want, d)
+	}
+}
+
+// A caller that stops while Start still waits for a leader (a signal during
+// start-up) stops every process Start has started, through the Close that
+// Track was given before the first one.
+func TestTrackedCloseStopsWhatStartHasStartedSoFar(t *testing.T) {
+	dir := t.TempDir()
+	marker := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	launcher := filepath.Join(dir, "launcher")
+	script := fmt.Sprintf("#!/bin/sh\necho '{\"program\":\"sleep\",\"args\":[\"%s\"],\"env\":{}}'\n", marker)
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	alive := func() int {
+		out, _ := exec.Command("pgrep", "-f", "^sleep "+marker+"$").Output()
+		return len(strings.Fields(string(out)))
+	}
+	tracked := make(chan func(), 1)
+	cfg := Config{Launcher: launcher, RunDir: dir, BasePort: 22980, Nodes: 3,
+		Track: func(closeFn func()) { tracked <- closeFn }}
+	go func() { _, _ = Start(cfg) }()
+	closeFn := <-tracked
+	deadline := time.Now().Add(10 * time.Second)
+	for alive() < 4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := alive(); n != 4 {
+		t.Fatalf("%d processes started, want 3 nodes and Envoy", n)
+	}
+	closeFn()
+	if n := alive(); n != 0 {
+		t.Errorf("%d processes still running after Close", n)
 	}
 }

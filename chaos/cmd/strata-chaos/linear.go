@@ -135,13 +135,13 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	cfg.Slots = 6
 	cfg.NodeArgs = append([]string{"--compact-log-entries", fmt.Sprint(compactLogEntries),
 		"--compact-keep-entries", fmt.Sprint(compactKeepEntries), "--read-mode", o.readMode}, canaryArgs()...)
+	cfg.Track = atExit
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		res.Violations = append(res.Violations, "cluster did not start: "+err.Error())
 		return res
 	}
 	defer cl.Close()
-	atExit(cl.Close)
 	rng := rand.New(rand.NewSource(seed))
 	rec := history.NewRecorder(o.maxOps)
 	kv := gatewayClient(cl, o.opTimeout)

@@ -84,14 +84,22 @@ func (c *common) config(sub string, nodes int) cluster.Config {
 		RunDir: filepath.Join(c.runDir, sub), BasePort: c.basePort, Nodes: nodes}
 }
 
-// cleanup runs registered functions once, at exit or on a signal.
+// cleanup runs registered functions once, at exit or on a signal. A
+// function registered after cleanup began (a cluster still starting when
+// the signal came) runs at once.
 var cleanup struct {
 	sync.Mutex
-	fns []func()
+	fns  []func()
+	done bool
 }
 
 func atExit(f func()) {
 	cleanup.Lock()
+	if cleanup.done {
+		cleanup.Unlock()
+		f()
+		return
+	}
 	cleanup.fns = append(cleanup.fns, f)
 	cleanup.Unlock()
 }
@@ -99,7 +107,7 @@ func atExit(f func()) {
 func runCleanup() {
 	cleanup.Lock()
 	fns := cleanup.fns
-	cleanup.fns = nil
+	cleanup.fns, cleanup.done = nil, true
 	cleanup.Unlock()
 	for i := len(fns) - 1; i >= 0; i-- {
 		fns[i]()
@@ -114,11 +122,11 @@ func fatalf(format string, args ...any) {
 
 // startCluster starts a cluster and makes sure it is stopped at exit.
 func startCluster(cfg cluster.Config) *cluster.Cluster {
+	cfg.Track = atExit
 	cl, err := cluster.Start(cfg)
 	if err != nil {
 		fatalf("%v", err)
 	}
-	atExit(cl.Close)
 	return cl
 }
 
