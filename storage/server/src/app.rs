@@ -40,6 +40,18 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
         .with_service_name("grpc.health.v1.Health")
 }
 
+/// The raft service alone, as the raft network threads serve it to peers'
+/// control-lane connections (`peer_net`).
+pub fn peer_router(raft: RaftService) -> Router {
+    with_grpc(
+        Router::new(),
+        RaftServer::new(raft)
+            .max_decoding_message_size(MAX_RAFT_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_RAFT_MESSAGE_BYTES),
+        Requests::OneExcept(&["Stream", "InstallSnapshot"]),
+    )
+}
+
 /// The node's whole API on one router: REST, `strata.v1.KV` and
 /// `strata.v1.Cluster` over the service core, the internal raft transport
 /// `raft`, gRPC health and reflection, the console's bundle when

@@ -69,15 +69,18 @@ impl MemberChannels {
         Some(ch)
     }
 
-    /// A channel of its own to another member: a connection that no other
-    /// traffic shares. HTTP/2 shares one flow-control window among the
-    /// streams of a connection and hands it to them in turn, so a small
-    /// message queues behind megabytes already waiting on the same
-    /// connection; one that must not (a heartbeat) needs its own.
-    pub fn dedicated_channel(&self, id: u64) -> Option<Channel> {
+    /// A channel of its own to another member's raft peer: a connection
+    /// that no other traffic shares, opened with the peer preface so the
+    /// member serves it on its raft network threads (`peer_net`). HTTP/2
+    /// shares one flow-control window among the streams of a connection
+    /// and hands it to them in turn, so a small message queues behind
+    /// megabytes already waiting on the same connection; one that must not
+    /// (a heartbeat) needs its own. Its connection is driven by the runtime
+    /// it is made in.
+    pub fn peer_channel(&self, id: u64) -> Option<Channel> {
         if id == self.self_id {
             return None;
         }
-        lazy_channel(&self.members.address(id)?)
+        crate::peer_net::peer_channel(&self.members.address(id)?)
     }
 }

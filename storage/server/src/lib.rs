@@ -20,6 +20,7 @@ pub mod member_status;
 pub mod membership;
 pub mod metrics;
 pub mod node;
+pub mod peer_net;
 pub mod request_span;
 pub mod rest;
 pub mod route;

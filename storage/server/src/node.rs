@@ -5,7 +5,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use strata_engine::{Engine, FileSystem, Options as EngineOptions, StdFs, WalMode};
 use strata_raft::{Members, Peer, PeerConfig, StateMachine};
 use tokio::net::TcpListener;
@@ -19,6 +18,7 @@ use crate::core::Core;
 use crate::grpc::raft::RaftService;
 use crate::member_status::spawn_watch;
 use crate::metrics::NodeMetrics;
+use crate::peer_net::{PeerNet, Split};
 use crate::rest::AppState;
 use crate::slow_requests::SlowRequests;
 use crate::stats::StatsSource;
@@ -53,6 +53,10 @@ pub struct Node {
     peer: Peer,
     core: Arc<Core>,
     app: Router,
+    /// The raft service alone, for peers' control-lane connections.
+    peer_app: Router,
+    /// The threads that carry the raft transport's control lane, both ways.
+    peer_net: PeerNet,
     /// Tells the raft transport's streams and the cluster watch that the
     /// node is stopping.
     stopping: watch::Sender<bool>,
@@ -106,7 +110,13 @@ impl Node {
         let directory = Members::new(members.clone());
         let channels = Arc::new(MemberChannels::new(config.id, directory.clone()));
         let slot = Arc::new(OnceLock::new());
-        let transport = GrpcTransport::new(channels.clone(), config.group_id, slot.clone());
+        let peer_net = PeerNet::start().context("starting the raft network threads")?;
+        let transport = GrpcTransport::new(
+            channels.clone(),
+            config.group_id,
+            slot.clone(),
+            peer_net.handle(),
+        );
         // A joining node bootstraps nothing: it learns the group from a snapshot.
         let bootstrap_voters = if config.join {
             Vec::new()
@@ -195,6 +205,7 @@ impl Node {
         };
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
+        let peer_app = crate::app::peer_router(raft.clone());
         let app = crate::app::router(state, raft, config.console_dir.as_deref()).await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
@@ -212,6 +223,8 @@ impl Node {
             peer,
             core,
             app,
+            peer_app,
+            peer_net,
             stopping,
             watcher,
             stats_task,
@@ -222,6 +235,11 @@ impl Node {
     /// The whole API (REST, gRPC, raft transport) as one service.
     pub fn router(&self) -> Router {
         self.app.clone()
+    }
+
+    /// The raft peer's handle (its status, events and proposals).
+    pub fn raft(&self) -> strata_raft::PeerHandle {
+        self.core.peer().clone()
     }
 
     /// Refuses new requests from now on (503, certainly not applied) and
@@ -245,6 +263,8 @@ impl Node {
             peer,
             core,
             app,
+            peer_app,
+            peer_net,
             stopping,
             watcher,
             stats_task,
@@ -255,14 +275,26 @@ impl Node {
             .join
             .then(|| tokio::spawn(crate::join::join(core.clone(), config.advertise_address())));
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        // Small request/response frames must not wait for Nagle's algorithm to
-        // meet the peer's delayed ACK (tens of milliseconds per round trip).
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+        // One port: raft peers' control-lane connections are served on the
+        // raft network threads, everything else by the API on this runtime.
+        let Split {
+            api,
+            peers,
+            accepting,
+        } = crate::peer_net::split(listener, &peer_net.handle())?;
+        let mut peers_stopping = stopping.subscribe();
+        peer_net.handle().spawn(async move {
+            let stopped = async move {
+                let _ = peers_stopping.wait_for(|stop| *stop).await;
+            };
+            if let Err(e) = axum::serve(peers, peer_app)
+                .with_graceful_shutdown(stopped)
+                .await
+            {
+                tracing::warn!(error = %e, "serving raft peers failed");
             }
         });
-        let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let server = axum::serve(api, app).with_graceful_shutdown(async move {
             let _ = stop_rx.await;
         });
         let mut server = tokio::spawn(async move { server.await });
@@ -320,6 +352,9 @@ impl Node {
         // what never reached raft, "outcome unknown" for what did.
         drop(peer);
         tracing::info!("shutdown: raft peer stopped");
+        accepting.abort();
+        let _ = accepting.await;
+        drop(peer_net);
         // A clean stop flushes, so the next start need not replay the log.
         if let Err(e) = engine.flush() {
             tracing::warn!(error = %e, "final flush failed; the raft log will be replayed at start");

@@ -76,15 +76,20 @@ pub struct GrpcTransport {
     group_id: u64,
     peer: Arc<OnceLock<PeerHandle>>,
     runtime: tokio::runtime::Handle,
+    /// The control lane's runtime (`peer_net`), so that heartbeats never wait
+    /// for the request runtime's workers.
+    control: tokio::runtime::Handle,
 }
 
 impl GrpcTransport {
     /// `peer` is filled in once the local peer exists, so failures can be
-    /// reported to it. Must be created inside a tokio runtime.
+    /// reported to it. Must be created inside a tokio runtime, which runs
+    /// the bulk lane and snapshots; `control` runs the control lane.
     pub fn new(
         channels: Arc<MemberChannels>,
         group_id: u64,
         peer: Arc<OnceLock<PeerHandle>>,
+        control: tokio::runtime::Handle,
     ) -> Self {
         GrpcTransport {
             queues: Mutex::new(HashMap::new()),
@@ -92,6 +97,7 @@ impl GrpcTransport {
             group_id,
             peer,
             runtime: tokio::runtime::Handle::current(),
+            control,
         }
     }
 
@@ -103,12 +109,17 @@ impl GrpcTransport {
         {
             return Some(q.clone());
         }
-        // The control lane has a connection of its own: on a shared one its
-        // messages would wait for the flow-control window behind the bulk
-        // lane's megabytes.
-        let channel = match lane {
-            Lane::Bulk => self.channels.channel(to)?,
-            Lane::Control => self.channels.dedicated_channel(to)?,
+        // The control lane has a connection of its own, made and driven on
+        // its own runtime and served on the peer's by the peer's own
+        // (`peer_net`): on a shared connection its messages would wait for
+        // the flow-control window behind the bulk lane's megabytes, and on
+        // the request runtime for workers busy with requests.
+        let (channel, runtime) = match lane {
+            Lane::Bulk => (self.channels.channel(to)?, &self.runtime),
+            Lane::Control => {
+                let _control = self.control.enter();
+                (self.channels.peer_channel(to)?, &self.control)
+            }
         };
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let client = RaftClient::new(channel)
@@ -119,8 +130,7 @@ impl GrpcTransport {
             from: self.channels.self_id(),
             to,
         };
-        self.runtime
-            .spawn(pump(rx, client, header, self.peer.clone()));
+        runtime.spawn(pump(rx, client, header, self.peer.clone()));
         queues.insert((to, lane), tx.clone());
         Some(tx)
     }

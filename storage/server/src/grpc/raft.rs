@@ -43,6 +43,7 @@ pub fn validate_batch(id: u64, group_id: u64, batch: &RaftBatch) -> Result<Vec<M
     Ok(messages)
 }
 
+#[derive(Clone)]
 pub struct RaftService {
     id: u64,
     group_id: u64,

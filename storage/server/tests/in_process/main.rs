@@ -5,6 +5,7 @@
 
 mod canary;
 mod node;
+mod peer_net;
 mod router;
 mod snapshot;
 mod stats;
