@@ -50,6 +50,8 @@ struct InFlight {
     idle_ticks: u32,
     /// The window last given to raft, if narrowed.
     cap: Option<usize>,
+    /// Whether raft was replicating to the follower when last looked at.
+    replicating: bool,
 }
 
 impl InFlight {
@@ -114,6 +116,24 @@ impl Flow {
     #[cfg(test)]
     pub(super) fn bytes_to(&self, follower: u64) -> u64 {
         self.followers.get(&follower).map_or(0, |f| f.bytes)
+    }
+
+    /// Drops the appends to followers in raft's Probe state that would
+    /// take their bytes in flight past the budget while something is in
+    /// flight already. raft-rs sends a probed follower one append per
+    /// heartbeat answer, whatever the window, and the same entries again
+    /// each time; one held back here goes at a later answer, once the
+    /// follower acknowledged (or an append was taken as lost).
+    pub(super) fn admit(&self, messages: &mut Vec<Message>, probing: impl Fn(u64) -> bool) {
+        messages.retain(|m| {
+            if m.get_msg_type() != MessageType::MsgAppend || m.get_entries().is_empty() {
+                return true;
+            }
+            let Some(f) = self.followers.get(&m.to) else {
+                return true;
+            };
+            f.bytes == 0 || f.bytes + append_bytes(m) <= self.budget_bytes || !probing(m.to)
+        });
     }
 
     /// Notes the appends among messages being sent.
@@ -188,17 +208,31 @@ impl Flow {
         for (id, state, count) in progress {
             let f = self.followers.entry(id).or_default();
             // Outside `Replicate` raft sends one append at a time, and its
-            // window starts empty when it replicates again.
-            let in_window = if state == ProgressState::Replicate {
-                let freed = match freed_by {
-                    Some((from, freed)) if from == id => freed,
-                    _ => 0,
-                };
-                count.saturating_sub(freed)
-            } else {
-                f.forget();
-                0
+            // window starts empty when it replicates again. What was in
+            // flight when raft left `Replicate` was on a stream that failed
+            // (reported unreachable) or was refused: forgotten. Appends sent
+            // while probing stay counted, and `admit` holds back those past
+            // the budget.
+            let in_window = match state {
+                ProgressState::Replicate => {
+                    let freed = match freed_by {
+                        Some((from, freed)) if from == id => freed,
+                        _ => 0,
+                    };
+                    count.saturating_sub(freed)
+                }
+                ProgressState::Probe => {
+                    if f.replicating {
+                        f.forget();
+                    }
+                    0
+                }
+                ProgressState::Snapshot => {
+                    f.forget();
+                    0
+                }
             };
+            f.replicating = state == ProgressState::Replicate;
             let room = self.budget_bytes.saturating_sub(f.bytes);
             let more = if room == 0 {
                 0
@@ -297,5 +331,42 @@ mod tests {
         let mut flow = Flow::new(100, 256);
         flow.sent(&[append(2, 1, &[])]);
         assert_eq!(flow.bytes_to(2), 0);
+    }
+
+    #[test]
+    fn a_probed_follower_is_sent_past_its_budget_only_when_nothing_is_in_flight() {
+        // Proves `admit`: appends to a follower being probed pass while
+        // they fit the budget or nothing is in flight, and are held back
+        // otherwise; appends without entries, and appends to a follower
+        // raft replicates to (bounded by its window), always pass.
+        let mut flow = Flow::new(100, 256);
+        let probing = |id| id == 2;
+        let mut first = vec![append(2, 1, &[150])];
+        flow.admit(&mut first, probing);
+        assert_eq!(
+            first.len(),
+            1,
+            "nothing in flight: one append passes, however large"
+        );
+        flow.sent(&first);
+        let mut again = vec![
+            append(2, 1, &[150]),
+            append(2, 2, &[]),
+            append(3, 1, &[150]),
+        ];
+        flow.admit(&mut again, probing);
+        let kept: Vec<_> = again
+            .iter()
+            .map(|m| (m.to, m.get_entries().len()))
+            .collect();
+        assert_eq!(
+            kept,
+            [(2, 0), (3, 1)],
+            "the second large append to 2 is held back"
+        );
+        flow.followers.get_mut(&2).unwrap().acknowledge(1);
+        let mut after = vec![append(2, 2, &[60])];
+        flow.admit(&mut after, probing);
+        assert_eq!(after.len(), 1, "acknowledged: the next one passes");
     }
 }

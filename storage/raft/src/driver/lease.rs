@@ -36,6 +36,7 @@
 
 use std::time::{Duration, Instant};
 
+use raft::ProgressState;
 use raft::eraftpb::{Message, MessageType};
 
 use super::Driver;
@@ -238,7 +239,7 @@ impl Driver {
 
     /// Sends `messages`; a transfer's `MsgTimeoutNow` among them ends the
     /// lease for the term.
-    pub(super) fn send(&mut self, messages: Vec<Message>) {
+    pub(super) fn send(&mut self, mut messages: Vec<Message>) {
         if messages
             .iter()
             .any(|m| m.get_msg_type() == MessageType::MsgTimeoutNow)
@@ -248,6 +249,11 @@ impl Driver {
                 lease.transfer_sent(term);
             }
         }
+        let prs = self.node.raft.prs();
+        self.flow.admit(&mut messages, |id| {
+            prs.get(id)
+                .is_some_and(|pr| pr.state == ProgressState::Probe)
+        });
         self.flow.sent(&messages);
         self.transport.send(messages);
     }
