@@ -2,7 +2,7 @@
 //!
 //! Writes get a sequence number, go to the write-ahead log and then to the
 //! memtable (an arena skiplist); full memtables are frozen and flushed to
-//! SSTables in L0 by a background thread, which also runs leveled
+//! SSTables in L0 by a background thread, and another runs leveled
 //! compaction (L0 by file count, L1 and deeper by size, ratio 10), rate
 //! limited, keeping what live [`ReadPoint`]s need. Writers meet
 //! back-pressure (slow down, then stall) instead of unbounded growth. The

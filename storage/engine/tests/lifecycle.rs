@@ -162,3 +162,85 @@ fn scan_prefix_returns_only_matching_keys() {
     );
     assert_eq!(engine.scan_prefix(b"ab", 2).expect("scan").len(), 2);
 }
+
+// Proves that a compaction that takes a while (rate limited here to 128
+// KiB/s over four tables of 64 KiB: about two seconds) does not hold up
+// flushes: the memtables filled meanwhile are flushed while it runs, and
+// a writer with room for one frozen memtable waits at most for a flush
+// (a millisecond or so here), never for the compaction. With one thread
+// for both, each flush waited for the compaction and the writer stopped
+// until it ended.
+#[test]
+fn a_long_compaction_does_not_hold_up_flushes() {
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::{Duration, Instant};
+
+    let memtable = 64 << 10;
+    let opts = strata_engine::Options {
+        memtable_size_bytes: memtable,
+        l0_compaction_trigger: 4,
+        max_immutable_memtables: 1,
+        l0_slowdown_trigger: 100,
+        l0_stop_trigger: 100,
+        max_bytes_for_level_base: 64 << 20,
+        compaction_rate_limit_bytes_per_sec: 128 << 10,
+        ..tiny_options(WalMode::Disabled)
+    };
+    let fs = FaultFs::new();
+    let engine = open(&fs, opts);
+    let events = engine.subscribe(1 << 16);
+    let value = vec![b'v'; 1024];
+    let mut next = 0u32;
+    let mut write_memtables = |n: usize| {
+        for _ in 0..n * memtable / value.len() {
+            engine.put(&key(next), &value).unwrap();
+            next += 1;
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let next_event = || loop {
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => return event,
+            Err(RecvTimeoutError::Timeout) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no compaction ran and ended in time"
+                )
+            }
+            Err(RecvTimeoutError::Disconnected) => panic!("the engine stopped"),
+        }
+    };
+    write_memtables(5);
+    while !matches!(
+        next_event(),
+        EngineEvent::CompactionStarted { level: 0, .. }
+    ) {}
+    // Four memtables more while the compaction runs.
+    write_memtables(4);
+    let (mut flushed, mut stopped) = (0, Vec::new());
+    let compaction = loop {
+        match next_event() {
+            EngineEvent::FlushFinished { .. } => flushed += 1,
+            EngineEvent::WriteStalled {
+                stopped: true,
+                duration,
+            } => stopped.push(duration),
+            EngineEvent::CompactionFinished {
+                level: 0, duration, ..
+            } => break duration,
+            _ => {}
+        }
+    };
+    assert!(
+        compaction > Duration::from_secs(1),
+        "the compaction took {compaction:?}: too short to show anything"
+    );
+    assert!(
+        stopped.iter().all(|d| *d < Duration::from_millis(500)),
+        "a writer stopped for {stopped:?} while a compaction ran for {compaction:?}"
+    );
+    assert!(
+        flushed >= 3,
+        "only {flushed} memtables were flushed while the compaction ran"
+    );
+}

@@ -1,12 +1,16 @@
-//! The background thread: flushes frozen memtables and runs compactions.
-//! Any failure poisons the engine; the thread then idles until shutdown.
+//! The background threads: one flushes frozen memtables, the other runs
+//! compactions. Apart, a long compaction (an L0 to L1 merge of hundreds of
+//! MiB takes seconds) never holds up a flush, so writers stop only when L0
+//! itself is too deep, not because the memtables could not be written out
+//! behind it. Manifest edits are serialised by the version set's lock.
+//! Any failure poisons the engine; the threads then idle until shutdown.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Frozen, Inner, ReadView, VersionSet};
+use super::{BgState, Frozen, Inner, ReadView, VersionSet};
 use crate::compaction::{CompactionTask, RateLimiter, pick_compaction, write_compaction_outputs};
 use crate::error::{EngineError, Result};
 use crate::events::EngineEvent;
@@ -19,14 +23,47 @@ use crate::options::{Options, WalMode};
 use crate::sstable::{BlockCache, Table, TableBuilder};
 use crate::version::{FileMeta, TableFile};
 
-/// How long the idle thread sleeps before re-checking for work.
+/// How long an idle thread sleeps before re-checking for work.
 const IDLE_WAIT: Duration = Duration::from_millis(500);
 
-pub(crate) fn run(inner: &Inner) {
+/// What a background thread does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    Flush,
+    Compaction,
+}
+
+impl Work {
+    pub(crate) fn thread_name(self) -> &'static str {
+        match self {
+            Work::Flush => "strata-engine-flush",
+            Work::Compaction => "strata-engine-compact",
+        }
+    }
+
+    /// This thread's wake-up flag.
+    fn woken(self, bg: &mut BgState) -> &mut bool {
+        match self {
+            Work::Flush => &mut bg.wake_flush,
+            Work::Compaction => &mut bg.wake_compaction,
+        }
+    }
+}
+
+pub(crate) fn run(inner: &Inner, work: Work) {
     loop {
         if !inner.is_poisoned() {
-            match step(inner) {
+            let done = match work {
+                Work::Flush => flush_step(inner),
+                Work::Compaction => compaction_step(inner),
+            };
+            match done {
                 Ok(true) => {
+                    if work == Work::Flush {
+                        // L0 grew: the compaction thread may have work.
+                        inner.bg.lock().wake_compaction = true;
+                        inner.bg_wake.notify_all();
+                    }
                     inner.bg_done.notify_all();
                     inner.stall.notify_all();
                     if inner.bg.lock().shutdown {
@@ -42,20 +79,29 @@ pub(crate) fn run(inner: &Inner) {
         if bg.shutdown {
             return;
         }
-        if !bg.wake {
+        if !*work.woken(&mut bg) {
             inner.bg_wake.wait_for(&mut bg, IDLE_WAIT);
         }
-        bg.wake = false;
+        *work.woken(&mut bg) = false;
     }
 }
 
-/// Does one unit of work; `Ok(false)` when there was none.
-fn step(inner: &Inner) -> Result<bool> {
+/// Flushes the oldest frozen memtable; `Ok(false)` when there is none.
+fn flush_step(inner: &Inner) -> Result<bool> {
     let view = inner.read_view();
-    if let Some(frozen) = view.imms.first() {
-        flush_frozen(inner, frozen)?;
-        return Ok(true);
+    match view.imms.first() {
+        Some(frozen) => {
+            flush_frozen(inner, frozen)?;
+            Ok(true)
+        }
+        None => Ok(false),
     }
+}
+
+/// Runs one compaction (the one asked for, if any); `Ok(false)` when none
+/// is due.
+fn compaction_step(inner: &Inner) -> Result<bool> {
+    let view = inner.read_view();
     let force = inner.bg.lock().manual_compaction;
     let task = pick_compaction(&view.version.layout(), &inner.opts.level_limits(), force);
     let did_work = match task {

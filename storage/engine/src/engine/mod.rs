@@ -41,10 +41,10 @@ pub type KvPair = (Vec<u8>, Vec<u8>);
 /// A durable, ordered key-value store on one directory.
 ///
 /// `Send + Sync`: share it as `Arc<Engine>`. Dropping it stops the
-/// background thread; [`Engine::close`] also syncs the WAL first.
+/// background threads; [`Engine::close`] also syncs the WAL first.
 pub struct Engine {
     inner: Arc<Inner>,
-    worker: Option<JoinHandle<()>>,
+    workers: Vec<JoinHandle<()>>,
 }
 
 /// A memtable waiting to be flushed.
@@ -99,7 +99,8 @@ pub(crate) struct VersionSet {
 #[derive(Default)]
 pub(crate) struct BgState {
     pub(crate) shutdown: bool,
-    pub(crate) wake: bool,
+    pub(crate) wake_flush: bool,
+    pub(crate) wake_compaction: bool,
     pub(crate) manual_compaction: bool,
 }
 
@@ -192,10 +193,12 @@ impl Inner {
         Arc::clone(&self.view.read())
     }
 
-    /// Wakes the background thread.
+    /// Wakes the background threads.
     pub(crate) fn wake_background(&self) {
-        self.bg.lock().wake = true;
-        self.bg_wake.notify_one();
+        let mut bg = self.bg.lock();
+        bg.wake_flush = true;
+        bg.wake_compaction = true;
+        self.bg_wake.notify_all();
     }
 
     pub(crate) fn stats(&self) -> EngineStats {
@@ -247,15 +250,20 @@ impl Engine {
         opts: Options,
     ) -> Result<Engine, EngineError> {
         let inner = Arc::new(open::recover(fs, dir, opts)?);
-        let worker_inner = Arc::clone(&inner);
-        let worker = std::thread::Builder::new()
-            .name("strata-engine-bg".to_string())
-            .spawn(move || background::run(&worker_inner))
-            .map_err(|e| EngineError::io("starting the background thread", e))?;
-        Ok(Engine {
+        let mut engine = Engine {
             inner,
-            worker: Some(worker),
-        })
+            workers: Vec::new(),
+        };
+        for work in [background::Work::Flush, background::Work::Compaction] {
+            let worker_inner = Arc::clone(&engine.inner);
+            // On failure the engine drops here, stopping a thread started.
+            let worker = std::thread::Builder::new()
+                .name(work.thread_name().to_string())
+                .spawn(move || background::run(&worker_inner, work))
+                .map_err(|e| EngineError::io("starting a background thread", e))?;
+            engine.workers.push(worker);
+        }
+        Ok(engine)
     }
 
     /// Writes `key -> value`; returns the write's sequence number.
@@ -279,10 +287,10 @@ impl Engine {
         self.inner.write(batch)
     }
 
-    /// Whether a write now would wait for the background thread to flush
+    /// Whether a write now would wait for the background threads to flush
     /// or compact (a write stall): a caller that must not block, such as a
     /// raft thread that has heartbeats to send, can hold its writes back
-    /// and ask again later. Asking wakes the background thread.
+    /// and ask again later. Asking wakes the background threads.
     pub fn write_would_wait(&self) -> bool {
         self.inner.write_would_wait()
     }
@@ -375,7 +383,7 @@ impl Engine {
         &self.inner.opts
     }
 
-    /// Syncs the WAL and stops the background thread.
+    /// Syncs the WAL and stops the background threads.
     pub fn close(mut self) -> Result<(), EngineError> {
         let synced = self.inner.sync_wal();
         self.stop_worker();
@@ -385,7 +393,7 @@ impl Engine {
     fn stop_worker(&mut self) {
         self.inner.bg.lock().shutdown = true;
         self.inner.bg_wake.notify_all();
-        if let Some(worker) = self.worker.take() {
+        for worker in self.workers.drain(..) {
             // A panicking worker has already poisoned nothing we can fix
             // here; the panic is surfaced by the thread's own message.
             let _ = worker.join();

@@ -274,12 +274,12 @@ impl Inner {
         }
     }
 
-    /// Asks the background thread to merge all of L0 into L1 and waits.
+    /// Asks the compaction thread to merge all of L0 into L1 and waits.
     pub(crate) fn compact_l0(&self) -> Result<()> {
         let mut bg = self.bg.lock();
         bg.manual_compaction = true;
-        bg.wake = true;
-        self.bg_wake.notify_one();
+        bg.wake_compaction = true;
+        self.bg_wake.notify_all();
         while bg.manual_compaction {
             self.check_writable()?;
             self.bg_done.wait_for(&mut bg, WAIT_SLICE);
