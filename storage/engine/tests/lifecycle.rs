@@ -244,3 +244,52 @@ fn a_long_compaction_does_not_hold_up_flushes() {
         "only {flushed} memtables were flushed while the compaction ran"
     );
 }
+
+// Proves that the engine says it is behind once L0 reaches the slowdown
+// trigger while a compaction is slow to drain it (or, on the way, while
+// frozen memtables fill their queue), says why, and no longer once the
+// background work has caught up.
+#[test]
+fn the_engine_says_when_its_background_work_is_behind() {
+    use std::time::{Duration, Instant};
+
+    let memtable = 16 << 10;
+    let opts = strata_engine::Options {
+        memtable_size_bytes: memtable,
+        l0_compaction_trigger: 2,
+        l0_slowdown_trigger: 4,
+        l0_stop_trigger: 100,
+        max_bytes_for_level_base: 64 << 20,
+        compaction_rate_limit_bytes_per_sec: 32 << 10,
+        ..tiny_options(WalMode::Disabled)
+    };
+    let fs = FaultFs::new();
+    let engine = open(&fs, opts);
+    assert_eq!(
+        engine.background_behind(),
+        None,
+        "an empty engine is not behind"
+    );
+    let value = vec![b'v'; 1024];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut next = 0u32;
+    let why = loop {
+        if let Some(why) = engine.background_behind()
+            && why.contains("L0 holds")
+        {
+            break why;
+        }
+        assert!(Instant::now() < deadline, "L0 never reached the trigger");
+        engine.put(&key(next), &value).unwrap();
+        next += 1;
+    };
+    assert!(why.contains("slow down at 4"), "{why}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while engine.background_behind().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "still behind after 60 s without writes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

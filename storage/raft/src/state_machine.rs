@@ -119,6 +119,12 @@ impl StateMachine {
         self.engine.write_would_wait()
     }
 
+    /// Why the engine's background work is behind, if it is (see
+    /// `Engine::background_behind`).
+    pub fn engine_behind(&self) -> Option<String> {
+        self.engine.background_behind()
+    }
+
     /// Applies `entries` (consecutive, ascending) in one atomic engine write.
     pub fn apply(&self, entries: &[Committed]) -> Result<Vec<Applied>, EngineError> {
         let Some(last) = entries.last() else {

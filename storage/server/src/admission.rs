@@ -12,6 +12,14 @@
 //! it certainly was not applied, and refusing it costs no more than
 //! receiving its bytes.
 //!
+//! A write is refused the same way while the node's storage engine is
+//! behind on its background work (L0 at its slowdown trigger, or every
+//! frozen memtable slot taken): taken then, it would wait in the apply
+//! behind a write stall, long enough to be answered "outcome unknown",
+//! and the stall would stop the raft thread's hand-over of committed
+//! entries on a follower. Refusing it gives the compactions time to catch
+//! up before writers must stop.
+//!
 //! A write's cost is its body's declared length (REST `Content-Length`) or
 //! its gRPC message's length (the 5-byte prefix, read ahead of the rest);
 //! a REST body of unknown length costs the largest a request may be. The
@@ -42,11 +50,15 @@ const GRPC_WRITES: [&str; 4] = [
 /// A gRPC message's prefix: a compression flag and a 4-byte length.
 const GRPC_PREFIX_BYTES: usize = 5;
 
+/// Says why the storage is behind, if it is.
+pub type Behind = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 pub struct WriteBudget {
     permits: Arc<Semaphore>,
     capacity: u32,
     /// What a body of unknown length costs: the largest a request may be.
     unknown_length_bytes: usize,
+    behind: Option<Behind>,
 }
 
 impl WriteBudget {
@@ -58,13 +70,29 @@ impl WriteBudget {
             permits: Arc::new(Semaphore::new(capacity as usize)),
             capacity,
             unknown_length_bytes,
+            behind: None,
         }
+    }
+
+    /// Refuses every write while `behind` says the storage is behind.
+    pub fn refusing_while(mut self, behind: Behind) -> Self {
+        self.behind = Some(behind);
+        self
     }
 
     /// Takes `bytes` of the budget until the permit is dropped, or refuses
     /// the write. A write larger than the whole budget takes all of it, so
     /// that it is admitted when nothing else is in flight rather than never.
     pub fn admit(&self, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
+        if let Some(why) = self.behind.as_ref().and_then(|behind| behind()) {
+            return Err(ApiError::new(
+                ErrorCode::Overloaded,
+                format!(
+                    "this node's storage engine is behind on its compactions ({why}); \
+                     not applied, retry"
+                ),
+            ));
+        }
         let cost = bytes.clamp(1, self.capacity as usize) as u32;
         match self.permits.clone().try_acquire_many_owned(cost) {
             Ok(permit) => Ok(permit),
@@ -209,6 +237,31 @@ mod tests {
         drop(first);
         assert_eq!(budget.in_flight(), 40);
         let _third = budget.admit(60).unwrap();
+    }
+
+    #[test]
+    fn writes_are_refused_as_overloaded_while_the_storage_is_behind() {
+        // Proves: while the storage says it is behind, a write that fits
+        // the budget is refused as OVERLOADED (not applied) with the reason,
+        // and takes nothing of the budget; once it has caught up, writes
+        // are admitted again.
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let behind = Arc::new(AtomicBool::new(true));
+        let flag = behind.clone();
+        let budget = WriteBudget::new(100, 100).refusing_while(Arc::new(move || {
+            flag.load(Ordering::Relaxed)
+                .then(|| "L0 holds 8 tables".to_string())
+        }));
+        let refused = budget.admit(10).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::Overloaded);
+        assert!(
+            refused.message.contains("L0 holds 8 tables"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(budget.in_flight(), 0);
+        behind.store(false, Ordering::Relaxed);
+        let _permit = budget.admit(10).expect("admitted once caught up");
     }
 
     #[test]

@@ -62,6 +62,7 @@ pub async fn router(
     console_dir: Option<&Path>,
 ) -> anyhow::Result<Router> {
     let core = state.core.clone();
+    let state_machine = core.peer().state_machine().clone();
     let metrics = state.metrics.clone();
     let stats = state.stats.clone();
     let slow_requests = stats.slow_requests();
@@ -98,10 +99,10 @@ pub async fn router(
     // Writes are charged before anything reads their bodies. Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
-    let budget = Arc::new(WriteBudget::new(
-        limits.max_write_bytes_in_flight,
-        limits.max_request_bytes,
-    ));
+    let budget = Arc::new(
+        WriteBudget::new(limits.max_write_bytes_in_flight, limits.max_request_bytes)
+            .refusing_while(Arc::new(move || state_machine.engine_behind())),
+    );
     Ok(app
         .fallback(fallback)
         .layer(axum::middleware::from_fn_with_state(

@@ -295,6 +295,14 @@ impl Engine {
         self.inner.write_would_wait()
     }
 
+    /// Why the background work is behind, if it is: L0 has reached the
+    /// slowdown trigger or every frozen memtable slot is taken, the states
+    /// that come before writers must stop. A server can refuse new writes
+    /// meanwhile, rather than take writes it cannot finish in time.
+    pub fn background_behind(&self) -> Option<String> {
+        self.inner.background_behind()
+    }
+
     /// The current value of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
         self.inner.get(key)

@@ -125,6 +125,24 @@ impl Inner {
         }
     }
 
+    /// Whether the background work is behind: L0 has reached the slowdown
+    /// trigger, or the queue of frozen memtables is full (the next full
+    /// memtable stops writers). Takes no lock that writers hold.
+    pub(crate) fn background_behind(&self) -> Option<String> {
+        let view = self.read_view();
+        let (l0, frozen) = (view.version.levels[0].len(), view.imms.len());
+        if l0 >= self.opts.l0_slowdown_trigger {
+            Some(format!(
+                "L0 holds {l0} tables (writes slow down at {})",
+                self.opts.l0_slowdown_trigger
+            ))
+        } else if frozen >= self.opts.max_immutable_memtables {
+            Some(format!("{frozen} memtables wait to be flushed"))
+        } else {
+            None
+        }
+    }
+
     /// Whether a write now would wait for the background thread (see
     /// `make_room`); if so, the background thread is woken to make room.
     /// A poisoned engine does not make writers wait: it refuses them.
