@@ -10,7 +10,9 @@ mod stall_group;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use stall_group::{ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, leader, start_group};
+use stall_group::{
+    ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, assert_catches_up, leader, start_group,
+};
 use strata_raft::{Command, PeerHandle, ProposeError};
 
 /// How long a sync stalls: fifteen election timeouts at most.
@@ -184,18 +186,5 @@ async fn follower_log_fsync_stall_costs_no_write_and_no_election() {
         "{elections} election(s) and {leader_changes} leader change(s) while a follower's log \
          fsync stalled"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while follower.status().applied_index < commit {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the follower never caught up: {:?}",
-            follower.status()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let held = follower
-        .state_machine()
-        .scan(b"k", Some(b"l"), WRITES + 1)
-        .expect("scan");
-    assert_eq!(held.len(), WRITES, "the follower holds every write");
+    assert_catches_up(&follower, commit, WRITES, Duration::from_secs(20)).await;
 }

@@ -15,8 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use stall_group::{
-    ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, leader, start_group,
-    start_group_with_wal,
+    ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, assert_catches_up, leader,
+    start_group, start_group_with_wal,
 };
 use strata_engine::WalMode;
 use strata_raft::{Command, RaftEventKind};
@@ -330,22 +330,14 @@ async fn followers_engine_write_stall_causes_no_election() {
         assert!(outcome.is_ok(), "write {i}: {outcome:?}");
     }
     let commit = leader.status().commit_index;
-    let deadline = Instant::now() + Duration::from_secs(20);
     for &f in &followers {
-        let follower = members[f].0.handle();
-        while follower.status().applied_index < commit {
-            assert!(
-                Instant::now() < deadline,
-                "a follower never applied what was committed: {:?}",
-                follower.status()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let held = follower
-            .state_machine()
-            .scan(b"k", Some(b"l"), WRITES + 1)
-            .expect("scan");
-        assert_eq!(held.len(), WRITES, "the follower holds every write");
+        assert_catches_up(
+            &members[f].0.handle(),
+            commit,
+            WRITES,
+            Duration::from_secs(20),
+        )
+        .await;
     }
 }
 

@@ -324,3 +324,27 @@ impl Elections {
         (elections, leader_changes)
     }
 }
+
+/// Waits until `follower` has applied `commit`, then checks that it holds
+/// the `writes` keys the tests write under `k`.
+pub async fn assert_catches_up(
+    follower: &PeerHandle,
+    commit: u64,
+    writes: usize,
+    within: Duration,
+) {
+    let deadline = Instant::now() + within;
+    while follower.status().applied_index < commit {
+        assert!(
+            Instant::now() < deadline,
+            "the follower never caught up: {:?}",
+            follower.status()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let held = follower
+        .state_machine()
+        .scan(b"k", Some(b"l"), writes + 1)
+        .expect("scan");
+    assert_eq!(held.len(), writes, "the follower holds every write");
+}
