@@ -88,8 +88,8 @@ impl WriteBudget {
             return Err(ApiError::new(
                 ErrorCode::Overloaded,
                 format!(
-                    "this node's storage engine is behind on its compactions ({why}); \
-                     not applied, retry"
+                    "this node's storage engine is behind on its flushes and compactions \
+                     ({why}); not applied, retry"
                 ),
             ));
         }

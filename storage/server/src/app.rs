@@ -43,8 +43,13 @@ fn reflection() -> tonic_reflection::server::Builder<'static> {
 /// The raft service alone, as the raft network threads serve it to peers'
 /// control-lane connections (`peer_net`).
 pub fn peer_router(raft: RaftService) -> Router {
+    with_raft(Router::new(), raft)
+}
+
+/// Mounts the internal raft service on `router`, with its message limits.
+fn with_raft(router: Router, raft: RaftService) -> Router {
     with_grpc(
-        Router::new(),
+        router,
         RaftServer::new(raft)
             .max_decoding_message_size(MAX_RAFT_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_RAFT_MESSAGE_BYTES),
@@ -83,13 +88,7 @@ pub async fn router(
         ClusterServer::new(ClusterService::new(core, stats)),
         Requests::One,
     );
-    app = with_grpc(
-        app,
-        RaftServer::new(raft)
-            .max_decoding_message_size(MAX_RAFT_MESSAGE_BYTES)
-            .max_encoding_message_size(MAX_RAFT_MESSAGE_BYTES),
-        Requests::OneExcept(&["Stream", "InstallSnapshot"]),
-    );
+    app = with_raft(app, raft);
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);
