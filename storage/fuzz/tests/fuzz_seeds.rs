@@ -234,6 +234,10 @@ fn seeds() -> Vec<Seed> {
                     raft_message(MessageType::MsgAppend, 2),
                     raft_message(MessageType::MsgHeartbeat, 2),
                 ],
+                from_incarnation: 0x5eed,
+                from_proven: true,
+                to_incarnation: 0xfeed,
+                vouched: true,
             }
             .encode_to_vec(),
         },
@@ -242,9 +246,10 @@ fn seeds() -> Vec<Seed> {
             name: "vote",
             bytes: RaftBatch {
                 group_id: 1,
-                from_node: 3,
+                from_node: 1,
                 to_node: 2,
                 messages: vec![raft_message(MessageType::MsgRequestVote, 2)],
+                ..RaftBatch::default()
             }
             .encode_to_vec(),
         },

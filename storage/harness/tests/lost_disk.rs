@@ -1,7 +1,8 @@
 //! A member that lost its disk: it comes back empty under its old id and
-//! command line, is told apart from a member that merely lags, stops with a
-//! clear message, and is replaced the documented way (removed, then an
-//! empty node started with `--join` under a new id).
+//! command line, is told apart from a member that merely lags, and is
+//! caught up as a new life of that member (a new incarnation), voting only
+//! once its leader vouched for it; the documented replacement (removed,
+//! then an empty node started with `--join` under a new id) works too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,47 +12,62 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use strata_harness::Cluster;
 
-/// What the node must say when it stops: what happened and what to do.
-const LOST_STATE: &str = "lost data it had acknowledged";
-const REMEDY: &str = "strata member remove";
+/// What the node says while it may not vote, and once it may.
+const UNPROVEN: &str = "no leader has vouched for it yet";
+const PROVEN: &str = "this member is proven";
+/// What its leader says on hearing the new life.
+const NEW_LIFE: &str = "came back with an empty log";
 
-/// Starts node `id` (with `--join` when `join`), waits until it ends by
-/// itself and checks that it ended with an error exit (not a signal, not a
-/// panic) and the clear message, in at most a few seconds.
-async fn start_and_expect_clear_stop(c: &mut Cluster, id: u64, join: bool) {
+/// Starts node `id` (with `--join` when `join`) on an emptied data
+/// directory and waits until it is proven: it must neither panic nor exit,
+/// and its leader must have said that it came back as a new life.
+async fn start_and_expect_new_life(c: &mut Cluster, id: u64, join: bool) {
     let log_before = c.node_log(id).len();
+    let others: Vec<u64> = c.node_ids().into_iter().filter(|&n| n != id).collect();
+    let others_before: Vec<usize> = others.iter().map(|&n| c.node_log(n).len()).collect();
     if join {
         c.start_node_joining(id).unwrap();
     } else {
         c.start_node(id).unwrap();
     }
     let started = Instant::now();
-    let status = c.wait_exit(id, Duration::from_secs(30)).await.unwrap();
-    let took = started.elapsed();
-    let log = String::from_utf8_lossy(&c.node_log(id).as_bytes()[log_before..]).into_owned();
-    let panic = log
+    let deadline = started + Duration::from_secs(30);
+    let log = loop {
+        let log = String::from_utf8_lossy(&c.node_log(id).as_bytes()[log_before..]).into_owned();
+        let panic = log
+            .lines()
+            .filter(|l| l.contains("panicked") || l.contains("out of range"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(panic.is_empty(), "node {id} panicked:\n{panic}");
+        if log.contains(PROVEN) {
+            break log;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {id} was not vouched for within 30s; its log:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        c.wait_exit(id, Duration::from_millis(500)).await.is_err(),
+        "node {id} exited; its log:\n{log}"
+    );
+    let heard = others.iter().zip(&others_before).any(|(&n, &before)| {
+        String::from_utf8_lossy(&c.node_log(n).as_bytes()[before..]).contains(NEW_LIFE)
+    });
+    assert!(
+        heard,
+        "no other member said that node {id} came back with an empty log"
+    );
+    let said = log
         .lines()
-        .filter(|l| l.contains("panicked") || l.contains("out of range"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(
-        panic.is_empty(),
-        "node {id} panicked instead of stopping clearly ({status}):\n{panic}"
+        .filter(|l| l.contains(UNPROVEN) || l.contains(PROVEN))
+        .take(3);
+    eprintln!(
+        "node {id} was vouched for {:?} after it started, saying:",
+        started.elapsed()
     );
-    assert!(
-        log.contains(LOST_STATE) && log.contains(REMEDY),
-        "node {id} stopped ({status}) without the clear message; its log:\n{log}"
-    );
-    assert!(
-        status.code().is_some_and(|code| code != 0),
-        "node {id} must exit with an error code, not {status}"
-    );
-    assert!(
-        took < Duration::from_secs(10),
-        "node {id} took {took:?} to stop"
-    );
-    let said = log.lines().filter(|l| l.contains(LOST_STATE));
-    eprintln!("node {id} stopped by itself after {took:?} ({status}), saying:");
     for line in said {
         eprintln!("  {line}");
     }
@@ -112,16 +128,18 @@ async fn read_on(c: &Cluster, id: u64, key: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn member_restarted_on_an_empty_disk_stops_clearly_and_returns_by_join() {
+async fn member_restarted_on_an_empty_disk_is_caught_up_as_a_new_life() {
     // Proves: a follower killed, its data directory emptied and started
-    // again with its old command line stops by itself within seconds with
-    // an error exit and a message saying it lost acknowledged data and how
-    // to bring it back (before: raft-rs panicked with "to_commit … is out
-    // of range [last_index 5]" and the process aborted, at every restart);
-    // so does starting it empty with `--join` while it is still a member;
-    // the other two keep taking writes all along; removing it and starting
-    // an empty node with `--join` under a new id brings the cluster back to
-    // three voters, the new one caught up by snapshot and serving the data.
+    // again with its old command line comes back by itself (before:
+    // raft-rs panicked with "to_commit … is out of range [last_index 5]"
+    // and the process aborted, at every restart; then it stopped with lost
+    // state and needed an operator), its leader drops what it counted of
+    // the old life, catches it up and vouches for it, and it serves every
+    // write acknowledged before and while it was down; so does starting it
+    // empty with `--join` while it is still a member; the other two keep
+    // taking writes all along. Then the documented replacement: removing
+    // it and starting an empty node with `--join` under a new id brings the
+    // cluster back to three voters, the new one caught up by snapshot.
     let mut c = Cluster::start(3).await.unwrap();
     for i in 0..300 {
         let key = format!("before-{i:03}");
@@ -134,24 +152,27 @@ async fn member_restarted_on_an_empty_disk_stops_clearly_and_returns_by_join() {
     let lost = c.follower().await.unwrap();
     c.kill(lost).unwrap();
     c.wipe(lost).unwrap();
-
-    start_and_expect_clear_stop(&mut c, lost, false).await;
     c.put_until_ok("while-it-is-down", "ok", Duration::from_secs(10))
         .await
         .expect("the other two take writes");
-    // A supervisor that restarts it gets the same clear stop, every time.
-    start_and_expect_clear_stop(&mut c, lost, false).await;
-    // So does starting it empty with --join before removing it: the
-    // cluster still counts it as a voter holding what it acknowledged.
-    c.wipe(lost).unwrap();
-    start_and_expect_clear_stop(&mut c, lost, true).await;
 
-    // The documented way back: remove the member and start an empty node
-    // with `--join` under a new id. A new id, because raft knows members by
-    // id only: messages the others addressed to the old member before its
-    // removal (heartbeats still queued for it, counting what it had
-    // acknowledged) would otherwise reach the new node and look like proof
-    // that it lost state.
+    start_and_expect_new_life(&mut c, lost, false).await;
+    for i in (0..300).step_by(37) {
+        let key = format!("before-{i:03}");
+        assert_eq!(read_on(&c, lost, &key).await, key);
+    }
+    assert_eq!(read_on(&c, lost, "while-it-is-down").await, "ok");
+
+    // Emptied again and started with --join while still a member: the
+    // same, since the cluster knows it already.
+    c.kill(lost).unwrap();
+    c.wipe(lost).unwrap();
+    start_and_expect_new_life(&mut c, lost, true).await;
+    assert_eq!(read_on(&c, lost, "while-it-is-down").await, "ok");
+
+    // The documented replacement: remove the member and start an empty
+    // node with `--join` under a new id.
+    c.kill(lost).unwrap();
     let r = c
         .http()
         .delete(format!("{}/v1/cluster/members/{lost}", c.gateway_url()))

@@ -80,6 +80,7 @@ mod driver;
 pub mod error;
 mod events;
 mod fail_stop;
+pub mod identity;
 pub mod keys;
 pub mod log;
 pub mod log_compaction;
@@ -91,6 +92,7 @@ mod peer;
 #[cfg(test)]
 mod sim;
 pub mod snapshot;
+mod stamp;
 pub mod state_machine;
 mod status;
 mod trace;
@@ -114,6 +116,7 @@ pub use raft::eraftpb::{
     MessageType,
 };
 pub use snapshot::SnapshotDirs;
+pub use stamp::{Stamp, Stamps};
 pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
 pub use status::{
     ElectionReason, ElectionStart, HandOver, PeerStatus, RaftEvent, RaftEventKind, Role,

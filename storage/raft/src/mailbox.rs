@@ -30,6 +30,7 @@ use crate::error::ProposeError;
 use crate::log_compaction::LogCompaction;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{JobDone, SnapshotDirs};
+use crate::stamp::{Stamp, Stamps};
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent};
 use crate::trace::TraceParent;
@@ -58,7 +59,8 @@ pub(crate) enum Input {
     Read {
         tx: ReadTx,
     },
-    Step(Message),
+    /// A raft message and the stamp of the batch it came in.
+    Step(Message, Stamp),
     Unreachable(u64),
     TransferLeader {
         to: u64,
@@ -127,6 +129,8 @@ pub(crate) struct Shared {
     pub(crate) snapshot_dirs: SnapshotDirs,
     /// The driver's counters (the same families it updates).
     pub(crate) metrics: RaftMetrics,
+    /// What the transport stamps batches with.
+    pub(crate) stamps: Arc<Stamps>,
     next_request_id: AtomicU64,
     /// How the latest snapshot send to each member ended, until the
     /// driver takes it: raft waits for it before sending that member more.
@@ -153,6 +157,7 @@ impl Shared {
         state_machine: Arc<StateMachine>,
         snapshot_dirs: SnapshotDirs,
         metrics: RaftMetrics,
+        stamps: Arc<Stamps>,
     ) -> Self {
         let (events, _) = broadcast::channel(256);
         Shared {
@@ -162,6 +167,7 @@ impl Shared {
             state_machine,
             snapshot_dirs,
             metrics,
+            stamps,
             // Request ids only need to be unique per proposer and restart:
             // start from a random point so a restarted node does not reuse
             // old ids.

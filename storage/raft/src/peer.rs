@@ -19,6 +19,7 @@ use crate::log_compaction::LogCompaction;
 use crate::mailbox::Input;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{SnapshotDirs, spawn_worker};
+use crate::stamp::Stamp;
 use crate::state_machine::StateMachine;
 use crate::status::{HandOver, PeerStatus, RaftEvent, RaftEventKind};
 use crate::trace::TraceParent;
@@ -108,6 +109,7 @@ impl Peer {
             state_machine,
             dirs,
             driver.metrics().clone(),
+            driver.stamps(),
         ));
         let handle = PeerHandle { inner: shared };
         let thread_handle = handle.clone();
@@ -266,11 +268,17 @@ impl PeerHandle {
         rx.await.map_err(|_| ProposeError::Stopped)?
     }
 
-    /// Hands a message from the network to the peer.
-    pub fn step(&self, message: Message) {
+    /// Hands a message from the network to the peer, with the stamp of
+    /// the batch it came in.
+    pub fn step(&self, message: Message, stamp: Stamp) {
         // A full raft channel drops the message; raft retransmits. Client
         // requests wait elsewhere and cannot fill it.
-        self.inner.offer(Input::Step(message));
+        self.inner.offer(Input::Step(message, stamp));
+    }
+
+    /// The stamp for a batch of this peer's messages to member `to`.
+    pub fn stamp_to(&self, to: u64) -> Stamp {
+        self.inner.stamps.to(to)
     }
 
     /// Tells raft how sending a snapshot to `to` ended. Never waits, so
@@ -376,6 +384,7 @@ mod tests {
                     sm,
                     dirs,
                     RaftMetrics::default(),
+                    Arc::new(crate::stamp::Stamps::new(1, true)),
                 )),
             };
             IdlePeer {
@@ -429,11 +438,11 @@ mod tests {
     fn raft_message_reaches_the_driver_past_an_inbox_full_of_proposals() {
         let peer = IdlePeer::new(8);
         assert_eq!(peer.fill_with_proposals(), 8);
-        peer.handle.step(append_from(2));
+        peer.handle.step(append_from(2), Stamp::default());
         let steps = peer
             .taken()
             .into_iter()
-            .filter(|i| matches!(i, Input::Step(m) if m.from == 2))
+            .filter(|i| matches!(i, Input::Step(m, _) if m.from == 2))
             .count();
         assert_eq!(steps, 1, "the append from node 2 was dropped");
     }
@@ -446,7 +455,7 @@ mod tests {
         let peer = IdlePeer::new(8);
         peer.fill_with_proposals();
         for _ in 0..64 {
-            peer.handle.step(append_from(2));
+            peer.handle.step(append_from(2), Stamp::default());
         }
         let (done_tx, done) = std::sync::mpsc::channel();
         let handle = peer.handle.clone();

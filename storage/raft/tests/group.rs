@@ -40,8 +40,9 @@ impl Transport for Network {
             if cut_off != 0 && (m.to == cut_off || m.from == cut_off) {
                 continue;
             }
-            if let Some(to) = members.get(&m.to) {
-                to.step(m);
+            if let (Some(from), Some(to)) = (members.get(&m.from), members.get(&m.to)) {
+                let stamp = from.stamp_to(m.to);
+                to.step(m, stamp);
             }
         }
     }

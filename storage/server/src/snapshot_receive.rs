@@ -62,7 +62,9 @@ pub async fn receive(
         "index {} term {} from node {}",
         meta.index, meta.term, message.from
     ));
-    peer.step(message);
+    // The snapshot stream carries no stamp; what the leader knows of this
+    // member travels with its batches.
+    peer.step(message, strata_raft::Stamp::default());
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use strata_proto::v1::raft_client::RaftClient;
 use strata_proto::v1::{RaftAck, RaftBatch};
-use strata_raft::{Message, MessageType, PeerHandle, Transport};
+use strata_raft::{Message, MessageType, PeerHandle, Stamp, Transport};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio_stream::wrappers::ReceiverStream;
@@ -177,7 +177,22 @@ async fn pump(
         let (batches, stream) = mpsc::channel(STREAM_BUFFER);
         let mut client = client.clone();
         let call = async move { client.stream(ReceiverStream::new(stream)).await };
-        match feed(first, &mut rx, &batches, call, header, STALL_TIMEOUT).await {
+        // Each batch is stamped with what the peer knows as it leaves.
+        let stamp = || {
+            peer.get()
+                .map_or_else(Stamp::default, |p| p.stamp_to(header.to))
+        };
+        match feed(
+            first,
+            &mut rx,
+            &batches,
+            call,
+            header,
+            &stamp,
+            STALL_TIMEOUT,
+        )
+        .await
+        {
             Ended::QueueClosed => return,
             Ended::Failed(reason) => {
                 tracing::debug!(to = header.to, reason, "raft stream ended");
@@ -216,6 +231,7 @@ async fn feed(
     batches: &mpsc::Sender<RaftBatch>,
     call: impl Future<Output = Result<tonic::Response<RaftAck>, tonic::Status>>,
     header: BatchHeader,
+    stamp: &(dyn Fn() -> Stamp + Sync),
     stall: Duration,
 ) -> Ended {
     let ended = |answer: Result<tonic::Response<RaftAck>, tonic::Status>| match answer {
@@ -236,7 +252,7 @@ async fn feed(
                 answer = &mut call => return ended(answer),
             },
         };
-        let (batch, left) = collect_batch(first, rx, header);
+        let (batch, left) = collect_batch(first, rx, header, stamp());
         next = left;
         let batch = match batches.try_send(batch) {
             Ok(()) => continue,
@@ -269,6 +285,7 @@ fn collect_batch(
     first: Bytes,
     rx: &mut mpsc::Receiver<Message>,
     header: BatchHeader,
+    stamp: Stamp,
 ) -> (RaftBatch, Option<Bytes>) {
     let mut bytes = first.len();
     let mut messages = vec![first];
@@ -288,6 +305,10 @@ fn collect_batch(
         from_node: header.from,
         to_node: header.to,
         messages,
+        from_incarnation: stamp.incarnation,
+        from_proven: stamp.proven,
+        to_incarnation: stamp.to_incarnation,
+        vouched: stamp.vouched,
     };
     (batch, left)
 }
@@ -304,6 +325,13 @@ mod tests {
         to: 2,
     };
 
+    const STAMP: Stamp = Stamp {
+        incarnation: 11,
+        proven: true,
+        to_incarnation: 22,
+        vouched: true,
+    };
+
     fn message(index: u64) -> Message {
         Message {
             to: 2,
@@ -318,7 +346,7 @@ mod tests {
     #[tokio::test]
     async fn queued_messages_travel_as_one_batch_until_the_queue_closes() {
         // Proves: what is queued when a batch starts goes in that batch, with
-        // the header; later messages go in later batches on the same stream;
+        // the header and the stamp; later messages go in later batches on the same stream;
         // closing the queue ends the feed without a failure.
         let (tx, mut rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
@@ -332,6 +360,7 @@ mod tests {
                 &batches,
                 pending::<Answer>(),
                 HEADER,
+                &|| STAMP,
                 STALL_TIMEOUT,
             )
             .await;
@@ -339,6 +368,16 @@ mod tests {
         });
         let first = out.recv().await.unwrap();
         assert_eq!((first.group_id, first.from_node, first.to_node), (1, 1, 2));
+        assert_eq!(
+            (
+                first.from_incarnation,
+                first.from_proven,
+                first.to_incarnation,
+                first.vouched
+            ),
+            (11, true, 22, true),
+            "the batch carries the stamp"
+        );
         let indexes: Vec<u64> = first
             .messages
             .iter()
@@ -385,6 +424,7 @@ mod tests {
                 &batches,
                 pending::<Answer>(),
                 HEADER,
+                &Stamp::default,
                 STALL_TIMEOUT,
             )
             .await
@@ -455,6 +495,7 @@ mod tests {
             &batches,
             refused,
             HEADER,
+            &Stamp::default,
             STALL_TIMEOUT,
         )
         .await;
@@ -463,7 +504,16 @@ mod tests {
         };
         assert!(reason.contains("node 7"), "{reason}");
         let closed = async { Ok(tonic::Response::new(RaftAck {})) };
-        let ended = feed(message(1), &mut rx, &batches, closed, HEADER, STALL_TIMEOUT).await;
+        let ended = feed(
+            message(1),
+            &mut rx,
+            &batches,
+            closed,
+            HEADER,
+            &Stamp::default,
+            STALL_TIMEOUT,
+        )
+        .await;
         assert_eq!(
             ended,
             Ended::Failed("the receiver closed the stream".into())
@@ -477,7 +527,7 @@ mod tests {
         let (_tx, mut rx) = mpsc::channel(16);
         let (batches, _out) = mpsc::channel(1);
         // The stream's buffer is already full.
-        let (full, _) = collect_batch(encode(&message(1)), &mut rx, HEADER);
+        let (full, _) = collect_batch(encode(&message(1)), &mut rx, HEADER, Stamp::default());
         batches.try_send(full).unwrap();
         let stall = Duration::from_millis(50);
         let feeding = feed(
@@ -486,6 +536,7 @@ mod tests {
             &batches,
             pending::<Answer>(),
             HEADER,
+            &Stamp::default,
             stall,
         );
         let ended = tokio::time::timeout(Duration::from_secs(30), feeding)

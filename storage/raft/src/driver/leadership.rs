@@ -25,6 +25,12 @@ impl Driver {
         if !raft.prs().conf().voters().ids().contains(to) {
             return Err(ProposeError::Invalid(format!("node {to} is not a voter")));
         }
+        if self.awaits_vouching(to) {
+            return Err(ProposeError::Invalid(format!(
+                "node {to} came back with an empty log and is still being caught up: it may not \
+                 campaign until this leader vouches for it"
+            )));
+        }
         if to != self.id {
             self.node.transfer_leader(to);
         }
@@ -32,8 +38,9 @@ impl Driver {
     }
 
     /// Starts handing leadership to the voter whose log matches this
-    /// leader's furthest (among those recently heard from, if any are), so
-    /// that it can take over at once, as a leader does before it stops.
+    /// leader's furthest (among those recently heard from and allowed to
+    /// campaign, if any are), so that it can take over at once, as a leader
+    /// does before it stops.
     /// `None` when this node does not lead or is the only voter.
     pub(super) fn hand_over(&mut self) -> Result<Option<HandOver>, ProposeError> {
         if let Some(refusal) = self.storage_refusal() {
@@ -48,7 +55,14 @@ impl Driver {
             .prs()
             .iter()
             .filter(|(id, _)| **id != self.id && voters.contains(**id))
-            .max_by_key(|(id, pr)| (pr.recent_active, pr.matched, Reverse(**id)))
+            .max_by_key(|(id, pr)| {
+                (
+                    !self.awaits_vouching(**id),
+                    pr.recent_active,
+                    pr.matched,
+                    Reverse(**id),
+                )
+            })
             .map(|(id, pr)| HandOver {
                 to: *id,
                 match_index: pr.matched,

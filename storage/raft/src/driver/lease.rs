@@ -249,6 +249,7 @@ impl Driver {
                 lease.transfer_sent(term);
             }
         }
+        self.withhold_campaign(&mut messages);
         let prs = self.node.raft.prs();
         self.flow.admit(&mut messages, |id| {
             prs.get(id)

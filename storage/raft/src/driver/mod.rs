@@ -35,6 +35,7 @@ use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
 use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
+use crate::identity::Identity;
 use crate::log::io::LogIo;
 use crate::log::{LogWriter, RaftLogStore};
 use crate::logger::raft_logger;
@@ -42,6 +43,7 @@ use crate::mailbox::{ConfTx, Inbox, Input, Shared};
 use crate::members::Members;
 use crate::metrics::RaftMetrics;
 use crate::snapshot::{Job, SnapshotDirs};
+use crate::stamp::Stamps;
 use crate::state_machine::StateMachine;
 use crate::status::PeerStatus;
 use crate::trace;
@@ -62,6 +64,7 @@ mod reads;
 mod recovery;
 mod snapshots;
 mod stop;
+mod vouching;
 
 /// What does a driver's work off its thread: the raft log's I/O (made
 /// from the log's writer once recovery is done with it) and applying
@@ -134,6 +137,12 @@ pub(crate) struct Driver {
     /// When this leader's log reached each last index (members' lag in time).
     append_times: AppendTimes,
     metrics: RaftMetrics,
+    /// This member's incarnation and whether it is proven.
+    identity: Identity,
+    /// What batches sent are stamped with, and what the stamps received
+    /// made of the others.
+    stamps: Arc<Stamps>,
+    vouching: vouching::Vouching,
 }
 
 impl Driver {
@@ -148,7 +157,7 @@ impl Driver {
         jobs: crossbeam_channel::Sender<Job>,
         workers: Workers,
     ) -> Result<Self, StartError> {
-        let (mut store, applied) = recovery::recover(config, &state_machine, &dirs)?;
+        let (mut store, applied, identity) = recovery::recover(config, &state_machine, &dirs)?;
         let writer = store
             .take_writer()
             .ok_or_else(|| StartError::Config("the raft log's writer is taken".into()))?;
@@ -224,6 +233,9 @@ impl Driver {
             members: config.members.clone(),
             events: EventLog::default(),
             append_times: AppendTimes::default(),
+            stamps: Arc::new(Stamps::new(identity.incarnation(), identity.is_proven())),
+            vouching: vouching::Vouching::new(identity.is_proven()),
+            identity,
         };
         driver.last_status = driver.compute_status();
         Ok(driver)
@@ -249,6 +261,9 @@ impl Driver {
             self.on_snapshot_report(to, ok);
         }
         self.propose_queued();
+        if self.failure.is_none() {
+            self.vouch();
+        }
         self.issue_reads();
         // A failed peer is inert: it neither persists nor sends anything
         // (a follower's acknowledgement or a leader's own vote would promise
@@ -335,8 +350,8 @@ impl Driver {
                 tx,
             } => self.propose(request_id, command, trace, tx),
             Input::Read { tx } => self.read(tx),
-            Input::Step(_) if self.failure.is_some() => {}
-            Input::Step(m) => {
+            Input::Step(..) if self.failure.is_some() => {}
+            Input::Step(m, stamp) => {
                 if m.to != self.id {
                     tracing::warn!(to = m.to, "dropping raft message addressed to another peer");
                     return;
@@ -344,7 +359,8 @@ impl Driver {
                 if !self.snapshot_was_received(&m) {
                     return;
                 }
-                self.step_screened(m);
+                self.note_stamp(m.from, stamp);
+                self.step_screened(m, stamp);
             }
             Input::Unreachable(id) => self.node.report_unreachable(id),
             Input::TransferLeader { to, tx } => {

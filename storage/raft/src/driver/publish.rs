@@ -16,6 +16,11 @@ impl Driver {
         &self.metrics
     }
 
+    /// What the transport stamps this peer's batches with.
+    pub(crate) fn stamps(&self) -> std::sync::Arc<crate::stamp::Stamps> {
+        self.stamps.clone()
+    }
+
     /// The status as last published.
     pub(crate) fn status(&self) -> PeerStatus {
         self.last_status.clone()

@@ -10,24 +10,26 @@ use raft::eraftpb::{ConfState, SnapshotMetadata};
 
 use crate::config::PeerConfig;
 use crate::error::StartError;
+use crate::identity::Identity;
 use crate::log::RaftLogStore;
 use crate::members::Members;
 use crate::snapshot::SnapshotDirs;
 use crate::state_machine::StateMachine;
 
 /// Opens and reconciles the raft log and the state machine; returns the
-/// log and the index the state machine has applied.
+/// log, the index the state machine has applied and the member's identity.
 pub(super) fn recover(
     config: &PeerConfig,
     state_machine: &StateMachine,
     dirs: &SnapshotDirs,
-) -> Result<(RaftLogStore, u64), StartError> {
+) -> Result<(RaftLogStore, u64, Identity), StartError> {
     let mut store = RaftLogStore::open(
         config.log_fs.clone(),
         &config.log_dir,
         config.max_segment_bytes,
         &config.bootstrap_voters,
     )?;
+    let identity = Identity::open(config.log_fs.clone(), &config.log_dir, store.opened_empty())?;
     finish_interrupted_install(state_machine, &mut store)?;
     // Snapshots staged but never installed (raft found them stale, or
     // the node stopped first) are of no further use.
@@ -79,7 +81,7 @@ pub(super) fn recover(
         store.set_commit(applied);
         store.persist()?;
     }
-    Ok((store, applied))
+    Ok((store, applied, identity))
 }
 
 /// Finishes a snapshot install a crash interrupted: the staged copy is
@@ -157,7 +159,7 @@ mod tests {
         let snapshots = tempfile::tempdir().expect("tempdir");
         let fs = FaultFs::new();
         let (config, sm, dirs) = parts(&fs, snapshots.path());
-        let (mut store, applied) = recover(&config, &sm, &dirs).expect("first start");
+        let (mut store, applied, _) = recover(&config, &sm, &dirs).expect("first start");
         let later = ConfState {
             voters: vec![1, 2, 3, 4],
             ..Default::default()
@@ -172,7 +174,7 @@ mod tests {
         drop((store, sm));
         let fs = fs.crash();
         let (config, sm, dirs) = parts(&fs, snapshots.path());
-        let (store, applied_after) = recover(&config, &sm, &dirs).expect("restart");
+        let (store, applied_after, _) = recover(&config, &sm, &dirs).expect("restart");
         assert_eq!(
             applied_after, applied,
             "the engine lost nothing it had made durable"

@@ -62,7 +62,7 @@ fn refuse(input: Input) {
             let _ = tx.send(Err(stopped));
         }
         // Raft's own inputs come on the other channel; no one waits on them.
-        Input::Step(_) | Input::Unreachable(_) | Input::Wake | Input::Job(_) => {}
+        Input::Step(..) | Input::Unreachable(_) | Input::Wake | Input::Job(_) => {}
     }
 }
 
@@ -127,6 +127,7 @@ mod tests {
             sm,
             dirs,
             driver.metrics().clone(),
+            driver.stamps(),
         ));
         driver.raw_mut().campaign().expect("campaign");
         for _ in 0..10 {

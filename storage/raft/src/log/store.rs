@@ -103,6 +103,8 @@ pub struct RaftLogStore {
     /// During replay: the base the oldest segment's header recorded, below
     /// which no entries record may start.
     recorded_base: u64,
+    /// The log held no record when it was opened.
+    opened_empty: bool,
 }
 
 fn corrupt(dir: &Path, reason: impl Into<String>) -> LogError {
@@ -161,6 +163,7 @@ impl RaftLogStore {
             snapshot_wanted: Cell::new(false),
             base_unconfirmed: false,
             recorded_base: 0,
+            opened_empty: is_new,
         };
         for rec in records {
             store.replay(dir, rec)?;
@@ -511,6 +514,12 @@ impl RaftLogStore {
             base_index: self.base_index,
             base_term: self.base_term,
         }
+    }
+
+    /// Whether the log held no record when it was opened (a new member,
+    /// or one whose disk was emptied).
+    pub fn opened_empty(&self) -> bool {
+        self.opened_empty
     }
 
     pub fn hard_state(&self) -> &HardState {

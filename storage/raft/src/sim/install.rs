@@ -216,7 +216,8 @@ fn snapshot_message_without_its_transfer_is_not_installed() {
     let applied = sim.applied(f);
     for m in bare {
         let live = sim.nodes[f].live.as_mut().expect("it runs");
-        live.driver.handle(Input::Step(m));
+        live.driver
+            .handle(Input::Step(m, crate::stamp::Stamp::default()));
         live.driver.round(&live.shared);
     }
     let failure = sim.nodes[f]

@@ -10,6 +10,7 @@ use rand::Rng;
 use rand::rngs::StdRng;
 
 use super::transport::Payload;
+use crate::stamp::Stamp;
 
 /// How hostile the network is, in per-message probabilities.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +23,8 @@ pub struct Weather {
 /// A message on the wire; `snapshot` holds the files of a `MsgSnapshot`.
 pub struct Envelope {
     pub message: Message,
+    /// The stamp of the batch the real transport would carry it in.
+    pub stamp: Stamp,
     pub snapshot: Option<Payload>,
 }
 
@@ -61,6 +64,7 @@ impl Net {
             let at = now + rng.random_range(0..=weather.max_delay_ms);
             let copy = Envelope {
                 message: e.message.clone(),
+                stamp: e.stamp,
                 snapshot: None,
             };
             self.in_flight.push((at, copy));

@@ -202,6 +202,7 @@ impl SimNode {
             sm,
             dirs,
             driver.metrics().clone(),
+            driver.stamps(),
         ));
         let events = shared.events.subscribe();
         self.generation += 1;

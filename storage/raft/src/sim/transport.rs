@@ -75,6 +75,7 @@ impl Sim {
                 None
             };
             let e = Envelope {
+                stamp: live.shared.stamps.to(to),
                 message: m,
                 snapshot,
             };
@@ -128,7 +129,7 @@ impl Sim {
                 }
             }
         }
-        live.driver.handle(Input::Step(e.message));
+        live.driver.handle(Input::Step(e.message, e.stamp));
         if let Some(p) = e.snapshot {
             self.report_snapshot(from, p.sender_generation, to, true);
         }

@@ -159,15 +159,16 @@ impl Transport for Network {
                 let bytes: usize = m.get_entries().iter().map(|e| e.data.len()).sum();
                 *self.append_bytes.write().entry(m.to).or_default() += bytes as u64;
             }
+            let stamp = from.stamp_to(m.to);
             if m.get_msg_type() != MessageType::MsgSnapshot {
-                to.step(m);
+                to.step(m, stamp);
                 continue;
             }
             let target = m.to;
             match stage_snapshot(from, to, &m) {
                 Ok(()) => {
                     self.snapshots.fetch_add(1, Ordering::Relaxed);
-                    to.step(m);
+                    to.step(m, stamp);
                     from.report_snapshot(target, true);
                 }
                 Err(e) => {

@@ -2,7 +2,7 @@
 
 use strata_proto::v1::raft_server::Raft;
 use strata_proto::v1::{RaftAck, RaftBatch, SnapshotChunk};
-use strata_raft::{Message, PeerHandle};
+use strata_raft::{Message, PeerHandle, Stamp};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -38,9 +38,27 @@ pub fn validate_batch(id: u64, group_id: u64, batch: &RaftBatch) -> Result<Vec<M
                 m.to
             )));
         }
+        // The batch's stamp speaks for its sender: a message from anyone
+        // else would have it say something of a member it does not know.
+        if m.from != batch.from_node {
+            return Err(Status::invalid_argument(format!(
+                "raft message {i} is from node {}, in a batch from node {}",
+                m.from, batch.from_node
+            )));
+        }
         messages.push(m);
     }
     Ok(messages)
+}
+
+/// The stamp a batch carries.
+pub fn stamp_of(batch: &RaftBatch) -> Stamp {
+    Stamp {
+        incarnation: batch.from_incarnation,
+        proven: batch.from_proven,
+        to_incarnation: batch.to_incarnation,
+        vouched: batch.vouched,
+    }
 }
 
 #[derive(Clone)]
@@ -73,8 +91,9 @@ impl RaftService {
     }
 
     fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
+        let stamp = stamp_of(batch);
         for m in validate_batch(self.id, self.group_id, batch)? {
-            self.peer.step(m);
+            self.peer.step(m, stamp);
         }
         Ok(())
     }
@@ -201,6 +220,7 @@ mod tests {
             from_node: 2,
             to_node: to,
             messages: Vec::new(),
+            ..RaftBatch::default()
         }
     }
 
@@ -267,6 +287,7 @@ mod tests {
             from_node: 1,
             to_node: 2,
             messages: vec![message_to(2).into(), message_to(2).into()],
+            ..RaftBatch::default()
         };
         assert_eq!(validate_batch(2, 1, &good).unwrap().len(), 2);
         assert_eq!(
@@ -283,9 +304,17 @@ mod tests {
             validate_batch(2, 1, &bad).unwrap_err().code(),
             Code::InvalidArgument
         );
-        let mut elsewhere = good;
+        let mut elsewhere = good.clone();
         elsewhere.messages.push(message_to(5).into());
         let e = validate_batch(2, 1, &elsewhere).unwrap_err();
         assert_eq!(e.message(), "raft message 2 is addressed to node 5");
+        let mut forwarded = good;
+        forwarded.from_node = 3;
+        let e = validate_batch(2, 1, &forwarded).unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert_eq!(
+            e.message(),
+            "raft message 0 is from node 1, in a batch from node 3"
+        );
     }
 }

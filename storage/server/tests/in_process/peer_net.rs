@@ -118,6 +118,7 @@ fn a_peer_is_heard_while_every_request_worker_is_busy() {
                 from_node: 2,
                 to_node: 1,
                 messages: vec![strata_raft::encode_message(&heartbeat).into()],
+                ..RaftBatch::default()
             }),
         )
         .await;
