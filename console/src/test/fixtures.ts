@@ -11,6 +11,7 @@ export function clusterStatus(leaderId: number, term = 3, overrides: Partial<Rec
     applied_index: 42,
     healthy: true,
     leader_id: leaderId,
+    proven: true,
     ...overrides[id],
   }));
   return { leader_id: leaderId, term, nodes };

@@ -190,7 +190,8 @@ async fn main() -> anyhow::Result<()> {
                     .iter()
                     .map(|n| {
                         serde_json::json!({"id": n.id, "address": n.address, "role": role(n.role), "term": n.term,
-                        "commit_index": n.commit_index, "applied_index": n.applied_index, "healthy": n.healthy})
+                        "commit_index": n.commit_index, "applied_index": n.applied_index, "healthy": n.healthy,
+                        "proven": n.proven})
                     })
                     .collect();
                 writeln!(
@@ -215,7 +216,9 @@ async fn main() -> anyhow::Result<()> {
                         n.term,
                         n.commit_index,
                         n.applied_index,
-                        if n.healthy {
+                        if n.healthy && !n.proven {
+                            "ok, new disk: not voting until vouched for".to_string()
+                        } else if n.healthy {
                             "ok".to_string()
                         } else {
                             format!("DOWN {}", n.error)

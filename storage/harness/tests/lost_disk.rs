@@ -60,6 +60,23 @@ async fn start_and_expect_new_life(c: &mut Cluster, id: u64, join: bool) {
         heard,
         "no other member said that node {id} came back with an empty log"
     );
+    let status: Value = c
+        .http()
+        .get(format!("{}/v1/cluster/status", c.node_url(id)))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let own = status["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(own["proven"], true, "node {id}'s own status: {own}");
     let said = log
         .lines()
         .filter(|l| l.contains(UNPROVEN) || l.contains(PROVEN))

@@ -112,6 +112,7 @@ mod tests {
             voters: vec![1, 2, 3],
             learners: vec![],
             failure: None,
+            proven: true,
         }
     }
 

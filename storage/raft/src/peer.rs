@@ -376,6 +376,7 @@ mod tests {
                 voters: vec![1, 2, 3],
                 learners: Vec::new(),
                 failure: None,
+                proven: true,
             };
             let handle = PeerHandle {
                 inner: Arc::new(Shared::new(

@@ -57,6 +57,10 @@ pub struct PeerStatus {
     pub learners: Vec<u64>,
     /// Set once the peer's storage failed; the peer then acknowledges nothing.
     pub failure: Option<StorageFailure>,
+    /// False while the peer's raft log was created empty (a new member, or
+    /// one whose disk was replaced) and no leader has vouched yet that it
+    /// holds everything it acknowledged before: it does not vote meanwhile.
+    pub proven: bool,
 }
 
 impl PeerStatus {

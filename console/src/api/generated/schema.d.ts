@@ -1152,6 +1152,13 @@ export interface components {
             leader_id: number;
             /** @description Why the node is unhealthy, when it is. */
             error?: string;
+            /**
+             * @description False while the node's raft log was created empty (a new member, or
+             *     a member whose disk was replaced) and no leader has vouched yet that
+             *     it holds everything it acknowledged before: it does not vote
+             *     meanwhile. False too for a node that could not be asked.
+             */
+            proven: boolean;
         };
         /**
          * @description The process and its data directory's file system (`strata_process_*`);

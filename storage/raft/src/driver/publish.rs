@@ -47,6 +47,7 @@ impl Driver {
             voters,
             learners,
             failure: self.failure.clone(),
+            proven: self.is_proven(),
         }
     }
 
@@ -132,5 +133,6 @@ pub(super) fn blank_status(id: u64, group_id: u64) -> PeerStatus {
         voters: Vec::new(),
         learners: Vec::new(),
         failure: None,
+        proven: false,
     }
 }

@@ -37,6 +37,7 @@ impl Core {
             leader_id: st.leader_id,
             group_id: st.group_id,
             error,
+            proven: st.proven,
         }
     }
 }

@@ -10,6 +10,16 @@ describe('parseStatusEventData', () => {
     expect(parseStatusEventData(JSON.stringify(status))).toEqual(status);
   });
 
+  it('keeps whether a node is proven, and takes a node that does not say as voting', () => {
+    const status = clusterStatus(1, 3, { 2: { proven: false } });
+    expect(parseClusterStatus(status)?.nodes.map((n) => n.proven)).toEqual([true, false, true]);
+    const first = status.nodes[0];
+    if (!first) throw new Error('the fixture has nodes');
+    const { proven: _, ...older } = first;
+    expect(parseClusterStatus({ ...status, nodes: [older] })?.nodes[0]?.proven).toBe(true);
+    expect(parseClusterStatus({ ...status, nodes: [{ ...older, proven: 'no' }] })).toBeNull();
+  });
+
   it('rejects text that is not JSON instead of throwing', () => {
     expect(parseStatusEventData('{"leader_id": 1, "term"')).toBeNull();
   });

@@ -33,7 +33,7 @@ function isRole(value: unknown): value is NodeRole {
 
 function parseNodeStatus(value: unknown): NodeStatus | null {
   if (!isObject(value)) return null;
-  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error } = value;
+  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error, proven } = value;
   if (
     !isCount(id) ||
     typeof address !== 'string' ||
@@ -42,11 +42,23 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     !isCount(commit_index) ||
     !isCount(applied_index) ||
     typeof healthy !== 'boolean' ||
-    !isCount(leader_id)
+    !isCount(leader_id) ||
+    (proven !== undefined && typeof proven !== 'boolean')
   ) {
     return null;
   }
-  const node: NodeStatus = { id, address, role, term, commit_index, applied_index, healthy, leader_id };
+  // A node that does not say (one older than the field) is taken as voting.
+  const node: NodeStatus = {
+    id,
+    address,
+    role,
+    term,
+    commit_index,
+    applied_index,
+    healthy,
+    leader_id,
+    proven: proven ?? true,
+  };
   if (typeof error === 'string' && error !== '') node.error = error;
   return node;
 }

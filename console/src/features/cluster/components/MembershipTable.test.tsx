@@ -43,6 +43,14 @@ describe('MembershipTable', () => {
     expect(screen.getByTestId('node-role-1')).toHaveTextContent('leader (stale term)');
   });
 
+  it('says when a node with a new disk does not vote yet', () => {
+    render(<MembershipTable status={clusterStatus(1, 3, { 3: { proven: false } })} />);
+    expect(screen.getByTestId('node-unproven-3')).toHaveTextContent(
+      'new disk: not voting until the leader vouches for it',
+    );
+    expect(screen.queryByTestId('node-unproven-2')).toBeNull();
+  });
+
   it('shows an unhealthy node with its error text', () => {
     const status = clusterStatus(1, 3, {
       3: { healthy: false, role: 'unknown', error: 'peer 127.0.0.1:7003: connection refused' },

@@ -74,6 +74,9 @@ function NodeRow({ node, isLeader, leaderCommitIndex }: NodeRowProps) {
   // until promoted, which is safe once it has caught up.
   const joining =
     node.role !== 'learner' ? null : behind > 0 ? `joining: ${formatCount(behind)} behind` : 'caught up: ready to promote';
+  // A node whose log was created empty (a new or replaced disk) does not vote until
+  // the leader has vouched that it holds everything it acknowledged before.
+  const unproven = node.healthy && !node.proven && node.role !== 'learner';
   const rowClass = [styles.row, isLeader && styles.leader, !node.healthy && styles.unhealthy]
     .filter(Boolean)
     .join(' ');
@@ -103,6 +106,11 @@ function NodeRow({ node, isLeader, leaderCommitIndex }: NodeRowProps) {
         {joining && (
           <div className={styles.joining} data-testid={`node-joining-${node.id}`}>
             {joining}
+          </div>
+        )}
+        {unproven && (
+          <div className={styles.joining} data-testid={`node-unproven-${node.id}`}>
+            new disk: not voting until the leader vouches for it
           </div>
         )}
       </td>

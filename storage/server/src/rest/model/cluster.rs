@@ -106,6 +106,11 @@ pub struct NodeStatus {
     /// Why the node is unhealthy, when it is.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub error: String,
+    /// False while the node's raft log was created empty (a new member, or
+    /// a member whose disk was replaced) and no leader has vouched yet that
+    /// it holds everything it acknowledged before: it does not vote
+    /// meanwhile. False too for a node that could not be asked.
+    pub proven: bool,
 }
 
 impl From<&pb::NodeStatus> for NodeStatus {
@@ -120,6 +125,7 @@ impl From<&pb::NodeStatus> for NodeStatus {
             healthy: n.healthy,
             leader_id: n.leader_id,
             error: n.error.clone(),
+            proven: n.proven,
         }
     }
 }
