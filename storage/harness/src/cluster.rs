@@ -512,7 +512,12 @@ impl Drop for Cluster {
             let _ = e.wait();
         }
         if std::thread::panicking() {
-            // Keep the logs of a failing test for inspection.
+            // Keep the logs of a failing test for inspection, not the
+            // nodes' data: a test of large writes leaves gigabytes, and a
+            // few failed runs would fill the disk.
+            for n in &self.nodes {
+                let _ = std::fs::remove_dir_all(&n.data_dir);
+            }
             let path =
                 std::mem::replace(&mut self.dir, tempfile::tempdir().expect("tempdir")).keep();
             eprintln!("cluster logs kept in {}", path.display());

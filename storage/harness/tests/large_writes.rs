@@ -347,9 +347,24 @@ async fn maximum_size_batches_for_a_minute_are_pushed_back_without_elections() {
         .max()
         .unwrap_or(0);
     let peak_mib: Vec<(u64, u64)> = peaks.iter().map(|&(id, b)| (id, b >> 20)).collect();
+    // What each node said of its raft thread's stalls (at most one line a
+    // second each, once a stall passes half the election timeout).
+    let stalls: Vec<(u64, usize)> = c
+        .node_ids()
+        .into_iter()
+        .map(|id| {
+            let said = c
+                .node_log(id)
+                .lines()
+                .filter(|l| l.contains("heartbeats and their answers waited"))
+                .count();
+            (id, said)
+        })
+        .collect();
     let summary = format!(
         "{} batches in {took:?}: {answers:?}; terms before {before:?}, after {after:?}; \
-         peak RSS MiB by node {peak_mib:?}; logs in {}",
+         peak RSS MiB by node {peak_mib:?}; raft thread stall lines by node {stalls:?}; \
+         logs in {}",
         sent.len(),
         c.log_dir().display()
     );

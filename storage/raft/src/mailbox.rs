@@ -25,7 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfChangeV2, Message};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::command::{ApplyResult, Command};
+use crate::command::{ApplyResult, Command, Proposal};
 use crate::error::ProposeError;
 use crate::log_compaction::LogCompaction;
 use crate::metrics::RaftMetrics;
@@ -49,11 +49,12 @@ pub(crate) type CompactLogTx = oneshot::Sender<Result<LogCompaction, ProposeErro
 /// `TransferLeader`, `HandOver`, `ChangeMembers`, `CompactLog`) come on the request channel,
 /// everything else on the raft channel.
 pub(crate) enum Input {
+    /// A client's write, already encoded as its entry (by the proposer,
+    /// on its own thread: copying a 15 MiB batch is no work for the raft
+    /// thread, which would hold heartbeats up meanwhile).
     Propose {
         request_id: u64,
-        command: Command,
-        /// The sampled trace it was proposed in, carried in its entry.
-        trace: Option<TraceParent>,
+        data: Vec<u8>,
         tx: ProposeTx,
     },
     Read {
@@ -84,6 +85,28 @@ pub(crate) enum Input {
     CompactLog {
         tx: CompactLogTx,
     },
+}
+
+impl Input {
+    /// A proposal of `command`, encoded here with the sampled `trace` it
+    /// was proposed in, which its entry carries.
+    pub(crate) fn propose(
+        request_id: u64,
+        command: Command,
+        trace: Option<&TraceParent>,
+        tx: ProposeTx,
+    ) -> Input {
+        let data = Proposal {
+            request_id,
+            command,
+        }
+        .encode_traced(trace);
+        Input::Propose {
+            request_id,
+            data,
+            tx,
+        }
+    }
 }
 
 /// The sending ends of a peer's two channels.

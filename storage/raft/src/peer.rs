@@ -171,12 +171,10 @@ impl PeerHandle {
         }
         let (tx, rx) = oneshot::channel();
         let request_id = self.inner.next_request_id();
-        self.inner.submit(Input::Propose {
-            request_id,
-            command,
-            trace: TraceParent::current(),
-            tx,
-        })?;
+        // Encoded here, on the caller's thread, not the raft thread's.
+        let trace = TraceParent::current();
+        self.inner
+            .submit(Input::propose(request_id, command, trace.as_ref(), tx))?;
         // A stopping driver answers every request posted before it closed
         // its channel; an answer channel closed unanswered means the driver
         // is gone without having taken it, so nothing was proposed.
@@ -406,12 +404,12 @@ mod tests {
         fn fill_with_proposals(&self) -> usize {
             for taken in 0.. {
                 let (tx, _rx) = oneshot::channel();
-                let posted = self.handle.inner.submit(Input::Propose {
-                    request_id: taken as u64,
-                    command: Command::Delete { key: b"k".to_vec() },
-                    trace: None,
+                let posted = self.handle.inner.submit(Input::propose(
+                    taken as u64,
+                    Command::Delete { key: b"k".to_vec() },
+                    None,
                     tx,
-                });
+                ));
                 match posted {
                     Ok(()) => {}
                     Err(ProposeError::Dropped(_)) => return taken,

@@ -63,6 +63,7 @@ mod read_ids;
 mod reads;
 mod recovery;
 mod snapshots;
+mod stalls;
 mod stop;
 mod vouching;
 
@@ -143,6 +144,7 @@ pub(crate) struct Driver {
     /// made of the others.
     stamps: Arc<Stamps>,
     vouching: vouching::Vouching,
+    stalls: stalls::Stalls,
 }
 
 impl Driver {
@@ -235,6 +237,7 @@ impl Driver {
             append_times: AppendTimes::default(),
             stamps: Arc::new(Stamps::new(identity.incarnation(), identity.is_proven())),
             vouching: vouching::Vouching::new(identity.is_proven()),
+            stalls: stalls::Stalls::new(config.tick, config.election_ticks),
             identity,
         };
         driver.last_status = driver.compute_status();
@@ -303,6 +306,7 @@ impl Driver {
                 recv(self.inbox.requests) -> input => input.map(Some),
                 default(wait) => Ok(None),
             };
+            let busy_from = Instant::now();
             match first {
                 Ok(Some(input)) => {
                     self.handle(input);
@@ -320,12 +324,24 @@ impl Driver {
             }
             let now = Instant::now();
             if now >= next_tick {
+                self.note_stall(stalls::Stall::LateTick(now - next_tick));
                 self.tick();
                 next_tick = now + self.tick;
             }
             self.round(&shared);
+            self.note_stall(stalls::Stall::Round(busy_from.elapsed()));
         }
         self.stop(&shared);
+    }
+
+    fn note_stall(&mut self, stall: stalls::Stall) {
+        if let Some(line) = self.stalls.note(stall, Instant::now()) {
+            tracing::warn!(
+                role = ?self.node.raft.state,
+                term = self.node.raft.term,
+                "{line}"
+            );
+        }
     }
 
     /// Handles what waits in `channel`, up to a round's worth; false if
@@ -345,10 +361,9 @@ impl Driver {
         match input {
             Input::Propose {
                 request_id,
-                command,
-                trace,
+                data,
                 tx,
-            } => self.propose(request_id, command, trace, tx),
+            } => self.propose(request_id, data, tx),
             Input::Read { tx } => self.read(tx),
             Input::Step(..) if self.failure.is_some() => {}
             Input::Step(m, stamp) => {

@@ -19,10 +19,8 @@ use raft::StateRole;
 use raft::eraftpb::{Entry, Message, MessageType};
 
 use super::Driver;
-use crate::command::{Command, Proposal};
 use crate::error::ProposeError;
 use crate::mailbox::ProposeTx;
-use crate::trace::TraceParent;
 
 /// A proposal taken from the inbox, not yet stepped into raft.
 pub(super) struct Queued {
@@ -57,25 +55,14 @@ impl Driver {
         })
     }
 
-    /// Takes a client proposal; it reaches raft at the start of the next
-    /// round. Refused at once if this peer cannot lead it now, or if its
-    /// entry would be larger than an entry may be.
-    pub(super) fn propose(
-        &mut self,
-        request_id: u64,
-        command: Command,
-        trace: Option<TraceParent>,
-        tx: ProposeTx,
-    ) {
+    /// Takes a client proposal, `data` its entry; it reaches raft at the
+    /// start of the next round. Refused at once if this peer cannot lead it
+    /// now, or if its entry would be larger than an entry may be.
+    pub(super) fn propose(&mut self, request_id: u64, data: Vec<u8>, tx: ProposeTx) {
         if let Some(refusal) = self.refusal() {
             let _ = tx.send(Err(refusal));
             return;
         }
-        let data = Proposal {
-            request_id,
-            command,
-        }
-        .encode_traced(trace.as_ref());
         if data.len() > self.max_entry_bytes {
             let _ = tx.send(Err(ProposeError::Invalid(format!(
                 "the write makes an entry of {} bytes; the limit is {}",

@@ -142,12 +142,12 @@ mod tests {
         request_id: u64,
     ) -> oneshot::Receiver<Result<(u64, crate::ApplyResult), ProposeError>> {
         let (tx, rx) = oneshot::channel();
-        driver.handle(Input::Propose {
+        driver.handle(Input::propose(
             request_id,
-            command: Command::Delete { key: b"k".to_vec() },
-            trace: None,
+            Command::Delete { key: b"k".to_vec() },
+            None,
             tx,
-        });
+        ));
         rx
     }
 
@@ -168,12 +168,12 @@ mod tests {
         driver.handle(Input::Read { tx: read_tx });
         let (tx, mut in_inbox) = oneshot::channel();
         shared
-            .submit(Input::Propose {
-                request_id: 3,
-                command: Command::Delete { key: b"k".to_vec() },
-                trace: None,
+            .submit(Input::propose(
+                3,
+                Command::Delete { key: b"k".to_vec() },
+                None,
                 tx,
-            })
+            ))
             .expect("the inbox takes it");
 
         driver.stop(&shared);

@@ -347,12 +347,8 @@ impl Sim {
         };
         let n = &mut self.nodes[i];
         if let Some(live) = &mut n.live {
-            live.driver.handle(Input::Propose {
-                request_id: self.next_key,
-                command,
-                trace: None,
-                tx,
-            });
+            live.driver
+                .handle(Input::propose(self.next_key, command, None, tx));
             self.pending.push(PendingWrite {
                 key,
                 value,

@@ -49,15 +49,15 @@ impl Sim {
         let (tx, rx) = oneshot::channel();
         self.next_key += 1;
         let live = self.nodes[i].live.as_mut().expect("the node runs");
-        live.driver.handle(Input::Propose {
-            request_id: self.next_key,
-            command: Command::Put {
+        live.driver.handle(Input::propose(
+            self.next_key,
+            Command::Put {
                 key: key.as_bytes().to_vec(),
                 value: b"v".to_vec(),
             },
-            trace: None,
+            None,
             tx,
-        });
+        ));
         rx
     }
 
