@@ -13,14 +13,15 @@
 //!
 //! This file is the loop and the order of a round. What a round does is in
 //! the modules beside it: `recovery` (start), `amnesia` (incoming raft
-//! messages screened before they are stepped), `proposals`, `reads` (with
-//! `lease`),
-//! `membership` and `leadership` (the requests), `persist` (writes in
-//! flight and what waits for them), `apply` (committed entries
-//! and their waiters), `flow` (the bytes of appends in flight to each
-//! follower), `snapshots` (snapshots and log compaction),
-//! `failure` (the storage failure policy), `stop` (the answers at stop) and
-//! `publish` (status and events).
+//! messages screened before they are stepped), `vouching` (what the stamps
+//! of batches say: a member's new life, and when an unproven member may
+//! vote), `proposals`, `reads` (with `lease`), `membership` and
+//! `leadership` (the requests), `persist` (writes in flight and what waits
+//! for them), `apply` (committed entries and their waiters), `flow` (the
+//! bytes of appends in flight to each follower), `snapshots` (snapshots and
+//! log compaction), `failure` (the storage failure policy), `stop` (the
+//! answers at stop), `publish` (status and events) and `stalls` (the
+//! thread's stalls, said in the log).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
