@@ -183,22 +183,7 @@ fn wiped_majority(seed: u64) -> Result<usize, String> {
     for &i in lagging {
         sim.net.partition(lid, sim.nodes[i].id);
     }
-    let acked = sim.acked.len();
-    for _ in 0..5 {
-        sim.propose();
-    }
-    for _ in 0..1_000 {
-        if sim.pending.is_empty() {
-            break;
-        }
-        sim.step(false, false)?;
-    }
-    let at_risk = sim.acked.len() - acked;
-    if at_risk == 0 || sim.leaders() != [l] {
-        return Err(format!(
-            "the leader did not keep office and acknowledge the writes ({at_risk} acknowledged)"
-        ));
-    }
+    let at_risk = acknowledge_writes(&mut sim, l)?;
     for &i in wiped {
         sim.net.partition(lid, sim.nodes[i].id);
     }
@@ -312,22 +297,7 @@ fn snapshot_then_vote(seed: u64) -> Result<Option<usize>, String> {
     sim.net.hold(Some(Box::new(move |m| {
         m.from == lid && m.to == bid && m.commit >= first_write
     })));
-    let acked = sim.acked.len();
-    for _ in 0..5 {
-        sim.propose();
-    }
-    for _ in 0..1_000 {
-        if sim.pending.is_empty() {
-            break;
-        }
-        sim.step(false, false)?;
-    }
-    let at_risk = sim.acked.len() - acked;
-    if at_risk == 0 || sim.leaders() != [l] {
-        return Err(format!(
-            "the leader did not keep office and acknowledge the writes ({at_risk} acknowledged)"
-        ));
-    }
+    let at_risk = acknowledge_writes(&mut sim, l)?;
     for &i in &others {
         sim.net.partition(lid, id(&sim, i));
     }
@@ -386,6 +356,29 @@ fn snapshot_then_vote(seed: u64) -> Result<Option<usize>, String> {
     sim.net.hold(None);
     sim.finish()?;
     Ok(Some(at_risk))
+}
+
+/// Proposes five writes on leader `l` and waits for their answers; returns
+/// how many were acknowledged, an error unless some were while `l` kept
+/// office.
+fn acknowledge_writes(sim: &mut Sim, l: usize) -> Result<usize, String> {
+    let acked = sim.acked.len();
+    for _ in 0..5 {
+        sim.propose();
+    }
+    for _ in 0..1_000 {
+        if sim.pending.is_empty() {
+            break;
+        }
+        sim.step(false, false)?;
+    }
+    let at_risk = sim.acked.len() - acked;
+    if at_risk == 0 || sim.leaders() != [l] {
+        return Err(format!(
+            "the leader did not keep office and acknowledge the writes ({at_risk} acknowledged)"
+        ));
+    }
+    Ok(at_risk)
 }
 
 fn last_index(sim: &Sim, i: usize) -> u64 {
