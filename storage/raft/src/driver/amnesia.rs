@@ -75,7 +75,8 @@ pub(super) fn screen(m: &Message, stamp: Stamp, local: Local) -> Screened {
     }
     match m.get_msg_type() {
         MessageType::MsgHeartbeat if m.commit > local.last_index => {
-            if stamp.to_incarnation != 0 && stamp.to_incarnation == local.incarnation {
+            // An incarnation is never 0 (0 on the wire: unknown).
+            if stamp.to_incarnation == local.incarnation {
                 Screened::LostState {
                     leader: m.from,
                     term: m.term,
