@@ -172,6 +172,7 @@ impl Cluster {
             otlp: self.otlp.clone(),
             trace_sampling: None,
             load_runner: None,
+            access_log: Some(self.dir.path().join("envoy-access.log")),
         }
         .write_config(&cfg)?;
         let child = self

@@ -30,6 +30,10 @@ pub struct GatewaySpec {
     /// no route when `None`.
     #[serde(default)]
     pub load_runner: Option<String>,
+    /// Where Envoy writes one JSON line per request (its response flags,
+    /// attempts, upstream and durations); none when `None`.
+    #[serde(default)]
+    pub access_log: Option<PathBuf>,
 }
 
 impl GatewaySpec {
@@ -52,6 +56,9 @@ impl GatewaySpec {
         }
         if let Some(runner) = &self.load_runner {
             cmd.args(["--load-runner", runner]);
+        }
+        if let Some(path) = &self.access_log {
+            cmd.arg("--access-log").arg(path);
         }
         let output = cmd
             .arg("--out")
@@ -95,6 +102,7 @@ mod tests {
             otlp: None,
             trace_sampling: None,
             load_runner: None,
+            access_log: None,
         }
         .write_config(&out)
         .unwrap();
@@ -119,6 +127,7 @@ mod tests {
             otlp: None,
             trace_sampling: None,
             load_runner: None,
+            access_log: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

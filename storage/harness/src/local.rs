@@ -158,6 +158,7 @@ impl Layout {
                 trace_sampling: otlp.as_ref().map(|_| opts.trace_sampling),
                 otlp,
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
+                access_log: None,
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),

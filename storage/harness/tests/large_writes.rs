@@ -142,7 +142,10 @@ async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
                 match status {
                     200 => Answer::Applied,
                     503 if retryable => Answer::Refused,
-                    _ => Answer::Other(format!("REST {status} {}", body["code"])),
+                    _ => Answer::Other(format!(
+                        "REST {status} {}: {}",
+                        body["code"], body["message"]
+                    )),
                 }
             }
         };
@@ -348,23 +351,54 @@ async fn maximum_size_batches_for_a_minute_are_pushed_back_without_elections() {
         .unwrap_or(0);
     let peak_mib: Vec<(u64, u64)> = peaks.iter().map(|&(id, b)| (id, b >> 20)).collect();
     // What each node said of its raft thread's stalls (at most one line a
-    // second each, once a stall passes half the election timeout).
-    let stalls: Vec<(u64, usize)> = c
-        .node_ids()
-        .into_iter()
-        .map(|id| {
-            let said = c
-                .node_log(id)
-                .lines()
-                .filter(|l| l.contains("heartbeats and their answers waited"))
-                .count();
-            (id, said)
+    // second each, once a stall passes half the election timeout), of slow
+    // log writes and applies (at most one line a second of each, from a
+    // second on), and of writes answered outcome unknown.
+    let said = |needle: &str| -> Vec<(u64, usize)> {
+        c.node_ids()
+            .into_iter()
+            .map(|id| {
+                let n = c
+                    .node_log(id)
+                    .lines()
+                    .filter(|l| l.contains(needle))
+                    .count();
+                (id, n)
+            })
+            .collect()
+    };
+    let stalls = said("heartbeats and their answers waited");
+    let slow_log_writes = said("a raft log write took");
+    let slow_applies = said("to the storage engine took");
+    let unknown = said("a write was answered OUTCOME_UNKNOWN");
+    let write_stalls = said("write stalled: the engine's background work is behind");
+    // What the gateway said of the requests it answered with neither 200
+    // nor 503: its response flags, tries and times.
+    let gateway_other: Vec<String> = std::fs::read_to_string(c.log_dir().join("envoy-access.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| !matches!(v["status"].as_u64(), Some(200 | 503)))
+        .map(|v| {
+            format!(
+                "{} {} flags {} details {} attempts {} took {} ms (upstream {} ms) from {}",
+                v["path"],
+                v["status"],
+                v["flags"],
+                v["details"],
+                v["attempts"],
+                v["duration_ms"],
+                v["upstream_ms"],
+                v["upstream"]
+            )
         })
         .collect();
     let summary = format!(
         "{} batches in {took:?}: {answers:?}; terms before {before:?}, after {after:?}; \
-         peak RSS MiB by node {peak_mib:?}; raft thread stall lines by node {stalls:?}; \
-         logs in {}",
+         peak RSS MiB by node {peak_mib:?}; lines by node: raft thread stalls {stalls:?}, \
+         slow log writes {slow_log_writes:?}, slow applies {slow_applies:?}, \
+         engine write stalls {write_stalls:?}, outcome unknown {unknown:?}; gateway answers other than 200 and 503: \
+         {gateway_other:#?}; logs in {}",
         sent.len(),
         c.log_dir().display()
     );

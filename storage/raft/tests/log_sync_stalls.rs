@@ -1,9 +1,9 @@
 //! A member's raft log disk stalling in `fsync`, and what it costs the
 //! group. The raft log is written and synced on an I/O thread of its own,
-//! so the raft thread keeps ticking, sending heartbeats and appends, and
-//! taking proposals while a sync takes seconds: a leader with a stalled
-//! disk keeps its office, and a follower with one costs the group neither
-//! an election nor its writes.
+//! and so is the identity file beside it, so the raft thread keeps ticking,
+//! sending heartbeats and appends, and taking proposals while a sync takes
+//! seconds: a leader with a stalled disk keeps its office, and a follower
+//! with one costs the group neither an election nor its writes.
 
 mod stall_group;
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 use stall_group::{
     ELECTION_TICKS, Elections, Network, ONE_AT_A_TIME, TICK, assert_catches_up, leader, start_group,
 };
-use strata_raft::{Command, PeerHandle, ProposeError};
+use strata_raft::{Command, PeerHandle, ProposeError, Role};
 
 /// How long a sync stalls: fifteen election timeouts at most.
 const STALL: Duration = Duration::from_secs(3);
@@ -187,4 +187,67 @@ async fn follower_log_fsync_stall_costs_no_write_and_no_election() {
          fsync stalled"
     );
     assert_catches_up(&follower, commit, WRITES, Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_leader_proving_itself_on_a_stalled_disk_keeps_its_office() {
+    // Proves that the fsync which records a member as proven (the first
+    // leader of a group proves itself once an entry of its term commits)
+    // does not hold the raft thread: with that fsync stalled for many
+    // election timeouts on the leader, the group holds no election, and
+    // the leader is proven on disk once the sync returns. A raft thread
+    // that wrote the identity itself sent no heartbeat meanwhile, and the
+    // followers elected another leader.
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let net = Network::default();
+    let members = start_group(dir.path(), &net, |_| {});
+    // Before the first election (an election timeout away at least).
+    for (_, fs) in &members {
+        fs.identity_syncs_closed.store(true, Ordering::Release);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let at = loop {
+        if let Some(at) = members
+            .iter()
+            .position(|(p, _)| p.handle().status().role == Role::Leader)
+        {
+            break at;
+        }
+        assert!(std::time::Instant::now() < deadline, "no leader elected");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    // The followers prove themselves (they voted for the first leader)
+    // at once; the leader's own proof stalls.
+    for (i, (_, fs)) in members.iter().enumerate() {
+        if i != at {
+            fs.identity_syncs_closed.store(false, Ordering::Release);
+        }
+    }
+    let mut watch = Elections::watch(&members);
+    let leader = members[at].0.handle();
+    tokio::time::sleep(STALL).await;
+    let led_through = leader.status().role == Role::Leader;
+    members[at]
+        .1
+        .identity_syncs_closed
+        .store(false, Ordering::Release);
+    let (elections, leader_changes) = watch.settle_and_count().await;
+    eprintln!(
+        "the leader's identity fsync stalled for {STALL:?} ({} election timeouts): \
+         {elections} election(s), {leader_changes} leader change(s)",
+        timeouts(STALL)
+    );
+    assert_eq!(
+        (elections, leader_changes, led_through),
+        (0, 0, true),
+        "{elections} election(s) and {leader_changes} leader change(s) while the first \
+         leader's identity fsync stalled for {STALL:?}"
+    );
+    let identity = std::fs::read_to_string(dir.path().join(format!("raft-{}/identity", at + 1)))
+        .expect("identity file");
+    assert!(
+        identity.contains("proven 1"),
+        "the leader is proven on disk once its sync returns: {identity}"
+    );
 }

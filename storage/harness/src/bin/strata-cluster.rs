@@ -367,6 +367,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 otlp,
                 trace_sampling: None,
                 load_runner: None,
+                access_log: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)

@@ -149,7 +149,7 @@ impl Driver {
         }
         let local = Local {
             id: self.id,
-            incarnation: self.identity.incarnation(),
+            incarnation: self.incarnation,
             proven: self.is_proven(),
             term: raft.term,
             last_index: raft.raft_log.last_index(),

@@ -20,11 +20,13 @@
 //! write wait.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use protobuf::Message as _;
 use raft::eraftpb::{ConfChange, ConfChangeV2, Entry, EntryType};
 
 use super::Driver;
+use super::slow_work::Work;
 use crate::applier::{ApplyFailure, ApplyJob, ApplyOutcome, ConfApplied};
 use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
@@ -34,6 +36,7 @@ use crate::state_machine::Applied;
 struct InFlight {
     entries: u64,
     bytes: u64,
+    handed_at: Instant,
     /// The configuration changes it applies, each with raft's reason if it
     /// rejected the change.
     applied_conf: Vec<(u64, Option<String>)>,
@@ -179,6 +182,7 @@ impl Driver {
         self.unapplied.in_flight = Some(InFlight {
             entries: entries.len() as u64,
             bytes: entries.iter().map(entry_bytes).sum(),
+            handed_at: Instant::now(),
             applied_conf,
         });
         self.applier.submit(ApplyJob { entries, confs });
@@ -195,6 +199,11 @@ impl Driver {
                 break;
             };
             self.unapplied.bytes -= done.bytes;
+            self.note_slow_work(Work::Apply {
+                took: done.handed_at.elapsed(),
+                entries: done.entries,
+                bytes: done.bytes,
+            });
             self.on_applied(done, outcome);
         }
     }

@@ -20,8 +20,9 @@
 //! for them), `apply` (committed entries and their waiters), `flow` (the
 //! bytes of appends in flight to each follower), `snapshots` (snapshots and
 //! log compaction), `failure` (the storage failure policy), `stop` (the
-//! answers at stop), `publish` (status and events) and `stalls` (the
-//! thread's stalls, said in the log).
+//! answers at stop), `publish` (status and events), `stalls` (the
+//! thread's stalls, said in the log) and `slow_work` (a slow log write or
+//! apply, said in the log).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -36,7 +37,6 @@ use crate::clock::Clock;
 use crate::config::{PeerConfig, ReadMode};
 use crate::error::{StartError, StorageFailure};
 use crate::events::EventLog;
-use crate::identity::Identity;
 use crate::log::io::LogIo;
 use crate::log::{LogWriter, RaftLogStore};
 use crate::logger::raft_logger;
@@ -63,6 +63,7 @@ mod publish;
 mod read_ids;
 mod reads;
 mod recovery;
+mod slow_work;
 mod snapshots;
 mod stalls;
 mod stop;
@@ -140,12 +141,14 @@ pub(crate) struct Driver {
     append_times: AppendTimes,
     metrics: RaftMetrics,
     /// This member's incarnation and whether it is proven.
-    identity: Identity,
+    /// This member's incarnation (see `crate::identity`).
+    incarnation: u64,
     /// What batches sent are stamped with, and what the stamps received
     /// made of the others.
     stamps: Arc<Stamps>,
     vouching: vouching::Vouching,
     stalls: stalls::Stalls,
+    slow_work: slow_work::SlowWork,
 }
 
 impl Driver {
@@ -161,9 +164,13 @@ impl Driver {
         workers: Workers,
     ) -> Result<Self, StartError> {
         let (mut store, applied, identity) = recovery::recover(config, &state_machine, &dirs)?;
-        let writer = store
+        let (incarnation, proven) = (identity.incarnation(), identity.is_proven());
+        let mut writer = store
             .take_writer()
             .ok_or_else(|| StartError::Config("the raft log's writer is taken".into()))?;
+        // Proving the identity takes an fsync: the writer does it, off the
+        // raft thread.
+        writer.set_identity(identity);
         let io = (workers.log_io)(writer)?;
         let raft_config = raft::Config {
             id: config.id,
@@ -236,10 +243,11 @@ impl Driver {
             members: config.members.clone(),
             events: EventLog::default(),
             append_times: AppendTimes::default(),
-            stamps: Arc::new(Stamps::new(identity.incarnation(), identity.is_proven())),
-            vouching: vouching::Vouching::new(identity.is_proven()),
+            stamps: Arc::new(Stamps::new(incarnation, proven)),
+            vouching: vouching::Vouching::new(proven),
             stalls: stalls::Stalls::new(config.tick, config.election_ticks),
-            identity,
+            slow_work: slow_work::SlowWork::default(),
+            incarnation,
         };
         driver.last_status = driver.compute_status();
         Ok(driver)
@@ -333,6 +341,16 @@ impl Driver {
             self.note_stall(stalls::Stall::Round(busy_from.elapsed()));
         }
         self.stop(&shared);
+    }
+
+    fn note_slow_work(&mut self, work: slow_work::Work) {
+        if let Some(line) = self.slow_work.note(work, Instant::now()) {
+            tracing::warn!(
+                role = ?self.node.raft.state,
+                term = self.node.raft.term,
+                "{line}"
+            );
+        }
     }
 
     fn note_stall(&mut self, stall: stalls::Stall) {

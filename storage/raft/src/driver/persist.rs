@@ -25,10 +25,12 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use raft::eraftpb::{Message, MessageType};
 
 use super::Driver;
+use super::slow_work::Work;
 use crate::error::StorageFailure;
 use crate::log::LogWrite;
 
@@ -162,6 +164,7 @@ impl Driver {
                 let m = &self.metrics;
                 m.append_seconds.observe(finished.seconds);
                 m.log_syncs.inc();
+                self.note_slow_work(Work::LogWrite(Duration::from_secs_f64(finished.seconds)));
             }
             self.metrics.appended_entries.inc_by(done.entries);
             self.metrics.appended_bytes.inc_by(done.entry_bytes);

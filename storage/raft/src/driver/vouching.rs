@@ -129,8 +129,7 @@ impl Driver {
                 self.vouching.floors.entry(from).or_insert(Floor::Heard);
             }
         }
-        if stamp.vouched && !self.is_proven() && stamp.to_incarnation == self.identity.incarnation()
-        {
+        if stamp.vouched && !self.is_proven() && stamp.to_incarnation == self.incarnation {
             self.prove(&format!("node {from}, leading, vouched for it"));
         }
     }
@@ -230,16 +229,19 @@ impl Driver {
         }
     }
 
-    /// Records durably that this member may vote.
+    /// This member may vote from now on; the log's writer records it
+    /// durably with the next write, off this thread. Until then a crash
+    /// forgets it, which only costs a restarted member the wait for a
+    /// leader to vouch for it again.
     fn prove(&mut self, why: &str) {
-        match self.identity.prove() {
-            Ok(()) => {
-                tracing::info!("this member is proven: {why}; it votes from now on");
-                self.vouching.known.proven = true;
-                self.stamps.publish(&self.vouching.known);
-            }
-            Err(e) => self.fail_log(&e),
+        if self.failure.is_some() {
+            return;
         }
+        tracing::info!("this member is proven: {why}; it votes from now on");
+        self.vouching.known.proven = true;
+        self.stamps.publish(&self.vouching.known);
+        self.node.mut_store().request_prove();
+        self.persist_pending();
     }
 
     /// Drops the vote requests of an unproven member past the bootstrap

@@ -129,7 +129,7 @@ impl Segments {
     }
 
     /// Runs one I/O step; a failure poisons the segments.
-    fn guarded<T>(
+    pub(crate) fn guarded<T>(
         &mut self,
         step: impl FnOnce(&mut Self) -> Result<T, LogError>,
     ) -> Result<T, LogError> {

@@ -68,6 +68,8 @@ pub struct RaftLogStore {
     /// Entries in `pending` and their payload bytes.
     pending_entries: u64,
     pending_entry_bytes: u64,
+    /// The next write records that the member is proven.
+    prove_identity: bool,
     /// A compaction among `pending`: the first index kept.
     pending_compacted_to: Option<u64>,
     /// During replay: highest entry index in each segment, for the writer.
@@ -148,6 +150,7 @@ impl RaftLogStore {
             pending_max_index: 0,
             pending_entries: 0,
             pending_entry_bytes: 0,
+            prove_identity: false,
             pending_compacted_to: None,
             segment_max_index: BTreeMap::new(),
             entries: Vec::new(),
@@ -457,7 +460,7 @@ impl RaftLogStore {
     /// when nothing is pending (a deferred commit index alone is not worth
     /// a write). Writes must reach a writer in the order they were taken.
     pub fn take_write(&mut self) -> Option<LogWrite> {
-        if self.pending.is_empty() {
+        if self.pending.is_empty() && !self.prove_identity {
             return None;
         }
         if self.hard_state_deferred {
@@ -473,7 +476,13 @@ impl RaftLogStore {
             max_entries_record_bytes: self.max_entries_record_bytes,
             entries: std::mem::take(&mut self.pending_entries),
             entry_bytes: std::mem::take(&mut self.pending_entry_bytes),
+            prove_identity: std::mem::take(&mut self.prove_identity),
         })
+    }
+
+    /// Makes the next write record that the member is proven.
+    pub(crate) fn request_prove(&mut self) {
+        self.prove_identity = true;
     }
 
     /// Writes every pending record with the store's own writer and fsyncs

@@ -19,6 +19,7 @@ use raft::eraftpb::{ConfState, Entry, HardState};
 use super::record::{self, RecordKind};
 use super::segment::Segments;
 use crate::error::LogError;
+use crate::identity::Identity;
 
 /// One part of a [`LogWrite`], in log order.
 #[derive(Debug, Clone)]
@@ -51,6 +52,9 @@ pub struct LogWrite {
     /// Entries and their payload bytes, for the metrics.
     pub(crate) entries: u64,
     pub(crate) entry_bytes: u64,
+    /// Records, after the records, that the member is proven (see
+    /// [`Identity`]).
+    pub(crate) prove_identity: bool,
 }
 
 impl LogWrite {
@@ -123,6 +127,9 @@ pub struct LogWriter {
     segment_max_index: BTreeMap<u64, u64>,
     /// The state on disk as of the end of the last write.
     durable: Restated,
+    /// The member's identity, stored beside the segments; written here,
+    /// off the raft thread, because proving it takes an fsync.
+    identity: Option<Identity>,
 }
 
 impl LogWriter {
@@ -135,17 +142,36 @@ impl LogWriter {
             segments,
             segment_max_index,
             durable,
+            identity: None,
         }
     }
 
+    /// Gives the writer the member's identity, which a write with
+    /// `prove_identity` proves.
+    pub(crate) fn set_identity(&mut self, identity: Identity) {
+        self.identity = Some(identity);
+    }
+
     /// Writes `writes` in order and makes them durable with one fsync;
-    /// then deletes the sealed segments a compaction among them made dead.
-    /// Returns whether it synced (false when the writes held no records).
+    /// then deletes the sealed segments a compaction among them made dead,
+    /// and, if one of them asks, records durably that the member is proven.
+    /// Returns whether it synced records (false when the writes held none).
     ///
-    /// A failed write, fsync, roll or removal poisons the writer: this call
-    /// returns the I/O error and every later one [`LogError::Poisoned`],
-    /// because what reached the disk is no longer known.
+    /// A failed write, fsync, roll, removal or identity write poisons the
+    /// writer: this call returns the I/O error and every later one
+    /// [`LogError::Poisoned`], because what reached the disk is no longer
+    /// known.
     pub fn write(&mut self, writes: &[LogWrite]) -> Result<bool, LogError> {
+        let synced = self.write_records(writes)?;
+        if writes.iter().any(|w| w.prove_identity)
+            && let Some(identity) = &mut self.identity
+        {
+            self.segments.guarded(|_| identity.prove())?;
+        }
+        Ok(synced)
+    }
+
+    fn write_records(&mut self, writes: &[LogWrite]) -> Result<bool, LogError> {
         let mut framed = Vec::new();
         for w in writes {
             w.frame(&mut framed);

@@ -1,6 +1,6 @@
 //! A three-member group run in process for the stall tests: each member's
-//! engine and raft log on a file system whose table creation and log
-//! fsyncs can be held back while a gate is closed, a network that can cut
+//! engine and raft log on a file system whose table creation, log fsyncs
+//! and identity fsyncs can be held back while a gate is closed, a network that can cut
 //! one member off, and a count of the elections the members report.
 
 #![allow(dead_code)]
@@ -37,6 +37,9 @@ pub struct GatedFs {
     /// takes long without being a stall (the engine would not say it
     /// waits).
     pub wal_appends_closed: Arc<AtomicBool>,
+    /// The fsync of a new identity file (written when the member is
+    /// proven) waits while set.
+    pub identity_syncs_closed: Arc<AtomicBool>,
 }
 
 /// A file whose appends or fsyncs wait while their gate is closed.
@@ -68,6 +71,13 @@ impl WritableFile for GatedFile {
 
 impl GatedFs {
     fn gated(&self, path: &Path, file: Arc<dyn WritableFile>) -> Arc<dyn WritableFile> {
+        if path.file_name().is_some_and(|n| n == "identity.tmp") {
+            return Arc::new(GatedFile {
+                file,
+                appends: None,
+                syncs: Some(self.identity_syncs_closed.clone()),
+            });
+        }
         match path.extension().and_then(|e| e.to_str()) {
             Some("rlog") => Arc::new(GatedFile {
                 file,

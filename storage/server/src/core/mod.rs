@@ -151,7 +151,22 @@ impl Core {
         match tokio::time::timeout(self.timing.request_timeout(), self.peer.propose(command)).await
         {
             Ok(r) => r.map_err(|e| self.propose_error(e, true)),
-            Err(_) => Err(ApiError::from_propose(ProposeError::Timeout, true)),
+            Err(_) => {
+                let st = self.peer.status();
+                tracing::warn!(
+                    timeout = ?self.timing.request_timeout(),
+                    term = st.term,
+                    commit = st.commit_index,
+                    applied = st.applied_index,
+                    last = st.last_index,
+                    "a write was answered OUTCOME_UNKNOWN: it waited the whole request \
+                     timeout (the raft log shows {} entries not yet committed and {} \
+                     committed and not yet applied)",
+                    st.last_index.saturating_sub(st.commit_index),
+                    st.commit_index.saturating_sub(st.applied_index)
+                );
+                Err(ApiError::from_propose(ProposeError::Timeout, true))
+            }
         }
     }
 

@@ -3,6 +3,8 @@
 use raft::{GetEntriesContext, StorageError};
 use strata_fs::FaultFs;
 
+use crate::identity::Identity;
+
 use super::*;
 
 const LOG_DIR: &str = "/raft";
@@ -400,4 +402,43 @@ fn reopen_after_unsynced_pages_written_back_out_of_order_keeps_a_prefix() {
             );
         }
     }
+}
+
+#[test]
+fn a_requested_proof_is_written_by_the_writer_and_a_failed_one_poisons_it() {
+    // Proves that the writer records the member as proven with the write
+    // that asks for it, even a write with no records, and that a failed
+    // fsync of the identity file fails that write and every later one.
+    let fs = FaultFs::new();
+    let mut store = open_log(&fs, 1 << 20, &[1]).expect("open");
+    let shared: Arc<dyn FileSystem> = Arc::new(fs.clone());
+    let identity =
+        Identity::open(shared.clone(), Path::new(LOG_DIR), store.opened_empty()).expect("identity");
+    assert!(!identity.is_proven());
+    let mut writer = store.take_writer().expect("writer");
+    writer.set_identity(identity);
+    assert!(store.take_write().is_none(), "nothing to write yet");
+    store.request_prove();
+    let write = store.take_write().expect("a proof alone is a write");
+    writer.write(&[write]).expect("written");
+    let reread = Identity::open(shared.clone(), Path::new(LOG_DIR), false).expect("reopen");
+    assert!(reread.is_proven(), "proven on disk");
+
+    let fs = FaultFs::new();
+    let mut store = open_log(&fs, 1 << 20, &[1]).expect("open");
+    let shared: Arc<dyn FileSystem> = Arc::new(fs.clone());
+    let identity = Identity::open(shared, Path::new(LOG_DIR), true).expect("identity");
+    let mut writer = store.take_writer().expect("writer");
+    writer.set_identity(identity);
+    store.request_prove();
+    fs.fail_next_sync(std::io::ErrorKind::Other);
+    let failed = writer.write(&[store.take_write().expect("write")]);
+    assert!(failed.is_err(), "the identity's fsync failed");
+    let next = store.last_index() + 1;
+    store.append(&[entry(next, 1, b"x")]);
+    let after = writer.write(&[store.take_write().expect("write")]);
+    assert!(
+        matches!(after, Err(LogError::Poisoned { .. })),
+        "every later write fails: {after:?}"
+    );
 }
