@@ -50,9 +50,14 @@ the aggregate (the aggregate's own load balancer applies its own ``common_lb_con
 them for 1 s), and ``no_traffic_interval`` equals ``interval`` (the default is 60 s until a cluster
 has carried traffic, so a fresh gateway would take up to a minute to find the leader).
 
-Retries: a 503 from a node, or an ``UNAVAILABLE`` gRPC status, always means "not applied, safe to
-retry" and carries ``x-strata-retryable: true``; a 504 / DEADLINE_EXCEEDED means "outcome unknown"
-and is never retried. We also never retry on ``reset`` (a reset after the request was sent may have
+Retries: a 503 from a node, or an ``UNAVAILABLE`` / ``RESOURCE_EXHAUSTED`` gRPC status marked
+``x-strata-retryable: true``, always means "not applied, safe to retry"; a 504 / DEADLINE_EXCEEDED
+means "outcome unknown" and is never retried. The gateway retries at once only what a node marks
+``x-strata-gateway-retry: true``: UNAVAILABLE (no leader yet, not the leader, stopping), which
+another try, on the new leader, soon answers. OVERLOADED (the node's budget of writes in flight is
+spent, or its storage is behind) goes back to the client, which retries after a pause: retried at
+once it only adds load, and five quick retries of refused 15 MiB writes used the whole route
+timeout, which then fell with a try in flight and had to be answered "outcome unknown". We also never retry on ``reset`` (a reset after the request was sent may have
 been applied). Replies Envoy makes itself follow the same contract: ``RESPONSE_FLAGS`` gives each
 of Envoy's response flags one answer ("not applied" only when no byte of the request reached a
 node), and ``local_reply_config`` is generated from it. Left alone, Envoy would answer a stream
@@ -88,8 +93,9 @@ CB_MAX_RETRIES = 4096  # Envoy's default is 3 concurrent retries, far too few du
 MAX_DOWNSTREAM_CONNECTIONS = 50000
 
 KV_RETRY_GRPC = "connect-failure,refused-stream,unavailable,retriable-headers"
-KV_RETRY_REST = "connect-failure,refused-stream,retriable-status-codes,retriable-headers"
+KV_RETRY_REST = "connect-failure,refused-stream,retriable-headers"
 RETRYABLE_HEADER = "x-strata-retryable"
+GATEWAY_RETRY_HEADER = "x-strata-gateway-retry"
 
 
 def parse_hostport(text: str) -> tuple[str, int]:
@@ -262,17 +268,15 @@ def otel_cluster(hosts: list[tuple[str, int]]) -> dict:
     }
 
 
-def retry_policy(retry_on: str, with_503: bool) -> dict:
-    policy = {
+def retry_policy(retry_on: str) -> dict:
+    return {
         "retry_on": retry_on,
         "num_retries": 5,
         "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"},
-        "retriable_headers": [{"name": RETRYABLE_HEADER, "string_match": {"exact": "true"}}],
+        # What a node marks for the gateway to retry (UNAVAILABLE), not every 503: an OVERLOADED
+        # write goes back to the client, and a 504 means "outcome unknown".
+        "retriable_headers": [{"name": GATEWAY_RETRY_HEADER, "string_match": {"exact": "true"}}],
     }
-    if with_503:
-        # Only 503: a 504 means "outcome unknown" and must reach the client.
-        policy["retriable_status_codes"] = [503]
-    return policy
 
 
 def grpc_route(prefix: str, cluster: str) -> dict:
@@ -283,7 +287,7 @@ def grpc_route(prefix: str, cluster: str) -> dict:
             "timeout": "10s",
             # Honour a shorter grpc-timeout sent by the client.
             "max_stream_duration": {"grpc_timeout_header_max": "10s"},
-            "retry_policy": dict(retry_policy(KV_RETRY_GRPC, with_503=False), per_try_timeout="5s"),
+            "retry_policy": dict(retry_policy(KV_RETRY_GRPC), per_try_timeout="5s"),
         },
     }
 
@@ -296,7 +300,7 @@ def rest_route(match: dict, cluster: str) -> dict:
             "timeout": "10s",
             # A per-try timeout ends the attempt with 504 and is not retried (no "5xx" /
             # "gateway-error" in retry_on): the node answers 504 itself well before this.
-            "retry_policy": dict(retry_policy(KV_RETRY_REST, with_503=True), per_try_timeout="5s"),
+            "retry_policy": dict(retry_policy(KV_RETRY_REST), per_try_timeout="5s"),
         },
     }
 

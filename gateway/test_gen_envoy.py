@@ -270,18 +270,20 @@ class Routing(unittest.TestCase):
         self.assertEqual(endpoints(cluster(served, "console")), ["127.0.0.1:15173"])
 
     def test_retries_cover_not_applied_errors_only(self):
-        # 503 / UNAVAILABLE means "not applied" and is retried; 504 and resets mean "outcome unknown" and are not.
+        # What a node marks x-strata-gateway-retry (UNAVAILABLE: not applied, another try soon
+        # succeeds) is retried; OVERLOADED goes back to the client (retried at once it only adds
+        # load), as does any other 503; 504 and resets mean "outcome unknown" and are not retried.
         kv = route_for(self.config, "/strata.v1.KV/Put", True)["route"]
         rest = route_for(self.config, "/v1/kv/a")["route"]
         self.assertEqual(kv["retry_policy"]["retry_on"], "connect-failure,refused-stream,unavailable,retriable-headers")
-        self.assertEqual(rest["retry_policy"]["retry_on"],
-                         "connect-failure,refused-stream,retriable-status-codes,retriable-headers")
-        self.assertEqual(rest["retry_policy"]["retriable_status_codes"], [503])
+        self.assertEqual(rest["retry_policy"]["retry_on"], "connect-failure,refused-stream,retriable-headers")
         for r in (kv, rest):
             p = r["retry_policy"]
+            self.assertNotIn("retriable_status_codes", p)
             self.assertEqual(p["num_retries"], 5)
             self.assertEqual(p["retry_back_off"], {"base_interval": "0.025s", "max_interval": "0.25s"})
-            self.assertEqual(p["retriable_headers"][0]["name"], "x-strata-retryable")
+            self.assertEqual(p["retriable_headers"],
+                             [{"name": "x-strata-gateway-retry", "string_match": {"exact": "true"}}])
             for bad in ("5xx", "reset", "gateway-error", "deadline-exceeded"):
                 self.assertNotIn(bad, p["retry_on"].split(","))
             self.assertEqual(r["timeout"], "10s")

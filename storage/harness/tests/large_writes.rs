@@ -59,6 +59,36 @@ enum Answer {
     Other(String),
 }
 
+/// How a client waits after a refusal, as the API asks of one ("safe to
+/// retry after a pause"): from the 50 ms a refusal suggests (`retry-after-ms`),
+/// doubling while refusals last, up to a second, spread a little by client;
+/// back to none after a batch is applied.
+struct Pause {
+    next: Duration,
+    spread: Duration,
+}
+
+impl Pause {
+    const FIRST: Duration = Duration::from_millis(50);
+    const MOST: Duration = Duration::from_secs(1);
+
+    fn new(client: usize) -> Self {
+        Pause {
+            next: Duration::ZERO,
+            spread: Duration::from_millis(7 * client as u64 % 50),
+        }
+    }
+
+    async fn after(&mut self, answer: &Answer) {
+        if *answer != Answer::Refused {
+            self.next = Duration::ZERO;
+            return;
+        }
+        self.next = (self.next * 2).clamp(Self::FIRST, Self::MOST);
+        tokio::time::sleep(self.next + self.spread).await;
+    }
+}
+
 /// One batch a client sent: its keys follow from `front`, `client` and `seq`.
 struct Sent {
     front: &'static str,
@@ -114,6 +144,7 @@ async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
         .build()
         .unwrap();
     let url = format!("{}/v1/batch", c.gateway_url());
+    let mut pause = Pause::new(client);
     let mut sent = Vec::new();
     for seq in 0.. {
         if Instant::now() >= until {
@@ -149,6 +180,7 @@ async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
                 }
             }
         };
+        pause.after(&answer).await;
         sent.push(Sent {
             front: "rest",
             client,
@@ -161,6 +193,7 @@ async fn rest_client(c: &Cluster, client: usize, until: Instant) -> Vec<Sent> {
 
 async fn grpc_client(gateway: String, client: usize, until: Instant) -> Vec<Sent> {
     let kv = Client::connect(&gateway).await.unwrap();
+    let mut pause = Pause::new(client);
     let mut sent = Vec::new();
     for seq in 0.. {
         if Instant::now() >= until {
@@ -193,6 +226,7 @@ async fn grpc_client(gateway: String, client: usize, until: Instant) -> Vec<Sent
             }
             Err(e) => Answer::Other(format!("gRPC {e}")),
         };
+        pause.after(&answer).await;
         sent.push(Sent {
             front: "grpc",
             client,
@@ -298,7 +332,8 @@ async fn check_contents(gateway: &str, sent: Vec<Sent>) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs release nodes and both cores for a minute: ./dev test-large-writes"]
 async fn maximum_size_batches_for_a_minute_are_pushed_back_without_elections() {
-    // Proves: 24 clients sending 15 MiB batches through the gateway, half
+    // Proves: 24 clients sending 15 MiB batches through the gateway (each
+    // pausing after a refusal, see `Pause`), half
     // over REST and half over gRPC, for RUN_FOR, get only "applied" and
     // "not applied, retry" answers (no 504 / DEADLINE_EXCEEDED / UNKNOWN),
     // the leader keeps its term on every node (no election), no node's

@@ -27,16 +27,18 @@
 //! leader has proposed and not yet answered.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::{Method, Version};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
+use crate::deadline;
 use crate::error::{ApiError, ErrorCode};
 
 /// The gRPC methods that write.
@@ -59,6 +61,9 @@ pub struct WriteBudget {
     /// What a body of unknown length costs: the largest a request may be.
     unknown_length_bytes: usize,
     behind: Option<Behind>,
+    /// A write's time, counted from when it is admitted (see
+    /// `crate::deadline`); none when `None`.
+    request_timeout: Option<Duration>,
 }
 
 impl WriteBudget {
@@ -71,7 +76,15 @@ impl WriteBudget {
             capacity,
             unknown_length_bytes,
             behind: None,
+            request_timeout: None,
         }
+    }
+
+    /// Gives each admitted write `request_timeout` from its admission (or
+    /// less, if its caller waits less) to be answered.
+    pub fn with_deadlines(mut self, request_timeout: Duration) -> Self {
+        self.request_timeout = Some(request_timeout);
+        self
     }
 
     /// Refuses every write while `behind` says the storage is behind.
@@ -151,20 +164,34 @@ pub async fn admit(State(budget): State<Arc<WriteBudget>>, req: Request, next: N
         Kind::GrpcWrite => read_grpc_length(req).await,
     };
     match budget.admit(cost) {
-        Ok(_permit) => next.run(req).await,
+        Ok(_permit) => match budget.request_timeout {
+            Some(timeout) => {
+                let time = deadline::budget(req.headers(), timeout);
+                let grpc = GRPC_WRITES.contains(&req.uri().path());
+                deadline::run(time, next.run(req), |e| in_protocol(e, grpc)).await
+            }
+            None => next.run(req).await,
+        },
         Err(refusal) => {
             let answer = refuse(refusal, &req);
-            drain(req.into_body()).await;
+            if req.version() < Version::HTTP_2 {
+                drain(req.into_body()).await;
+            }
             answer
         }
     }
 }
 
-/// Reads a refused request's body to its end, keeping nothing. An answer
-/// sent while the client is still sending reaches it as a broken
-/// connection rather than as the refusal (HTTP/1.1 through the gateway),
-/// which a client must take as "outcome unknown"; receiving the bytes costs
-/// far less than parsing and holding them.
+/// Reads a refused HTTP/1 request's body to its end, keeping nothing. An
+/// answer sent while an HTTP/1 client is still sending reaches it as a
+/// broken connection rather than as the refusal, which a client must take
+/// as "outcome unknown"; receiving the bytes costs far less than parsing
+/// and holding them. HTTP/2 (the gateway's connections, gRPC) needs none of
+/// it: the answer ends the stream and the rest of the body is refused with
+/// it, so the refusal reaches the gateway at once. Draining there cost
+/// each refused 15 MiB write a second or two on a busy node, and the
+/// gateway, retrying refusals, reached its route timeout with a retry in
+/// flight and answered "outcome unknown".
 async fn drain(body: Body) {
     let mut stream = body.into_data_stream();
     while let Some(Ok(_)) = stream.next().await {}
@@ -172,12 +199,16 @@ async fn drain(body: Body) {
 
 /// The refusal in the request's own protocol.
 fn refuse(refusal: ApiError, req: &Request) -> Response {
-    if GRPC_WRITES.contains(&req.uri().path()) {
-        tonic::Status::from(refusal)
+    in_protocol(refusal, GRPC_WRITES.contains(&req.uri().path()))
+}
+
+fn in_protocol(error: ApiError, grpc: bool) -> Response {
+    if grpc {
+        tonic::Status::from(error)
             .into_http::<Body>()
             .into_response()
     } else {
-        refusal.into_response()
+        error.into_response()
     }
 }
 

@@ -72,6 +72,7 @@ pub async fn router(
     let stats = state.stats.clone();
     let slow_requests = stats.slow_requests();
     let limits = core.limits().clone();
+    let request_timeout = core.timing().request_timeout();
     let max_msg = limits.max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
@@ -95,12 +96,14 @@ pub async fn router(
     if let Some(dir) = console_dir {
         app = app.merge(crate::console::router(dir)?);
     }
-    // Writes are charged before anything reads their bodies. Outside that,
+    // Writes are charged before anything reads their bodies, and given
+    // their time from then (`crate::deadline`). Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
     let budget = Arc::new(
         WriteBudget::new(limits.max_write_bytes_in_flight, limits.max_request_bytes)
-            .refusing_while(Arc::new(move || state_machine.engine_behind())),
+            .refusing_while(Arc::new(move || state_machine.engine_behind()))
+            .with_deadlines(request_timeout),
     );
     Ok(app
         .fallback(fallback)

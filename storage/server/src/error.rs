@@ -19,6 +19,13 @@ use utoipa::ToSchema;
 
 /// Header set on every error that is safe to retry.
 pub const RETRYABLE_HEADER: &str = "x-strata-retryable";
+/// Header set on the errors the gateway may retry at once, on another
+/// node if need be: UNAVAILABLE (no leader yet, not the leader, stopping).
+/// Not on OVERLOADED: retried at once it only adds load, and the gateway's
+/// retries of refused 15 MiB writes used its whole route timeout, which
+/// then fell with a try in flight ("outcome unknown"). A client retries
+/// OVERLOADED itself, after a pause.
+pub const GATEWAY_RETRY_HEADER: &str = "x-strata-gateway-retry";
 /// Header naming the leader, when known.
 pub const LEADER_HEADER: &str = "x-strata-leader";
 /// Suggested retry delay for retryable errors.
@@ -214,6 +221,11 @@ impl ApiError {
     pub fn retryable(&self) -> bool {
         matches!(self.code, ErrorCode::Unavailable | ErrorCode::Overloaded)
     }
+
+    /// Whether the gateway may retry it at once (see [`GATEWAY_RETRY_HEADER`]).
+    pub fn gateway_retries(&self) -> bool {
+        self.code == ErrorCode::Unavailable
+    }
 }
 
 /// The body of every non-2xx response from a node.
@@ -248,6 +260,7 @@ impl From<ApiError> for ErrorBody {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let retryable = self.retryable();
+        let gateway_retries = self.gateway_retries();
         let status = self.code.http_status();
         let leader_id = self.leader_id;
         let mut resp = (status, axum::Json(ErrorBody::from(self))).into_response();
@@ -255,6 +268,9 @@ impl IntoResponse for ApiError {
         if retryable {
             headers.insert(RETRYABLE_HEADER, HeaderValue::from_static("true"));
             headers.insert("retry-after-ms", HeaderValue::from(RETRY_AFTER_MS));
+        }
+        if gateway_retries {
+            headers.insert(GATEWAY_RETRY_HEADER, HeaderValue::from_static("true"));
         }
         if let Some(id) = leader_id {
             headers.insert(LEADER_HEADER, HeaderValue::from(id));
@@ -269,6 +285,9 @@ impl From<ApiError> for tonic::Status {
         let md = status.metadata_mut();
         if e.retryable() {
             md.insert(RETRYABLE_HEADER, MetadataValue::from_static("true"));
+        }
+        if e.gateway_retries() {
+            md.insert(GATEWAY_RETRY_HEADER, MetadataValue::from_static("true"));
         }
         if let Some(id) = e.leader_id
             && let Ok(v) = MetadataValue::try_from(id.to_string())
@@ -292,6 +311,20 @@ mod tests {
         let status = tonic::Status::from(e);
         assert_eq!(status.code(), Code::Unavailable);
         assert_eq!(status.metadata().get(RETRYABLE_HEADER).unwrap(), "true");
+        assert_eq!(status.metadata().get(GATEWAY_RETRY_HEADER).unwrap(), "true");
+    }
+
+    #[test]
+    fn overloaded_is_retryable_by_the_client_but_not_by_the_gateway() {
+        let e = ApiError::new(ErrorCode::Overloaded, "budget spent");
+        let resp = e.clone().into_response();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(resp.headers()[RETRYABLE_HEADER], "true");
+        assert!(resp.headers().get(GATEWAY_RETRY_HEADER).is_none());
+        let status = tonic::Status::from(e);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(status.metadata().get(RETRYABLE_HEADER).unwrap(), "true");
+        assert!(status.metadata().get(GATEWAY_RETRY_HEADER).is_none());
     }
 
     #[test]

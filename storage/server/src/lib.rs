@@ -10,6 +10,7 @@ pub mod channels;
 pub mod config;
 pub mod console;
 pub mod core;
+pub mod deadline;
 pub mod error;
 pub mod event_log;
 pub mod grpc;

@@ -29,6 +29,13 @@ impl Core {
         F: FnOnce(Channel, tonic::Request<T>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, tonic::Status>>,
     {
+        // A write past half its time is refused here rather than sent on;
+        // one sent on is the leader's to answer, and the leader is told
+        // how long this node waits (`grpc-timeout`).
+        let wait = match crate::deadline::before_proposing() {
+            Some(deadline) => deadline?.saturating_duration_since(tokio::time::Instant::now()),
+            None => self.timing.request_timeout() + Duration::from_millis(500),
+        };
         self.forwarded.inc();
         let span = tracing::info_span!(
             "forward",
@@ -36,7 +43,7 @@ impl Core {
             otel.kind = "client"
         );
         async {
-            call(leader, self.forward_request(body))
+            call(leader, self.forward_request(body, wait))
                 .await
                 .map(tonic::Response::into_inner)
                 .map_err(|s| forward_error(&s))
@@ -45,14 +52,14 @@ impl Core {
         .await
     }
 
-    fn forward_request<T>(&self, body: T) -> tonic::Request<T> {
+    fn forward_request<T>(&self, body: T, wait: Duration) -> tonic::Request<T> {
         let mut req = tonic::Request::new(body);
         req.metadata_mut().insert(
             FORWARDED_HEADER,
             tonic::metadata::MetadataValue::from(self.id),
         );
         crate::request_span::inject_current(req.metadata_mut());
-        req.set_timeout(self.timing.request_timeout() + Duration::from_millis(500));
+        req.set_timeout(wait);
         req
     }
 }

@@ -98,6 +98,10 @@ impl Core {
         self.timing.request_timeout()
     }
 
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -148,8 +152,12 @@ impl Core {
     }
 
     async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ApiError> {
-        match tokio::time::timeout(self.timing.request_timeout(), self.peer.propose(command)).await
-        {
+        // Counted from when the node took the request (`crate::deadline`).
+        let deadline = match crate::deadline::before_proposing() {
+            Some(deadline) => deadline?,
+            None => tokio::time::Instant::now() + self.timing.request_timeout(),
+        };
+        match tokio::time::timeout_at(deadline, self.peer.propose(command)).await {
             Ok(r) => r.map_err(|e| self.propose_error(e, true)),
             Err(_) => {
                 let st = self.peer.status();

@@ -4,6 +4,7 @@
 //! in `storage/harness/tests`.
 
 mod canary;
+mod deadlines;
 mod node;
 mod peer_net;
 mod router;
