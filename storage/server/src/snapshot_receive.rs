@@ -26,6 +26,25 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Status {
     Status::internal(format!("{what}: {e}"))
 }
 
+/// How a refusal for want of space starts: the receiver notes it (see
+/// `SnapshotDirs::staging_full`) and the sender reads it as such.
+const NO_SPACE: &str = "no space left on this node's disk to stage the snapshot";
+
+/// A failed write while staging: `RESOURCE_EXHAUSTED` when the disk is
+/// full (the sender backs off; freeing space lets the next transfer
+/// through), `INTERNAL` otherwise.
+fn io_failed(what: &str, e: std::io::Error) -> Status {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        Status::resource_exhausted(format!("{NO_SPACE}: {what}: {e}"))
+    } else {
+        internal(what, e)
+    }
+}
+
+fn is_no_space(status: &Status) -> bool {
+    status.code() == tonic::Code::ResourceExhausted && status.message().starts_with(NO_SPACE)
+}
+
 /// A file path from the sender, accepted only if it stays inside the
 /// snapshot directory.
 fn safe_relative(path: &str) -> Result<PathBuf, Status> {
@@ -56,7 +75,7 @@ pub async fn receive(
     max_bytes: u64,
     chunks: Streaming<SnapshotChunk>,
 ) -> Result<(), Status> {
-    let message = stage(id, group_id, peer.snapshot_dirs(), max_bytes, chunks).await?;
+    let message = stage_noting(id, group_id, peer.snapshot_dirs(), max_bytes, chunks).await?;
     let meta = message.get_snapshot().get_metadata();
     peer.snapshot_received(format!(
         "index {} term {} from node {}",
@@ -66,6 +85,33 @@ pub async fn receive(
     // member travels with its batches.
     peer.step(message, strata_raft::Stamp::default());
     Ok(())
+}
+
+/// [`stage`], noting in `dirs` whether the transfer was refused for want
+/// of space (the node is then not ready, `/health/ready`) or staged.
+async fn stage_noting(
+    id: u64,
+    group_id: u64,
+    dirs: &SnapshotDirs,
+    max_bytes: u64,
+    chunks: impl Stream<Item = Result<SnapshotChunk, Status>> + Unpin,
+) -> Result<Message, Status> {
+    match stage(id, group_id, dirs, max_bytes, chunks).await {
+        Ok(message) => {
+            dirs.note_staging(None);
+            Ok(message)
+        }
+        Err(status) => {
+            if is_no_space(&status) {
+                tracing::warn!(
+                    "{}: this node cannot catch up until space is freed",
+                    status.message()
+                );
+                dirs.note_staging(Some(status.message().to_string()));
+            }
+            Err(status)
+        }
+    }
 }
 
 /// Stages the snapshot a stream carries where the driver installs it from;
@@ -109,7 +155,7 @@ async fn stage(
     let partial = dirs.partial_incoming(index, term);
     tokio::fs::create_dir_all(&partial)
         .await
-        .map_err(|e| internal("creating the staging directory", e))?;
+        .map_err(|e| io_failed("creating the staging directory", e))?;
     if let Err(e) = receive_files(&partial, &manifest, &mut chunks).await {
         let _ = tokio::fs::remove_dir_all(&partial).await;
         return Err(e);
@@ -127,7 +173,7 @@ async fn stage(
         Ok(p) => p,
         Err(e) => {
             let _ = tokio::fs::remove_dir_all(&partial).await;
-            return Err(internal("making the staged snapshot durable", e));
+            return Err(io_failed("making the staged snapshot durable", e));
         }
     };
     tracing::info!(
@@ -209,11 +255,11 @@ async fn receive_files(
         f.file
             .write_all(&part.data)
             .await
-            .map_err(|e| internal("writing a snapshot file", e))?;
+            .map_err(|e| io_failed("writing a snapshot file", e))?;
         f.written += part.data.len() as u64;
         f.crc.update(&part.data);
         if part.last {
-            let f = current.take().expect("a file is open");
+            let mut f = current.take().expect("a file is open");
             let crc = f.crc.finalize();
             if f.written != f.expected.size || crc != f.expected.crc32 || crc != part.crc32 {
                 return Err(invalid(format!(
@@ -221,10 +267,18 @@ async fn receive_files(
                     part.path, f.written, f.expected.size, f.expected.crc32
                 )));
             }
+            // tokio's file hands writes to a blocking thread and keeps the
+            // error of the last one for the next write or flush, which
+            // `sync_all` does not report: flush first, or a write that
+            // failed (a full disk) would pass as written.
+            f.file
+                .flush()
+                .await
+                .map_err(|e| io_failed("writing a snapshot file", e))?;
             f.file
                 .sync_all()
                 .await
-                .map_err(|e| internal("syncing a snapshot file", e))?;
+                .map_err(|e| io_failed("syncing a snapshot file", e))?;
             done += 1;
         }
     }
@@ -267,11 +321,11 @@ async fn open_next<'m>(
     if let Some(parent) = full.parent() {
         tokio::fs::create_dir_all(parent)
             .await
-            .map_err(|e| internal("creating a directory", e))?;
+            .map_err(|e| io_failed("creating a directory", e))?;
     }
     let file = tokio::fs::File::create(&full)
         .await
-        .map_err(|e| internal("creating a snapshot file", e))?;
+        .map_err(|e| io_failed("creating a snapshot file", e))?;
     Ok(OpenFile {
         expected,
         file,
@@ -499,6 +553,54 @@ mod tests {
             b"layout"
         );
         assert_eq!(partials(&dirs), 0, "the copy not used is removed");
+    }
+
+    #[tokio::test]
+    async fn a_transfer_refused_for_want_of_space_says_so_until_one_is_staged() {
+        // Proves: a file that cannot be written for want of space (the
+        // staged file is made to point at /dev/full, which answers every
+        // write with ENOSPC) refuses the transfer as RESOURCE_EXHAUSTED,
+        // saying so, and the directories remember it (the node is then
+        // not ready); the next transfer that is staged clears it.
+        let root = tempfile::tempdir().unwrap();
+        let dirs = SnapshotDirs::new(root.path().join("snap")).unwrap();
+        let m = two_files(80);
+        // The first transfer's partial copy is `.partial-1`.
+        let partial = dirs.root().join("in-80-3.partial-1");
+        std::fs::create_dir_all(&partial).unwrap();
+        std::os::unix::fs::symlink("/dev/full", partial.join("000001.sst")).unwrap();
+        let chunks = [
+            vec![header(80, 3, &m)],
+            whole_file("000001.sst", b"table one"),
+            whole_file("MANIFEST-000002", b"layout"),
+        ]
+        .concat();
+        let status = stage_noting(
+            2,
+            1,
+            &dirs,
+            u64::MAX,
+            tokio_stream::iter(chunks.clone().into_iter().map(Ok)),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+        assert!(is_no_space(&status), "{status:?}");
+        let said = dirs.staging_full().expect("noted");
+        assert!(said.contains("No space left on device"), "{said}");
+        assert_eq!(partials(&dirs), 0);
+
+        let message = stage_noting(
+            2,
+            1,
+            &dirs,
+            u64::MAX,
+            tokio_stream::iter(chunks.into_iter().map(Ok)),
+        )
+        .await
+        .expect("staged once there is space");
+        assert_eq!(message.get_snapshot().get_metadata().index, 80);
+        assert_eq!(dirs.staging_full(), None, "cleared");
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@
 //! may then be ahead of the disk, so nothing may be acknowledged from them.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -98,6 +98,9 @@ pub struct RaftLogStore {
     ready_snapshot: Option<Snapshot>,
     /// Set when raft asked for a snapshot that is not ready yet.
     snapshot_wanted: Cell<bool>,
+    /// Followers no snapshot is offered to for now: their last transfer
+    /// failed (see the driver's `snapshot_backoff`).
+    snapshot_holds: BTreeSet<u64>,
     /// During replay: the log started past its recorded base (the segments
     /// before were deleted after a compaction); a later compaction record
     /// must confirm the base.
@@ -164,6 +167,7 @@ impl RaftLogStore {
             conf_state: ConfState::default(),
             ready_snapshot: None,
             snapshot_wanted: Cell::new(false),
+            snapshot_holds: BTreeSet::new(),
             base_unconfirmed: false,
             recorded_base: 0,
             opened_empty: is_new,
@@ -613,6 +617,12 @@ impl RaftLogStore {
     }
 
     /// Offers a snapshot for raft to send to lagging followers.
+    /// Offers no snapshot to `held` until told otherwise: raft-rs hears
+    /// "temporarily unavailable" for them and asks again later.
+    pub(crate) fn hold_snapshots(&mut self, held: BTreeSet<u64>) {
+        self.snapshot_holds = held;
+    }
+
     pub fn set_ready_snapshot(&mut self, snapshot: Snapshot) {
         self.ready_snapshot = Some(snapshot);
         self.snapshot_wanted.set(false);

@@ -35,6 +35,9 @@ pub struct SnapshotDirs {
     outgoing: Arc<Mutex<Outgoing>>,
     /// Held while a transfer's copy becomes the staged one.
     staging: Arc<Mutex<()>>,
+    /// Why the last incoming transfer could not be staged for want of
+    /// space, until one is staged (see [`SnapshotDirs::staging_full`]).
+    staging_full: Arc<Mutex<Option<String>>>,
 }
 
 /// Which outgoing checkpoints transfers are reading, and which one raft
@@ -95,6 +98,7 @@ impl SnapshotDirs {
             next: Arc::new(AtomicU64::new(1)),
             outgoing: Arc::default(),
             staging: Arc::default(),
+            staging_full: Arc::default(),
         })
     }
 
@@ -167,6 +171,19 @@ impl SnapshotDirs {
     /// The manifest of the snapshot staged for `index`/`term`, if the
     /// transport received and verified all of it (it stores the manifest
     /// last); `None` otherwise.
+    /// Records how the last incoming transfer ended: refused for want of
+    /// space (`Some`, why), or staged (`None`).
+    pub fn note_staging(&self, full: Option<String>) {
+        *self.staging_full.lock() = full;
+    }
+
+    /// Why this node could not stage the last snapshot it was sent, if it
+    /// was for want of space and none was staged since: the node cannot
+    /// catch up until space is freed, and says so (`/health/ready`).
+    pub fn staging_full(&self) -> Option<String> {
+        self.staging_full.lock().clone()
+    }
+
     pub fn verified_incoming(&self, index: u64, term: u64) -> Option<Manifest> {
         let dir = self.incoming(index, term);
         Manifest::read(&dir)

@@ -1,7 +1,8 @@
 //! Health endpoints used by Envoy's active health checks and orchestrators.
 //!
 //! - `/health/leader`: 200 only on the leader whose storage is healthy;
-//! - `/health/ready`: 200 when a leader is known and storage is healthy;
+//! - `/health/ready`: 200 when a leader is known, storage is healthy and
+//!   the node is not stuck behind a snapshot it had no space to stage;
 //! - `/health/live`: 200 while storage is healthy.
 //!
 //! A node that is stopping (draining) fails `leader` and `ready`, so
@@ -86,6 +87,12 @@ pub async fn ready(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiE
     let st = serving_status(&s)?;
     if st.leader_id == 0 {
         return Err(ApiError::unavailable("no leader is known"));
+    }
+    if let Some(why) = s.core.peer().snapshot_dirs().staging_full() {
+        return Err(ApiError::unavailable(format!(
+            "node {} cannot catch up with the leader: {why}; free space on its disk",
+            st.id
+        )));
     }
     Ok(Json(HealthStatus {
         status: Check::Ready,
