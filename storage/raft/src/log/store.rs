@@ -616,13 +616,13 @@ impl RaftLogStore {
         Storage::term(self, index).ok()
     }
 
-    /// Offers a snapshot for raft to send to lagging followers.
     /// Offers no snapshot to `held` until told otherwise: raft-rs hears
     /// "temporarily unavailable" for them and asks again later.
     pub(crate) fn hold_snapshots(&mut self, held: BTreeSet<u64>) {
         self.snapshot_holds = held;
     }
 
+    /// Offers a snapshot for raft to send to lagging followers.
     pub fn set_ready_snapshot(&mut self, snapshot: Snapshot) {
         self.ready_snapshot = Some(snapshot);
         self.snapshot_wanted.set(false);

@@ -168,9 +168,6 @@ impl SnapshotDirs {
         Ok(true)
     }
 
-    /// The manifest of the snapshot staged for `index`/`term`, if the
-    /// transport received and verified all of it (it stores the manifest
-    /// last); `None` otherwise.
     /// Records how the last incoming transfer ended: refused for want of
     /// space (`Some`, why), or staged (`None`).
     pub fn note_staging(&self, full: Option<String>) {
@@ -184,6 +181,9 @@ impl SnapshotDirs {
         self.staging_full.lock().clone()
     }
 
+    /// The manifest of the snapshot staged for `index`/`term`, if the
+    /// transport received and verified all of it (it stores the manifest
+    /// last); `None` otherwise.
     pub fn verified_incoming(&self, index: u64, term: u64) -> Option<Manifest> {
         let dir = self.incoming(index, term);
         Manifest::read(&dir)
