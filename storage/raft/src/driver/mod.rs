@@ -64,7 +64,6 @@ mod read_ids;
 mod reads;
 mod recovery;
 mod slow_work;
-mod snapshot_backoff;
 mod snapshots;
 mod stalls;
 mod stop;
@@ -150,7 +149,6 @@ pub(crate) struct Driver {
     vouching: vouching::Vouching,
     stalls: stalls::Stalls,
     slow_work: slow_work::SlowWork,
-    snapshot_backoff: snapshot_backoff::SnapshotBackoff,
 }
 
 impl Driver {
@@ -249,7 +247,6 @@ impl Driver {
             vouching: vouching::Vouching::new(proven),
             stalls: stalls::Stalls::new(config.tick, config.election_ticks),
             slow_work: slow_work::SlowWork::default(),
-            snapshot_backoff: snapshot_backoff::SnapshotBackoff::default(),
             incarnation,
         };
         driver.last_status = driver.compute_status();
@@ -265,10 +262,6 @@ impl Driver {
         }
         self.flow.tick();
         self.reads.tick();
-        if self.snapshot_backoff.tick() {
-            let held = self.snapshot_backoff.held();
-            self.node.mut_store().hold_snapshots(held);
-        }
     }
 
     /// Everything the loop does after taking inputs: take the snapshot

@@ -262,19 +262,9 @@ impl Driver {
         };
         self.node.report_snapshot(to, status);
         if ok {
-            self.snapshot_backoff.sent(to);
             self.events
                 .note(RaftEventKind::SnapshotSent, format!("to node {to}"));
-        } else {
-            let ticks = self.snapshot_backoff.failed(to);
-            tracing::info!(
-                to,
-                wait_ms = (self.tick * ticks as u32).as_millis() as u64,
-                "not sending node {to} another snapshot for a while: the last one failed"
-            );
         }
-        let held = self.snapshot_backoff.held();
-        self.node.mut_store().hold_snapshots(held);
     }
 
     /// Installs the staged snapshot raft wants applied; returns its staged

@@ -23,7 +23,7 @@
 //! may then be ahead of the disk, so nothing may be acknowledged from them.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -98,9 +98,6 @@ pub struct RaftLogStore {
     ready_snapshot: Option<Snapshot>,
     /// Set when raft asked for a snapshot that is not ready yet.
     snapshot_wanted: Cell<bool>,
-    /// Followers no snapshot is offered to for now: their last transfer
-    /// failed (see the driver's `snapshot_backoff`).
-    snapshot_holds: BTreeSet<u64>,
     /// During replay: the log started past its recorded base (the segments
     /// before were deleted after a compaction); a later compaction record
     /// must confirm the base.
@@ -167,7 +164,6 @@ impl RaftLogStore {
             conf_state: ConfState::default(),
             ready_snapshot: None,
             snapshot_wanted: Cell::new(false),
-            snapshot_holds: BTreeSet::new(),
             base_unconfirmed: false,
             recorded_base: 0,
             opened_empty: is_new,
@@ -614,12 +610,6 @@ impl RaftLogStore {
     /// The term of an entry still in the log (or of the compaction point).
     pub fn term_of(&self, index: u64) -> Option<u64> {
         Storage::term(self, index).ok()
-    }
-
-    /// Offers no snapshot to `held` until told otherwise: raft-rs hears
-    /// "temporarily unavailable" for them and asks again later.
-    pub(crate) fn hold_snapshots(&mut self, held: BTreeSet<u64>) {
-        self.snapshot_holds = held;
     }
 
     /// Offers a snapshot for raft to send to lagging followers.

@@ -65,12 +65,6 @@ impl Storage for RaftLogStore {
     }
 
     fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        if self.snapshot_holds.contains(&to) {
-            // Its last transfer failed; asked again after the hold.
-            return Err(raft::Error::Store(
-                StorageError::SnapshotTemporarilyUnavailable,
-            ));
-        }
         if let Some(snap) = &self.ready_snapshot {
             let meta = snap.get_metadata();
             // A follower that installs it must be able to continue from our
