@@ -31,8 +31,8 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Status {
 const NO_SPACE: &str = "no space left on this node's disk to stage the snapshot";
 
 /// A failed write while staging: `RESOURCE_EXHAUSTED` when the disk is
-/// full (the sender backs off; freeing space lets the next transfer
-/// through), `INTERNAL` otherwise.
+/// full (freeing space lets the next transfer through), `INTERNAL`
+/// otherwise.
 fn io_failed(what: &str, e: std::io::Error) -> Status {
     if e.kind() == std::io::ErrorKind::StorageFull {
         Status::resource_exhausted(format!("{NO_SPACE}: {what}: {e}"))
