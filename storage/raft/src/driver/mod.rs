@@ -344,17 +344,18 @@ impl Driver {
     }
 
     fn note_slow_work(&mut self, work: slow_work::Work) {
-        if let Some(line) = self.slow_work.note(work, Instant::now()) {
-            tracing::warn!(
-                role = ?self.node.raft.state,
-                term = self.node.raft.term,
-                "{line}"
-            );
-        }
+        let line = self.slow_work.note(work, Instant::now());
+        self.warn_timing(line);
     }
 
     fn note_stall(&mut self, stall: stalls::Stall) {
-        if let Some(line) = self.stalls.note(stall, Instant::now()) {
+        let line = self.stalls.note(stall, Instant::now());
+        self.warn_timing(line);
+    }
+
+    /// Logs a line about where the driver's time went, with its role and term.
+    fn warn_timing(&self, line: Option<String>) {
+        if let Some(line) = line {
             tracing::warn!(
                 role = ?self.node.raft.state,
                 term = self.node.raft.term,

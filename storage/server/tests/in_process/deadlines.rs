@@ -8,10 +8,8 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, Version};
 use bytes::Bytes;
 use futures::StreamExt;
-use http_body_util::BodyExt;
-use tower::ServiceExt;
 
-use crate::support::{Answer, call, one_node_configured};
+use crate::support::{call, one_node_configured, send};
 
 /// A body that sends `first`, waits `pause`, then sends `rest`; with no
 /// `rest`, it never ends.
@@ -26,17 +24,6 @@ fn slow_body(first: &'static [u8], pause: Duration, rest: Option<&'static [u8]>)
     match rest {
         Some(_) => Body::from_stream(head.chain(tail)),
         None => Body::from_stream(head.chain(never)),
-    }
-}
-
-async fn send(app: &axum::Router, req: Request<Body>) -> Answer {
-    let resp = app.clone().oneshot(req).await.unwrap();
-    let (parts, body) = resp.into_parts();
-    let body = body.collect().await.unwrap().to_bytes();
-    Answer {
-        status: parts.status,
-        headers: parts.headers,
-        body,
     }
 }
 

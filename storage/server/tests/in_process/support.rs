@@ -105,7 +105,11 @@ pub async fn call(
     for (name, value) in headers {
         req = req.header(*name, *value);
     }
-    let req = req.body(Body::from(body.into())).unwrap();
+    send(app, req.body(Body::from(body.into())).unwrap()).await
+}
+
+/// One prepared request through `app`, answered in full.
+pub async fn send(app: &Router, req: Request<Body>) -> Answer {
     let resp = app.clone().oneshot(req).await.unwrap();
     let (parts, body) = resp.into_parts();
     let body = body.collect().await.unwrap().to_bytes();
