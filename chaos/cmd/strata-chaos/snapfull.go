@@ -131,6 +131,11 @@ func cmdSnapshotFull(args []string) int {
 	report["victim_when_full"] = health
 	report["victim_ready_when_full"] = ready
 	report["transfers_refused_for_space"] = refusals
+	// The sender waits longer after each refusal (0.25 s doubling to 4 s):
+	// sending again at every heartbeat answer was dozens in these seconds.
+	if refusals > 12 {
+		fail("the leader sent node %d its snapshot %d times while it had no space (want a growing wait between tries)", victim, refusals)
+	}
 	if cl.Running(victim) && (readyCode != 503 || !strings.Contains(string(readyBody), "space")) {
 		fail("node %d, unable to stage the leader's snapshot for want of space, answered /health/ready %s (want 503 saying so)", victim, ready)
 	}

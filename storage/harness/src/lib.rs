@@ -35,8 +35,14 @@ pub mod run_dir;
 
 pub use cluster::Cluster;
 
+/// The repository the harness reads the gateway generator and the load
+/// scenarios from: `STRATA_REPO_ROOT` (set by `./dev`, since a build cached
+/// outside the clone may come from another clone), else the one it was
+/// built from.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    std::env::var_os("STRATA_REPO_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
 }
 
 /// A binary of this workspace: `strata-node` or `strata`.

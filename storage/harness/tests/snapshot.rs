@@ -484,28 +484,7 @@ async fn a_requested_snapshot_drops_the_log_so_a_returning_follower_gets_a_snaps
         assert_eq!(r.status(), StatusCode::OK);
         last = r.json::<Value>().await.unwrap()["index"].as_u64().unwrap();
     }
-    // The leader keeps the log a follower it still counts as active needs;
-    // its quorum check marks the killed one inactive within an election timeout.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let answer = loop {
-        let r = c
-            .http()
-            .post(format!("{}/v1/cluster/snapshot", c.gateway_url()))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        let answer: Value = r.json().await.unwrap();
-        let live_dropped =
-            answer["nodes"].as_array().unwrap().iter().all(|n| {
-                n["id"] == follower || n["first_index_after"].as_u64().unwrap_or(0) > last
-            });
-        if live_dropped {
-            break answer;
-        }
-        assert!(Instant::now() < deadline, "the log was kept: {answer}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let answer = drop_logs(&c, follower, last).await;
     for n in answer["nodes"].as_array().unwrap() {
         if n["id"] == follower {
             assert_eq!(n["outcome"], "failed", "{answer}");
@@ -550,4 +529,110 @@ async fn a_requested_snapshot_drops_the_log_so_a_returning_follower_gets_a_snaps
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Asks every member, through the gateway, to drop its log up to `last`,
+/// until every live one but `down` has; returns the final answer.
+async fn drop_logs(c: &Cluster, down: u64, last: u64) -> Value {
+    // The leader keeps the log a follower it still counts as active needs;
+    // its quorum check marks the killed one inactive within an election timeout.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c
+            .http()
+            .post(format!("{}/v1/cluster/snapshot", c.gateway_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        let answer: Value = r.json().await.unwrap();
+        let live_dropped = answer["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["id"] == down || n["first_index_after"].as_u64().unwrap_or(0) > last);
+        if live_dropped {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "the log was kept: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_refusing_snapshots_over_its_limit_is_sent_them_ever_more_slowly() {
+    // Proves: a follower that can only catch up by a snapshot over its
+    // --max-snapshot-mb refuses each transfer; the leader sends again after
+    // waits that grow (not at every heartbeat answer, dozens of times in a
+    // few seconds), the follower answers /health/ready 503 naming the
+    // limit, and the rest of the cluster goes on taking writes.
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let mut c = Cluster::start_with_args(3, &["--max-snapshot-mb", "1"])
+        .await
+        .unwrap();
+    let follower = c.follower().await.unwrap();
+    c.kill(follower).unwrap();
+    // 3 MiB that no block compression shrinks below the limit.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut last = 0;
+    for i in 0..48 {
+        let value: String = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                format!("{:016x}", x)
+            })
+            .collect();
+        let r = c
+            .http()
+            .put(format!("{}/v1/kv/big/{i:03}", c.gateway_url()))
+            .body(value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        last = r.json::<Value>().await.unwrap()["index"].as_u64().unwrap();
+    }
+    drop_logs(&c, follower, last).await;
+    let leader = c.wait_leader(Duration::from_secs(5)).await.unwrap();
+
+    c.start_node(follower).unwrap();
+    wait_logged(
+        &c,
+        follower,
+        "--max-snapshot-mb",
+        1,
+        Duration::from_secs(30),
+    )
+    .await;
+    let refused = || {
+        c.node_log(leader)
+            .matches("sending snapshot failed")
+            .count()
+    };
+    let before = refused();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let in_six_seconds = refused() - before;
+    eprintln!("{in_six_seconds} snapshot sends refused in 6 s");
+    // Waits of 0.25, 0.5, 1, 2 and 4 s allow at most 5 in any 6 s; at every
+    // heartbeat answer it would be dozens.
+    assert!(
+        (1..=6).contains(&in_six_seconds),
+        "{in_six_seconds} snapshot sends refused in 6 s; logs in {}",
+        c.log_dir().display()
+    );
+    let r = c
+        .http()
+        .get(format!("{}/health/ready", c.node_url(follower)))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("--max-snapshot-mb"), "{body}");
+    c.put_until_ok("big/after", "v", Duration::from_secs(5))
+        .await
+        .unwrap();
 }

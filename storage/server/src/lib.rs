@@ -27,6 +27,7 @@ pub mod rest;
 pub mod route;
 pub mod shutdown;
 pub mod slow_requests;
+pub mod snapshot_backoff;
 pub mod snapshot_receive;
 pub mod snapshot_send;
 pub mod space;

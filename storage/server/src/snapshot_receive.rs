@@ -26,8 +26,7 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Status {
     Status::internal(format!("{what}: {e}"))
 }
 
-/// How a refusal for want of space starts: the receiver notes it (see
-/// `SnapshotDirs::staging_full`) and the sender reads it as such.
+/// How a refusal for want of space starts.
 const NO_SPACE: &str = "no space left on this node's disk to stage the snapshot";
 
 /// A failed write while staging: `RESOURCE_EXHAUSTED` when the disk is
@@ -41,8 +40,11 @@ fn io_failed(what: &str, e: std::io::Error) -> Status {
     }
 }
 
-fn is_no_space(status: &Status) -> bool {
-    status.code() == tonic::Code::ResourceExhausted && status.message().starts_with(NO_SPACE)
+/// A refusal the next transfer would meet too, until an operator frees
+/// space or raises the limit: `RESOURCE_EXHAUSTED`, which is also how the
+/// sender tells it (`snapshot_send`).
+fn is_lasting(status: &Status) -> bool {
+    status.code() == tonic::Code::ResourceExhausted
 }
 
 /// A file path from the sender, accepted only if it stays inside the
@@ -87,8 +89,9 @@ pub async fn receive(
     Ok(())
 }
 
-/// [`stage`], noting in `dirs` whether the transfer was refused for want
-/// of space (the node is then not ready, `/health/ready`) or staged.
+/// [`stage`], noting in `dirs` whether the transfer was refused for a
+/// reason that lasts, no space or over the size limit (the node is then
+/// not ready, `/health/ready`), or staged.
 async fn stage_noting(
     id: u64,
     group_id: u64,
@@ -102,9 +105,9 @@ async fn stage_noting(
             Ok(message)
         }
         Err(status) => {
-            if is_no_space(&status) {
+            if is_lasting(&status) {
                 tracing::warn!(
-                    "{}: this node cannot catch up until space is freed",
+                    "{}: this node cannot catch up until an operator acts",
                     status.message()
                 );
                 dirs.note_staging(Some(status.message().to_string()));
@@ -585,8 +588,8 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
-        assert!(is_no_space(&status), "{status:?}");
-        let said = dirs.staging_full().expect("noted");
+        assert!(status.message().starts_with(NO_SPACE), "{status:?}");
+        let said = dirs.staging_refused().expect("noted");
         assert!(said.contains("No space left on device"), "{said}");
         assert_eq!(partials(&dirs), 0);
 
@@ -600,25 +603,28 @@ mod tests {
         .await
         .expect("staged once there is space");
         assert_eq!(message.get_snapshot().get_metadata().index, 80);
-        assert_eq!(dirs.staging_full(), None, "cleared");
+        assert_eq!(dirs.staging_refused(), None, "cleared");
     }
 
     #[tokio::test]
     async fn a_snapshot_over_the_limit_is_refused_before_staging() {
         // Proves: a snapshot whose manifest totals more than the node's
         // limit is refused with RESOURCE_EXHAUSTED and a message naming the
-        // limit, before any staging directory is created.
+        // limit, before any staging directory is created; the node notes
+        // that it cannot catch up (`/health/ready`).
         let root = tempfile::tempdir().unwrap();
         let dirs = SnapshotDirs::new(root.path().join("snap")).unwrap();
         let m = two_files(70);
         let stream = tokio_stream::iter([Ok(header(70, 3, &m))]);
-        let status = stage(2, 1, &dirs, m.total_bytes() - 1, stream)
+        let status = stage_noting(2, 1, &dirs, m.total_bytes() - 1, stream)
             .await
             .unwrap_err();
         assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
         assert!(status.message().contains("--max-snapshot-mb"), "{status:?}");
         assert_eq!(partials(&dirs), 0);
         assert!(!dirs.incoming(70, 3).exists());
+        let said = dirs.staging_refused().expect("noted");
+        assert!(said.contains("--max-snapshot-mb"), "{said}");
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Sending a snapshot: the engine checkpoint named in the raft message,
 //! pinned so that it stays on disk while it is read, goes out over
 //! `strata.v1.Raft/InstallSnapshot` as its manifest, then every file the
-//! manifest lists in 1 MiB chunks; the result is reported to raft. The
-//! bounded channel between the file reader and the gRPC stream is the flow
-//! control.
+//! manifest lists in 1 MiB chunks; the result is reported to raft, after
+//! a wait when the member refused it for a lasting reason
+//! (`snapshot_backoff`). The bounded channel between the file reader and
+//! the gRPC stream is the flow control.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use strata_proto::v1::raft_client::RaftClient;
@@ -17,19 +19,63 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
+use crate::snapshot_backoff::RefusalBackoff;
+
 const CHUNK_BYTES: usize = 1 << 20;
 const CHUNKS_IN_FLIGHT: usize = 4;
 
-/// Streams the snapshot of `message` to its target and reports the outcome
-/// to the local peer.
-pub async fn send(peer: PeerHandle, channel: Channel, group_id: u64, from: u64, message: Message) {
-    let to = message.to;
-    let result = stream(&peer, channel, group_id, from, message).await;
-    match &result {
-        Ok(()) => tracing::info!(to, "snapshot sent"),
-        Err(e) => tracing::warn!(to, error = %e, "sending snapshot failed"),
+/// How a send failed.
+struct Failure {
+    message: String,
+    /// The member refused it for a reason the next attempt would meet too
+    /// (`RESOURCE_EXHAUSTED`: no space, or over its size limit).
+    lasting: bool,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure {
+            message,
+            lasting: false,
+        }
     }
-    peer.report_snapshot(to, result.is_ok());
+}
+
+/// Streams the snapshot of `message` to its target and reports the outcome
+/// to the local peer; a lasting refusal is reported only after the wait
+/// `backoff` owes the target.
+pub async fn send(
+    peer: PeerHandle,
+    channel: Channel,
+    backoff: Arc<RefusalBackoff>,
+    group_id: u64,
+    from: u64,
+    message: Message,
+) {
+    let to = message.to;
+    match stream(&peer, channel, group_id, from, message).await {
+        Ok(()) => {
+            tracing::info!(to, "snapshot sent");
+            backoff.delivered(to);
+            peer.report_snapshot(to, true);
+        }
+        Err(e) if e.lasting => {
+            let wait = backoff.refused(to);
+            tracing::warn!(
+                to,
+                error = %e.message,
+                wait_ms = wait.as_millis() as u64,
+                "sending snapshot failed; the member refused it until an operator acts, \
+                 sending again after a wait"
+            );
+            tokio::time::sleep(wait).await;
+            peer.report_snapshot(to, false);
+        }
+        Err(e) => {
+            tracing::warn!(to, error = %e.message, "sending snapshot failed");
+            peer.report_snapshot(to, false);
+        }
+    }
 }
 
 async fn stream(
@@ -38,7 +84,7 @@ async fn stream(
     group_id: u64,
     from: u64,
     message: Message,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let name = String::from_utf8_lossy(&message.get_snapshot().data).into_owned();
     // Held until every file is read: a newer snapshot built meanwhile
     // must not prune this one from under the stream.
@@ -83,8 +129,10 @@ async fn stream(
     let sent = client.install_snapshot(ReceiverStream::new(rx)).await;
     let read = reader.await.map_err(|e| e.to_string())?;
     read?;
-    sent.map(|_| ())
-        .map_err(|s| format!("receiver: {}", s.message()))
+    sent.map(|_| ()).map_err(|s| Failure {
+        message: format!("receiver: {}", s.message()),
+        lasting: s.code() == tonic::Code::ResourceExhausted,
+    })
 }
 
 /// Streams the file `f` lists from `dir`, checking it still is what the

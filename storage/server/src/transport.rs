@@ -30,6 +30,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::channels::MemberChannels;
+use crate::snapshot_backoff::RefusalBackoff;
 use crate::snapshot_send;
 
 const QUEUE_CAPACITY: usize = 4096;
@@ -79,6 +80,8 @@ pub struct GrpcTransport {
     /// The control lane's runtime (`peer_net`), so that heartbeats never wait
     /// for the request runtime's workers.
     control: tokio::runtime::Handle,
+    /// Waits owed to members that refused a snapshot for a lasting reason.
+    snapshot_backoff: Arc<RefusalBackoff>,
 }
 
 impl GrpcTransport {
@@ -98,6 +101,7 @@ impl GrpcTransport {
             peer,
             runtime: tokio::runtime::Handle::current(),
             control,
+            snapshot_backoff: Arc::default(),
         }
     }
 
@@ -147,8 +151,14 @@ impl Transport for GrpcTransport {
                 match (self.peer.get(), self.channels.channel(m.to)) {
                     (Some(peer), Some(channel)) => {
                         let from = self.channels.self_id();
-                        let fut =
-                            snapshot_send::send(peer.clone(), channel, self.group_id, from, m);
+                        let fut = snapshot_send::send(
+                            peer.clone(),
+                            channel,
+                            self.snapshot_backoff.clone(),
+                            self.group_id,
+                            from,
+                            m,
+                        );
                         self.runtime.spawn(fut);
                     }
                     (Some(peer), None) => peer.report_snapshot(m.to, false),

@@ -35,9 +35,10 @@ pub struct SnapshotDirs {
     outgoing: Arc<Mutex<Outgoing>>,
     /// Held while a transfer's copy becomes the staged one.
     staging: Arc<Mutex<()>>,
-    /// Why the last incoming transfer could not be staged for want of
-    /// space, until one is staged (see [`SnapshotDirs::staging_full`]).
-    staging_full: Arc<Mutex<Option<String>>>,
+    /// Why the last incoming transfer was refused for a reason that lasts
+    /// (no space, over the size limit), until one is staged (see
+    /// [`SnapshotDirs::staging_refused`]).
+    staging_refused: Arc<Mutex<Option<String>>>,
 }
 
 /// Which outgoing checkpoints transfers are reading, and which one raft
@@ -98,7 +99,7 @@ impl SnapshotDirs {
             next: Arc::new(AtomicU64::new(1)),
             outgoing: Arc::default(),
             staging: Arc::default(),
-            staging_full: Arc::default(),
+            staging_refused: Arc::default(),
         })
     }
 
@@ -168,17 +169,18 @@ impl SnapshotDirs {
         Ok(true)
     }
 
-    /// Records how the last incoming transfer ended: refused for want of
-    /// space (`Some`, why), or staged (`None`).
-    pub fn note_staging(&self, full: Option<String>) {
-        *self.staging_full.lock() = full;
+    /// Records how the last incoming transfer ended: refused for a reason
+    /// that lasts until an operator acts (`Some`, why), or staged (`None`).
+    pub fn note_staging(&self, refused: Option<String>) {
+        *self.staging_refused.lock() = refused;
     }
 
-    /// Why this node could not stage the last snapshot it was sent, if it
-    /// was for want of space and none was staged since: the node cannot
-    /// catch up until space is freed, and says so (`/health/ready`).
-    pub fn staging_full(&self) -> Option<String> {
-        self.staging_full.lock().clone()
+    /// Why this node could not stage the last snapshot it was sent, if the
+    /// reason lasts (its disk is full, or the snapshot is over its size
+    /// limit) and none was staged since: the node cannot catch up until an
+    /// operator acts, and says so (`/health/ready`).
+    pub fn staging_refused(&self) -> Option<String> {
+        self.staging_refused.lock().clone()
     }
 
     /// The manifest of the snapshot staged for `index`/`term`, if the

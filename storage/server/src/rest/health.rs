@@ -88,9 +88,9 @@ pub async fn ready(State(s): State<AppState>) -> Result<Json<HealthStatus>, ApiE
     if st.leader_id == 0 {
         return Err(ApiError::unavailable("no leader is known"));
     }
-    if let Some(why) = s.core.peer().snapshot_dirs().staging_full() {
+    if let Some(why) = s.core.peer().snapshot_dirs().staging_refused() {
         return Err(ApiError::unavailable(format!(
-            "node {} cannot catch up with the leader: {why}; free space on its disk",
+            "node {} cannot catch up with the leader: {why}",
             st.id
         )));
     }
