@@ -233,5 +233,5 @@ test-e2e-ops: console-build setup-k6
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17401 --gateway-port 18480 --admin-port 19941 \
-        --k6-port 18485 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
+        --k6-port 18485 --k6-dashboard-port 18487 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
     cd console && STRATA_URL=http://127.0.0.1:18480 E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops

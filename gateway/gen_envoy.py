@@ -348,6 +348,14 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         rest_route({"path": "/metrics"}, "nodes_any"),
         rest_route({"prefix": "/health/"}, "nodes"),
         {
+            # k6's live figures (its web dashboard's server-sent events, K6_WEB_DASHBOARD=true): one
+            # aggregate a second, percentiles included, for as long as the run lasts; absent when no
+            # load test runs.
+            "match": {"path": "/k6/events"},
+            "route": {"cluster": "k6_dashboard", "prefix_rewrite": "/events", "timeout": "0s",
+                      "idle_timeout": "0s"},
+        },
+        {
             # k6's REST API (k6 run --address 127.0.0.1:6565); absent when no load test runs.
             "match": {"prefix": "/k6/"},
             "route": {"cluster": "k6", "prefix_rewrite": "/", "timeout": "5s"},
@@ -648,6 +656,7 @@ def build(args: argparse.Namespace) -> dict:
         node_cluster("nodes_any", nodes, "/health/live"),
         aggregate_cluster(),
         plain_cluster("k6", *args.k6),
+        plain_cluster("k6_dashboard", *args.k6_dashboard),
     ]
     if args.console != CONSOLE_ON_NODES:
         clusters.insert(3, plain_cluster("console", *args.console))
@@ -729,11 +738,12 @@ def to_yaml(value, indent: int = 0) -> str:
 PRESETS = {
     # Services of docker-compose.yml.
     "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                    console=CONSOLE_ON_NODES, k6="k6:6565", otlp="jaeger:4317", access_log="-"),
+                    console=CONSOLE_ON_NODES, k6="k6:6565", k6_dashboard="k6:5665", otlp="jaeger:4317",
+                    access_log="-"),
     # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", otlp=None,
+                console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
                 access_log="-"),
 }
 
@@ -749,6 +759,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--console", help="console static server host:port, or 'nodes' when the storage nodes serve "
                    "it themselves (strata-node --console-dir; the default)")
     p.add_argument("--k6", help="k6 REST API host:port, proxied under /k6/ (default 127.0.0.1:6565)")
+    p.add_argument("--k6-dashboard", help="k6 web dashboard host:port (K6_WEB_DASHBOARD_PORT), whose event "
+                   "stream is proxied as /k6/events (default 127.0.0.1:6567)")
     p.add_argument("--load-runner", help="load runner host:port, proxied under /load/ (default: no such route)")
     p.add_argument("--otlp", help="OTLP/gRPC collector host:port the OpenTelemetry tracer exports to "
                    "(without it the tracer still starts and forwards traces, and exports nothing)")
@@ -765,8 +777,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
 
     defaults = dict(nodes="127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", listen="127.0.0.1:8080",
-                    admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", otlp=None,
-                    access_log=None)
+                    admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565",
+                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None)
     if a.preset:
         defaults.update(PRESETS[a.preset])
     for k, v in defaults.items():
@@ -774,7 +786,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             setattr(a, k, v)
     try:
         a.nodes = parse_nodes(a.nodes)
-        for k in ("listen", "admin", "k6"):
+        for k in ("listen", "admin", "k6", "k6_dashboard"):
             setattr(a, k, parse_hostport(getattr(a, k)))
         if a.console != CONSOLE_ON_NODES:
             a.console = parse_hostport(a.console)

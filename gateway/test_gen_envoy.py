@@ -167,7 +167,7 @@ class ComposeImage(unittest.TestCase):
         compose = (REPO / "docker-compose.yml").read_text(encoding="utf-8")
         services = set(re.findall(r"^  ([a-z0-9-]+):$", compose, re.MULTILINE))
         for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("k6", "6565"),
-                           ("otel_collector", "4317")):
+                           ("k6_dashboard", "5665"), ("otel_collector", "4317")):
             for endpoint in endpoints(cluster(config, name)):
                 host, port = endpoint.rsplit(":", 1)
                 with self.subTest(cluster=name, endpoint=endpoint):
@@ -232,6 +232,7 @@ class Routing(unittest.TestCase):
             ("/openapi.json", False, "nodes"),
             ("/health/leader", False, "nodes"),
             ("/k6/v1/status", False, "k6"),
+            ("/k6/events", False, "k6_dashboard"),
             ("/", False, "nodes_any"),
             ("/assets/index.js", False, "nodes_any"),
         ]
@@ -239,6 +240,13 @@ class Routing(unittest.TestCase):
             with self.subTest(path=path):
                 self.assertEqual(route_for(self.config, path, grpc)["route"]["cluster"], want)
         self.assertEqual(route_for(self.config, "/k6/v1/status")["route"]["prefix_rewrite"], "/")
+        # k6's event stream lasts the whole run: no timeout cuts it.
+        events = route_for(self.config, "/k6/events")["route"]
+        self.assertEqual((events["prefix_rewrite"], events["timeout"], events["idle_timeout"]),
+                         ("/events", "0s", "0s"))
+        self.assertEqual(endpoints(cluster(self.config, "k6_dashboard")), ["127.0.0.1:6567"])
+        self.assertEqual(endpoints(cluster(build("--k6-dashboard", "127.0.0.1:18487"), "k6_dashboard")),
+                         ["127.0.0.1:18487"])
         self.assertEqual(route_for(self.config, "/strata.v1.Raft/Send", True)["direct_response"]["status"], 404)
 
     def test_load_runner_route_only_when_asked_for_and_before_the_console(self):

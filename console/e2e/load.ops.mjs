@@ -1,7 +1,8 @@
 // The Load view against a real cluster behind Envoy, in Debian's Chromium:
 //   1. the k6 smoke scenario started from the view runs through the cluster's load runner;
 //   2. while it runs, both the nodes' throughput (from their counters over the event
-//      stream) and k6's own figures (its REST API through Envoy's /k6/) go above zero;
+//      stream) and k6's own figures (its event stream through Envoy's /k6/events), p99
+//      included, go above zero;
 //   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped).
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
 import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
@@ -27,10 +28,15 @@ try {
   t.check(nodesOps > 0, `the nodes' throughput went above zero (${await number('nodes-total', 'data-ops')} ops/s)`);
   const k6Rps = await until(async () => (await number('k6-rps', 'data-value')) > 0, 20000);
   t.check(k6Rps, `k6's requests/s went above zero (${await number('k6-rps', 'data-value')}/s)`);
+  const k6P99 = await until(async () => (await number('k6-p99', 'data-value')) > 0, 5000);
+  t.check(k6P99, `k6's p99 is shown (${await number('k6-p99', 'data-value')} ms)`);
   // k6's `vus` gauge counts the VUs busy when it was sampled; at 20 requests/s
   // an open-model run often has none busy at that moment, so 0 is a true
-  // reading. The view must show k6's figure, whatever it is.
-  const vus = (await page.getByTestId('k6-vus').textContent())?.trim() ?? '';
+  // reading. The view must show k6's figure, whatever it is; k6 first samples
+  // it in the run's second second.
+  const vusText = async () => (await page.getByTestId('k6-vus').textContent())?.trim() ?? '';
+  await until(async () => /^\d+$/.test(await vusText()), 5000);
+  const vus = await vusText();
   t.check(/^\d+$/.test(vus), `the view shows k6's VU count (${JSON.stringify(vus)})`);
   await screenshot(page, 'load-running');
   await checkNarrow(page, 'load', t);

@@ -107,11 +107,9 @@ async function recordLoad() {
   payloads.runConflict = await call('POST', '/load/run', { scenario: 'ycsb-a', rate_per_s: 20, duration_s: 8 });
   await sleep(3000);
   payloads.statsA = await call('GET', '/v1/cluster/stats');
-  payloads.k6MetricsA = await call('GET', '/k6/v1/metrics');
   payloads.runRunning = await call('GET', '/load/run');
   await sleep(2000);
   payloads.statsB = await call('GET', '/v1/cluster/stats');
-  payloads.k6MetricsB = await call('GET', '/k6/v1/metrics');
   for (let i = 0; i < 60; i++) {
     payloads.runEnded = await call('GET', '/load/run');
     if (!['running', 'stopping'].includes(payloads.runEnded.body.state)) break;
@@ -120,7 +118,39 @@ async function recordLoad() {
   return payloads;
 }
 
-const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad };
+/** The raw text a server-sent event stream delivers in its first `ms`. */
+async function recordStream(path, ms) {
+  const controller = new AbortController();
+  const response = await fetch(base + path, { headers: { Accept: 'text/event-stream' }, signal: controller.signal });
+  const decoder = new TextDecoder();
+  let text = '';
+  const timer = setTimeout(() => controller.abort(), ms);
+  try {
+    for await (const chunk of response.body) text += decoder.decode(chunk, { stream: true });
+  } catch (e) {
+    if (e.name !== 'AbortError') throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  return { status: response.status, body: text };
+}
+
+/** k6's event stream during a smoke run (it replays from the run's start). */
+async function recordK6() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const started = await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 8 });
+  if (started.status !== 202) throw new Error(`the smoke run did not start: ${JSON.stringify(started)}`);
+  await sleep(2000);
+  const payloads = { k6Events: await recordStream('/k6/events', 4000) };
+  for (let i = 0; i < 60; i++) {
+    const run = await call('GET', '/load/run');
+    if (!['running', 'stopping'].includes(run.body.state)) break;
+    await sleep(500);
+  }
+  return payloads;
+}
+
+const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6 };
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {

@@ -25,4 +25,10 @@ describe('App', () => {
     render(<App queryClient={createQueryClient()} />);
     expect(screen.getByRole('heading', { level: 1, name: 'Cluster' })).toBeInTheDocument();
   });
+
+  it('loads another section’s code when it is opened', async () => {
+    window.location.hash = '#/keys';
+    render(<App queryClient={createQueryClient()} />);
+    expect(await screen.findByRole('heading', { level: 1, name: 'Keys' })).toBeInTheDocument();
+  });
 });

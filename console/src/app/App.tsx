@@ -1,4 +1,5 @@
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
+import { Suspense } from 'react';
 import { AppShell } from '../components/AppShell';
 import { sections } from './sections';
 import { useHashSection } from './useHashSection';
@@ -13,7 +14,7 @@ export function App({ queryClient }: AppProps) {
   return (
     <QueryClientProvider client={queryClient}>
       <AppShell items={sections} activeId={active.id}>
-        {active.render()}
+        <Suspense fallback={<p role="status">Loading {active.label}…</p>}>{active.render()}</Suspense>
       </AppShell>
     </QueryClientProvider>
   );

@@ -1,11 +1,14 @@
-import type { ReactNode } from 'react';
-import { ActionsPage } from '../features/actions';
+import { lazy, type ReactNode } from 'react';
 import { ClusterPage } from '../features/cluster';
-import { ElectionsPage } from '../features/elections';
-import { IncidentPage } from '../features/incident';
-import { KeysPage } from '../features/keys';
-import { LoadPage } from '../features/load';
-import { StoragePage } from '../features/storage';
+
+// The landing section comes with the app; every other one is its own chunk, fetched
+// the first time it is opened (its charts and forms are not needed before).
+const ElectionsPage = lazy(() => import('../features/elections').then((m) => ({ default: m.ElectionsPage })));
+const StoragePage = lazy(() => import('../features/storage').then((m) => ({ default: m.StoragePage })));
+const IncidentPage = lazy(() => import('../features/incident').then((m) => ({ default: m.IncidentPage })));
+const KeysPage = lazy(() => import('../features/keys').then((m) => ({ default: m.KeysPage })));
+const ActionsPage = lazy(() => import('../features/actions').then((m) => ({ default: m.ActionsPage })));
+const LoadPage = lazy(() => import('../features/load').then((m) => ({ default: m.LoadPage })));
 
 export interface Section {
   /** URL fragment: the section lives at `#/<id>`. */

@@ -1,4 +1,5 @@
 import { useEffect, useReducer } from 'react';
+import { followEventStream } from './followEventStream';
 import {
   EVENTS_URL,
   initialStatsStreamState,
@@ -17,8 +18,6 @@ export interface StatsStreamOptions {
   silenceLimitMs?: number;
 }
 
-const DEFAULT_RECONNECT_DELAYS_MS: readonly number[] = [50, 200, 500, 1000, 2000];
-
 // The history outlives a view: switching from one section to another keeps what the
 // stream delivered so far (the statuses before an incident, the samples behind a rate),
 // and the new view's stream appends to it.
@@ -33,14 +32,13 @@ const DEFAULT_SILENCE_LIMIT_MS = 5000;
 /**
  * Follows GET /v1/cluster/events (its `stats`, `status` and `raft` frames) into a
  * bounded history. Nothing polls: the nodes push a `stats` frame about every second,
- * and views turn its counters into rates. On an error or silence the stream is closed
- * and opened again after a short backoff (EventSource gives up for good on an error
- * answer, e.g. the gateway's 503 while no node is healthy).
+ * and views turn its counters into rates. A lost or silent stream is opened again
+ * after a short backoff (`followEventStream`).
  */
 export function useStatsStream(options: StatsStreamOptions = {}): StatsStreamState {
   const {
     url = EVENTS_URL,
-    reconnectDelaysMs = DEFAULT_RECONNECT_DELAYS_MS,
+    reconnectDelaysMs,
     silenceLimitMs = DEFAULT_SILENCE_LIMIT_MS,
   } = options;
   const [state, dispatch] = useReducer(statsStreamReducer, retained, (kept) => ({
@@ -52,67 +50,38 @@ export function useStatsStream(options: StatsStreamOptions = {}): StatsStreamSta
     retained = state;
   }, [state]);
 
-  useEffect(() => {
-    let source: EventSource | null = null;
-    let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
-    let silenceTimer: ReturnType<typeof setTimeout> | undefined;
-    let failedAttempts = 0;
-    let disposed = false;
-
-    const watchSilence = () => {
-      clearTimeout(silenceTimer);
-      silenceTimer = setTimeout(() => {
-        lose(`no status for ${silenceLimitMs / 1000} s`);
-      }, silenceLimitMs);
-    };
-
-    const connect = () => {
-      source = new EventSource(url);
-      source.addEventListener('stats', (event: MessageEvent<string>) => {
-        const stats = parseStatsData(event.data);
-        dispatch(stats ? { type: 'stats', stats, receivedAtMs: Date.now() } : { type: 'malformed' });
-      });
-      source.addEventListener('status', (event: MessageEvent<string>) => {
-        const status = parseStatusData(event.data);
-        if (!status) {
-          dispatch({ type: 'malformed' });
-          return;
-        }
-        failedAttempts = 0;
-        watchSilence();
-        dispatch({ type: 'status', status, receivedAtMs: Date.now() });
-      });
-      source.addEventListener('raft', (event: MessageEvent<string>) => {
-        const raft = parseRaftData(event.data);
-        dispatch(raft ? { type: 'raft', event: raft } : { type: 'malformed' });
-      });
-      source.addEventListener('error', () => {
-        lose(source?.readyState === EventSource.CLOSED ? 'stream closed' : 'stream interrupted');
-      });
-      watchSilence();
-    };
-
-    function lose(reason: string) {
-      if (disposed) return;
-      source?.close();
-      source = null;
-      clearTimeout(silenceTimer);
-      clearTimeout(reconnectTimer);
-      dispatch({ type: 'lost', reason });
-      const delays = reconnectDelaysMs.length > 0 ? reconnectDelaysMs : DEFAULT_RECONNECT_DELAYS_MS;
-      const delay = delays[Math.min(failedAttempts, delays.length - 1)] ?? 1000;
-      failedAttempts += 1;
-      reconnectTimer = setTimeout(connect, delay);
-    }
-
-    connect();
-    return () => {
-      disposed = true;
-      clearTimeout(reconnectTimer);
-      clearTimeout(silenceTimer);
-      source?.close();
-    };
-  }, [url, reconnectDelaysMs, silenceLimitMs]);
+  useEffect(
+    () =>
+      followEventStream({
+        url,
+        reconnectDelaysMs,
+        silenceLimitMs,
+        signOfLife: 'status',
+        events: {
+          stats: (data) => {
+            const stats = parseStatsData(data);
+            dispatch(stats ? { type: 'stats', stats, receivedAtMs: Date.now() } : { type: 'malformed' });
+          },
+          status: (data) => {
+            const status = parseStatusData(data);
+            if (!status) {
+              dispatch({ type: 'malformed' });
+              return false;
+            }
+            dispatch({ type: 'status', status, receivedAtMs: Date.now() });
+            return true;
+          },
+          raft: (data) => {
+            const raft = parseRaftData(data);
+            dispatch(raft ? { type: 'raft', event: raft } : { type: 'malformed' });
+          },
+        },
+        onLost: (reason) => {
+          dispatch({ type: 'lost', reason });
+        },
+      }),
+    [url, reconnectDelaysMs, silenceLimitMs],
+  );
 
   return state;
 }

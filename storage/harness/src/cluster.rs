@@ -169,6 +169,7 @@ impl Cluster {
             listen: format!("127.0.0.1:{}", self.gateway_port),
             admin: format!("127.0.0.1:{}", self.admin_port),
             k6: None,
+            k6_dashboard: None,
             otlp: self.otlp.clone(),
             trace_sampling: None,
             load_runner: None,

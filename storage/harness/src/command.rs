@@ -203,11 +203,12 @@ pub fn jaeger(bin: &Path, config: &Path) -> CommandLine {
 }
 
 /// The load runner, served by `strata-cluster load-runner`, loading the
-/// gateway at `target` with k6's REST API on `k6_address`.
+/// gateway at `target`, with k6's REST API and web dashboard where
+/// `gateway` routes `/k6/` and `/k6/events`.
 pub fn load_runner(
     spec: &crate::local::LoadRunnerSpec,
     target: &str,
-    k6_address: Option<&str>,
+    gateway: &crate::gateway::GatewaySpec,
 ) -> CommandLine {
     let mut args = vec![
         "load-runner".into(),
@@ -220,8 +221,11 @@ pub fn load_runner(
         "--scripts".into(),
         spec.scripts.display().to_string(),
     ];
-    if let Some(address) = k6_address {
-        args.extend(["--k6-address".into(), address.into()]);
+    if let Some(address) = &gateway.k6 {
+        args.extend(["--k6-address".into(), address.clone()]);
+    }
+    if let Some(address) = &gateway.k6_dashboard {
+        args.extend(["--k6-dashboard-address".into(), address.clone()]);
     }
     CommandLine {
         program: spec.launcher.clone(),

@@ -18,6 +18,10 @@ pub struct GatewaySpec {
     pub admin: String,
     /// k6's REST API, routed under `/k6/` (the generator's default when `None`).
     pub k6: Option<String>,
+    /// k6's web dashboard, whose event stream is routed as `/k6/events`
+    /// (the generator's default when `None`).
+    #[serde(default)]
+    pub k6_dashboard: Option<String>,
     /// An OTLP/gRPC collector: Envoy then traces every request and exports
     /// its spans there.
     #[serde(default)]
@@ -47,6 +51,9 @@ impl GatewaySpec {
             .args(["--admin", &self.admin]);
         if let Some(k6) = &self.k6 {
             cmd.args(["--k6", k6]);
+        }
+        if let Some(dashboard) = &self.k6_dashboard {
+            cmd.args(["--k6-dashboard", dashboard]);
         }
         if let Some(otlp) = &self.otlp {
             cmd.args(["--otlp", otlp]);
@@ -99,6 +106,7 @@ mod tests {
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
             k6: Some("127.0.0.1:16565".into()),
+            k6_dashboard: Some("127.0.0.1:16567".into()),
             otlp: None,
             trace_sampling: None,
             load_runner: None,
@@ -107,7 +115,7 @@ mod tests {
         .write_config(&out)
         .unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
-        for port in ["17001", "17002", "18080", "19901", "16565"] {
+        for port in ["17001", "17002", "18080", "19901", "16565", "16567"] {
             assert!(
                 text.contains(&format!("port_value: {port}")),
                 "{port} missing"
@@ -124,6 +132,7 @@ mod tests {
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
             k6: None,
+            k6_dashboard: None,
             otlp: None,
             trace_sampling: None,
             load_runner: None,

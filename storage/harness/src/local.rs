@@ -35,6 +35,9 @@ pub struct UpOptions {
     pub gateway_port: u16,
     pub admin_port: u16,
     pub k6_port: u16,
+    /// k6's web dashboard, whose event stream the gateway routes as
+    /// `/k6/events`.
+    pub k6_dashboard_port: u16,
     /// The built console every node serves at `/`; none, no console.
     pub console_dir: Option<PathBuf>,
     /// Network threads per node and Envoy workers.
@@ -155,6 +158,7 @@ impl Layout {
                 listen: format!("{ADDR}:{}", opts.gateway_port),
                 admin: format!("{ADDR}:{}", opts.admin_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
+                k6_dashboard: Some(format!("{ADDR}:{}", opts.k6_dashboard_port)),
                 trace_sampling: otlp.as_ref().map(|_| opts.trace_sampling),
                 otlp,
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
@@ -213,7 +217,7 @@ impl Layout {
         if let Some(runner) = &self.load_runner {
             run.spawn(
                 LOAD_RUNNER,
-                &command::load_runner(runner, &self.gateway_url(), self.gateway.k6.as_deref()),
+                &command::load_runner(runner, &self.gateway_url(), &self.gateway),
             )?;
         }
         for node in &self.nodes {
@@ -368,6 +372,7 @@ mod tests {
             gateway_port: 18080,
             admin_port: 19901,
             k6_port: 16565,
+            k6_dashboard_port: 16567,
             console_dir: None,
             threads: Some(1),
             node_bin: "/b/strata-node".into(),
@@ -449,8 +454,7 @@ mod tests {
         );
         assert!(layout.process_names().contains(&LOAD_RUNNER.to_string()));
         let runner = layout.load_runner.as_ref().unwrap();
-        let line =
-            command::load_runner(runner, &layout.gateway_url(), layout.gateway.k6.as_deref());
+        let line = command::load_runner(runner, &layout.gateway_url(), &layout.gateway);
         assert_eq!(line.program, Path::new("/b/strata-cluster"));
         assert_eq!(
             line.args,
@@ -466,6 +470,8 @@ mod tests {
                 "/repo/loadtest",
                 "--k6-address",
                 "127.0.0.1:16565",
+                "--k6-dashboard-address",
+                "127.0.0.1:16567",
             ]
         );
         let plain = Layout::plan(&options(), &RunDir::new("/r")).unwrap();

@@ -10,19 +10,51 @@ use strata_harness::load_runner::http::router;
 use strata_harness::load_runner::{Runner, RunnerConfig};
 use strata_harness::{Cluster, free_port, k6_binary, loadtest_dir};
 
-/// Serves a runner for `target` on a free port; answers its base URL and k6's address.
-async fn serve_runner(target: String) -> (String, String) {
+/// Serves a runner for `target` on a free port; answers its base URL, k6's
+/// REST API address and k6's dashboard address.
+async fn serve_runner(target: String) -> (String, String, String) {
     let k6_address = format!("127.0.0.1:{}", free_port());
+    let dashboard = format!("127.0.0.1:{}", free_port());
     let runner = Runner::new(RunnerConfig {
         k6: k6_binary(),
         scripts: loadtest_dir(),
         target,
         k6_address: k6_address.clone(),
+        k6_dashboard_address: dashboard.clone(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router(runner)).await });
-    (base, k6_address)
+    (base, k6_address, dashboard)
+}
+
+/// Reads k6's dashboard event stream at `address` until a `snapshot` event
+/// (one period's aggregates) arrives; answers its data line.
+async fn first_snapshot(http: &reqwest::Client, address: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut r) = http.get(format!("http://{address}/events")).send().await {
+            let mut text = String::new();
+            while let Ok(Some(chunk)) = r.chunk().await {
+                text.push_str(&String::from_utf8_lossy(&chunk));
+                // Whole events only: each ends with a blank line, its fields in any order.
+                let whole = text.rfind("\n\n").map_or("", |end| &text[..end]);
+                let snapshot = whole
+                    .split("\n\n")
+                    .find(|event| event.lines().any(|l| l == "event: snapshot"));
+                if let Some(line) =
+                    snapshot.and_then(|e| e.lines().find(|l| l.starts_with("data: ")))
+                {
+                    return line.to_string();
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "k6's dashboard never sent a snapshot on {address}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 async fn run_state(http: &reqwest::Client, base: &str) -> Value {
@@ -55,7 +87,7 @@ async fn wait_state(http: &reqwest::Client, base: &str, want: &str, timeout: Dur
 async fn the_runner_refuses_anything_but_a_bundled_scenario_within_bounds() {
     // Proves every parameter is checked server-side, with the API's error
     // body, before k6 is started: nothing runs after any of these.
-    let (base, _) = serve_runner("http://127.0.0.1:9".into()).await;
+    let (base, _, _) = serve_runner("http://127.0.0.1:9".into()).await;
     let http = reqwest::Client::new();
     let cases = [
         (
@@ -140,12 +172,12 @@ async fn the_runner_refuses_anything_but_a_bundled_scenario_within_bounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_run_at_a_time_that_ends_by_itself_or_when_stopped() {
-    // Proves: a smoke run starts k6 with its REST API on the given address
-    // against the runner's cluster, a second start is refused while it runs,
+    // Proves: a smoke run starts k6 with its REST API and its dashboard's
+    // event stream on the given addresses against the runner's cluster, a second start is refused while it runs,
     // it ends by itself (its writes in the cluster's counters), and a longer
     // run stops on request as `stopped`.
     let c = Cluster::start(1).await.unwrap();
-    let (base, k6_address) = serve_runner(c.gateway_url()).await;
+    let (base, k6_address, dashboard) = serve_runner(c.gateway_url()).await;
     let http = reqwest::Client::new();
     let start = |duration_s: u32| {
         http.post(format!("{base}/load/run"))
@@ -187,6 +219,10 @@ async fn one_run_at_a_time_that_ends_by_itself_or_when_stopped() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // And its dashboard's event stream, where the gateway's /k6/events
+    // points, sends each second's aggregates.
+    let snapshot = first_snapshot(&http, &dashboard).await;
+    assert!(snapshot.starts_with("data: [["), "{snapshot}");
     // It ends by itself: `finished`, or `failed` with k6's exit code 99 when
     // a threshold of the script was crossed on a busy host; never killed.
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -83,6 +83,10 @@ enum Cmd {
         /// Where k6 serves its REST API (the gateway's /k6/ upstream).
         #[arg(long, default_value = "127.0.0.1:6565")]
         k6_address: String,
+        /// Where k6 serves its web dashboard's event stream (the gateway's
+        /// /k6/events upstream).
+        #[arg(long, default_value = "127.0.0.1:6567")]
+        k6_dashboard_address: String,
         /// The bundled scenarios (default: the repository's loadtest/).
         #[arg(long)]
         scripts: Option<PathBuf>,
@@ -111,6 +115,10 @@ struct Up {
     /// k6's REST API, which the gateway proxies under /k6/.
     #[arg(long, default_value_t = 6565)]
     k6_port: u16,
+    /// k6's web dashboard, whose event stream the gateway proxies as
+    /// /k6/events.
+    #[arg(long, default_value_t = 6567)]
+    k6_dashboard_port: u16,
     /// Start the load runner on this port, which the gateway proxies under
     /// /load/ (none: no runner; `./dev up` starts one on 6566).
     #[arg(long)]
@@ -278,6 +286,7 @@ fn main() -> Result<()> {
             target,
             k6,
             k6_address,
+            k6_dashboard_address,
             scripts,
         } => block_on(async move {
             let runner = Runner::new(RunnerConfig {
@@ -285,6 +294,7 @@ fn main() -> Result<()> {
                 scripts: scripts.unwrap_or_else(loadtest_dir),
                 target,
                 k6_address,
+                k6_dashboard_address,
             });
             let listener = tokio::net::TcpListener::bind(&listen)
                 .await
@@ -364,6 +374,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 listen,
                 admin,
                 k6,
+                k6_dashboard: None,
                 otlp,
                 trace_sampling: None,
                 load_runner: None,
@@ -424,6 +435,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         gateway_port: up.gateway_port,
         admin_port: up.admin_port,
         k6_port: up.k6_port,
+        k6_dashboard_port: up.k6_dashboard_port,
         console_dir: up.console_dir.map(std::path::absolute).transpose()?,
         threads: Some(up.io_threads.unwrap_or_else(|| local::cpu_share(up.nodes))),
         node_bin: std::path::absolute(node_bin)?,
@@ -479,7 +491,9 @@ async fn cmd_up(up: Up) -> Result<()> {
         println!("  console                {gw}/");
     }
     if layout.load_runner.is_some() {
-        println!("  load runner            {gw}/load/run (k6's REST API: {gw}/k6/v1/status)");
+        println!(
+            "  load runner            {gw}/load/run (k6's REST API: {gw}/k6/v1/status, its events: {gw}/k6/events)"
+        );
     }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
     for n in &layout.nodes {

@@ -30,6 +30,10 @@ pub struct RunnerConfig {
     pub target: String,
     /// Where k6 serves its REST API (`k6 run --address`).
     pub k6_address: String,
+    /// Where k6 serves its web dashboard (`K6_WEB_DASHBOARD_HOST`/`_PORT`),
+    /// whose event stream carries one aggregate a second, percentiles
+    /// included; the page itself is not routed.
+    pub k6_dashboard_address: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,6 +84,19 @@ struct Current {
     pid: Option<u32>,
     stop_requested: bool,
     output: VecDeque<String>,
+}
+
+/// The environment that makes k6 serve its web dashboard on `address`
+/// (`host:port`), aggregating every second; its `/events` stream is what the
+/// console reads, through the gateway's `/k6/events`.
+fn dashboard_env(address: &str) -> [(&'static str, String); 4] {
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
+    [
+        ("K6_WEB_DASHBOARD", "true".into()),
+        ("K6_WEB_DASHBOARD_HOST", host.into()),
+        ("K6_WEB_DASHBOARD_PORT", port.into()),
+        ("K6_WEB_DASHBOARD_PERIOD", "1s".into()),
+    ]
 }
 
 /// Starts and stops k6; cheap to clone.
@@ -145,6 +162,7 @@ impl Runner {
             ])
             .arg(&script)
             .envs(plan.scenario.env(&plan))
+            .envs(dashboard_env(&self.config.k6_dashboard_address))
             .current_dir(&self.config.scripts)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

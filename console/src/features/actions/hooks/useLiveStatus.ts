@@ -1,21 +1,22 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import type { LiveState } from '../../../components/LiveIndicator';
+import { followEventStream } from '../../../lib/followEventStream';
 import { membersQuery } from '../api/members';
 import type { ClusterStatus, RaftEvent } from '../api/types';
 
 const EVENTS_URL = '/v1/cluster/events';
-/** After the browser gives up on a stream (closed), open a new one this much later. */
-const REOPEN_DELAY_MS = 1000;
+/** A status arrives at least every second; this much silence means a dead stream. */
+const SILENCE_LIMIT_MS = 5000;
 
 function isStatus(value: unknown): value is ClusterStatus {
   const v = value as Partial<ClusterStatus> | null;
   return typeof v === 'object' && v !== null && typeof v.leader_id === 'number' && Array.isArray(v.nodes);
 }
 
-function parse(data: unknown): unknown {
+function parse(data: string): unknown {
   try {
-    return JSON.parse(String(data));
+    return JSON.parse(data);
   } catch {
     return null;
   }
@@ -36,41 +37,33 @@ export function useLiveStatus(): LiveStatus {
   const [status, setStatus] = useState<ClusterStatus | null>(null);
   const [stream, setStream] = useState<LiveState>('connecting');
 
-  useEffect(() => {
-    let source: EventSource | null = null;
-    let reopen: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-
-    const open = () => {
-      const es = new EventSource(EVENTS_URL);
-      source = es;
-      es.addEventListener('status', (event) => {
-        const value = parse((event).data);
-        if (!isStatus(value)) return;
-        setStatus(value);
-        setStream('live');
-      });
-      es.addEventListener('raft', (event) => {
-        const value = parse((event).data) as Partial<RaftEvent> | null;
-        if (value?.kind === 'membership_changed') {
-          void client.invalidateQueries({ queryKey: membersQuery.queryKey });
-        }
-      });
-      es.addEventListener('error', () => {
-        setStream('reconnecting');
-        if (es.readyState === EventSource.CLOSED && !stopped) {
-          es.close();
-          reopen = setTimeout(open, REOPEN_DELAY_MS);
-        }
-      });
-    };
-    open();
-    return () => {
-      stopped = true;
-      clearTimeout(reopen);
-      source?.close();
-    };
-  }, [client]);
+  useEffect(
+    () =>
+      followEventStream({
+        url: EVENTS_URL,
+        silenceLimitMs: SILENCE_LIMIT_MS,
+        signOfLife: 'status',
+        events: {
+          status: (data) => {
+            const value = parse(data);
+            if (!isStatus(value)) return false;
+            setStatus(value);
+            setStream('live');
+            return true;
+          },
+          raft: (data) => {
+            const value = parse(data) as Partial<RaftEvent> | null;
+            if (value?.kind === 'membership_changed') {
+              void client.invalidateQueries({ queryKey: membersQuery.queryKey });
+            }
+          },
+        },
+        onLost: () => {
+          setStream('reconnecting');
+        },
+      }),
+    [client],
+  );
 
   return { status, stream };
 }

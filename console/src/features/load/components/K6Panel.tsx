@@ -1,4 +1,3 @@
-import { ErrorNote } from '../../../components/ErrorNote';
 import { Panel } from '../../../components/Panel';
 import type { K6View } from '../hooks/useK6Figures';
 import styles from './LoadPage.module.css';
@@ -17,11 +16,11 @@ interface K6PanelProps {
   active: boolean;
 }
 
-/** k6's own view of the run: VUs, requests/s, latency percentiles, failed checks. */
+/** k6's own view of the run, second by second: VUs, requests/s, latency percentiles, failed checks. */
 export function K6Panel({ k6, active }: K6PanelProps) {
   const figures = k6.latest;
   return (
-    <Panel title="k6" aside={active ? 'while the run lasts, from k6’s REST API' : undefined}>
+    <Panel title="k6" aside={active ? 'each second of the run, from k6’s own event stream' : undefined}>
       {!active && !figures ? (
         <p className={styles.placeholder}>No k6 run in progress. Start one below to see k6’s own figures here.</p>
       ) : (
@@ -33,8 +32,8 @@ export function K6Panel({ k6, active }: K6PanelProps) {
             </div>
             <div>
               <dt>requests/s</dt>
-              <dd data-testid="k6-rps" data-value={k6.requestsPerS ?? ''}>
-                {k6.requestsPerS === null ? '—' : k6.requestsPerS.toFixed(1)}
+              <dd data-testid="k6-rps" data-value={figures?.requestsPerS ?? ''}>
+                {figures?.requestsPerS == null ? '—' : figures.requestsPerS.toFixed(1)}
               </dd>
             </div>
             <div>
@@ -43,7 +42,7 @@ export function K6Panel({ k6, active }: K6PanelProps) {
             </div>
             <div>
               <dt>p99 ms</dt>
-              <dd data-testid="k6-p99" title="k6's REST API reports p(90) and p(95) of its trends; p(99) only when it has one">
+              <dd data-testid="k6-p99" data-value={figures?.p99Ms ?? ''}>
                 {ms(figures?.p99Ms ?? null)}
               </dd>
             </div>
@@ -64,10 +63,10 @@ export function K6Panel({ k6, active }: K6PanelProps) {
               label="k6 requests per second"
             />
           )}
-          {active && Boolean(k6.error) && (
-            <div className={styles.padded}>
-              <ErrorNote error={k6.error} action="Reading k6’s metrics" />
-            </div>
+          {k6.lost !== null && (
+            <p className={styles.placeholder} data-testid="k6-stream-lost">
+              k6’s event stream: {k6.lost}; reconnecting… (k6 opens it a second or so after the run starts)
+            </p>
           )}
         </>
       )}

@@ -1,8 +1,10 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
+import k6Recorded from '../../../test/recorded/k6.json';
 import recorded from '../../../test/recorded/load.json';
 import { serveRecorded, type Route } from '../../../test/recordedApi';
 import { renderWithQuery } from '../../../test/render';
+import { parseSse } from '../../../test/sse';
 import { LoadPage } from './LoadPage';
 
 // Every answer below was recorded from a real cluster, its load runner and k6 during a
@@ -63,14 +65,12 @@ describe('LoadPage', () => {
   });
 
   it('starts a run with the typed rate and duration, then shows k6’s own figures', async () => {
-    // Proves the POST body, the running state, and k6's request counter turned into a rate
-    // from two of its readings.
-    let k6Reads = 0;
+    // Proves the POST body, the running state, and k6's figures from its own event stream
+    // (recorded from k6 during a real 20/s smoke run), p99 included.
     const api = serveRecorded([
       ...BASE,
       { method: 'GET', url: '/load/run', answer: () => (api.requests('POST').length === 0 ? recorded.runIdle : recorded.runRunning) },
       { method: 'POST', url: '/load/run', answer: recorded.runStarted },
-      { method: 'GET', url: '/k6/v1/metrics', answer: () => (++k6Reads === 1 ? recorded.k6MetricsA : recorded.k6MetricsB) },
     ]);
     renderWithQuery(<LoadPage />);
     await within(form()).findByRole('option', { name: 'ycsb-a' });
@@ -83,16 +83,38 @@ describe('LoadPage', () => {
     expect(api.requests('POST')[0]?.body).toEqual({ scenario: 'smoke', rate_per_s: 20, duration_s: 8 });
     expect(within(form()).getByRole('button', { name: 'Start' })).toBeDisabled();
 
-    await waitFor(
-      () => {
-        expect(Number(screen.getByTestId('k6-rps').getAttribute('data-value'))).toBeGreaterThan(0);
-      },
-      { timeout: 4000 },
-    );
-    const vus = recorded.k6MetricsB.body.data.find((m) => m.id === 'vus')?.attributes.sample;
-    expect(screen.getByTestId('k6-vus')).toHaveTextContent(String(vus && 'value' in vus ? vus.value : ''));
+    await waitFor(() => {
+      expect(MockEventSource.instances.some((s) => s.url === '/k6/events')).toBe(true);
+    });
+    const k6 = MockEventSource.instances.find((s) => s.url === '/k6/events');
+    if (!k6) throw new Error('no k6 stream');
+    const events = parseSse(k6Recorded.k6Events.body);
+    act(() => {
+      for (const e of events) k6.emit(e.event, e.data);
+    });
+    expect(Number(screen.getByTestId('k6-rps').getAttribute('data-value'))).toBeGreaterThan(0);
+    expect(Number(screen.getByTestId('k6-p99').getAttribute('data-value'))).toBeGreaterThan(0);
+    expect(screen.getByTestId('k6-vus')).toHaveTextContent(/^\d+$/);
     expect(screen.getByTestId('k6-p95')).not.toHaveTextContent('—');
     expect(screen.getByTestId('k6-checks-failed')).toHaveTextContent('%');
+    expect(screen.getByRole('img', { name: 'k6 requests per second' })).toBeInTheDocument();
+  });
+
+  it('says k6’s stream is being reopened when it is lost during a run', async () => {
+    serveRecorded([...BASE, { method: 'GET', url: '/load/run', answer: recorded.runRunning }]);
+    renderWithQuery(<LoadPage />);
+    await waitFor(() => {
+      expect(MockEventSource.instances.some((s) => s.url === '/k6/events')).toBe(true);
+    });
+    const k6 = MockEventSource.instances.find((s) => s.url === '/k6/events');
+    act(() => {
+      k6?.fail({ closed: true });
+    });
+    expect(await screen.findByTestId('k6-stream-lost')).toHaveTextContent('stream closed');
+    expect(k6?.closed).toBe(true);
+    await waitFor(() => {
+      expect(MockEventSource.instances.filter((s) => s.url === '/k6/events').length).toBe(2);
+    });
   });
 
   it('shows the runner’s refusals as it gave them', async () => {

@@ -1,23 +1,48 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { k6MetricsQuery, type K6Figures, type K6Point } from '../api/k6';
+import { useEffect, useReducer, useState } from 'react';
+import { followEventStream } from '../../../lib/followEventStream';
+import { initialK6Series, K6_EVENTS, K6_EVENTS_URL, k6Reducer, type K6Figures, type K6Point } from '../api/k6';
+
+/** k6 sends a snapshot every second; this much silence means a dead stream. */
+const SILENCE_LIMIT_MS = 5000;
 
 export interface K6View {
   latest: K6Figures | null;
-  /** Requests per second between the two latest readings. */
-  requestsPerS: number | null;
   history: K6Point[];
-  error: unknown;
+  /** Why k6's stream was last lost while the run lasts; null while it flows. */
+  lost: string | null;
 }
 
-/** k6's figures while `active`, its request counter turned into a rate between readings. */
+/**
+ * k6's figures, pushed by k6 once a second over its event stream while `active`; the
+ * last ones stay on view once the run has ended.
+ */
 export function useK6Figures(active: boolean): K6View {
-  const client = useQueryClient();
-  const metrics = useQuery(k6MetricsQuery(client, active));
-  const history = metrics.data?.history ?? [];
-  return {
-    latest: metrics.data?.latest ?? null,
-    requestsPerS: history.at(-1)?.requestsPerS ?? null,
-    history,
-    error: metrics.error,
-  };
+  const [series, dispatch] = useReducer(k6Reducer, initialK6Series);
+  const [lost, setLost] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!active) return undefined;
+    const events = Object.fromEntries(
+      K6_EVENTS.map((name) => [
+        name,
+        (data: string) => {
+          dispatch({ type: 'event', name, data });
+          setLost(null);
+          return name === 'snapshot';
+        },
+      ]),
+    );
+    return followEventStream({
+      url: K6_EVENTS_URL,
+      silenceLimitMs: SILENCE_LIMIT_MS,
+      signOfLife: 'snapshot',
+      events,
+      onOpen: () => {
+        dispatch({ type: 'opened' });
+      },
+      onLost: setLost,
+    });
+  }, [active]);
+
+  return { latest: series.latest, history: series.history, lost: active ? lost : null };
 }

@@ -2,13 +2,15 @@ import { useQuery } from '@tanstack/react-query';
 import { useEffect, useReducer } from 'react';
 import { getJson } from '../../../api/http';
 import type { LiveState } from '../../../components/LiveIndicator';
+import { followEventStream } from '../../../lib/followEventStream';
 import { nodeRate, type NodeRate } from '../api/rates';
 import type { ClusterStats, MemberStats } from '../api/types';
 
 const EVENTS_URL = '/v1/cluster/events';
 /** Points kept for the chart: about two minutes of one-second samples. */
 export const HISTORY_POINTS = 120;
-const REOPEN_DELAY_MS = 1000;
+/** The nodes send `stats` about every second; this much silence means a dead stream. */
+const SILENCE_LIMIT_MS = 5000;
 
 export interface RatePoint {
   atMs: number;
@@ -82,39 +84,32 @@ export function useNodeRates(): NodeRatesState {
     if (first.data) dispatch({ type: 'stats', stats: first.data });
   }, [first.data]);
 
-  useEffect(() => {
-    let source: EventSource | null = null;
-    let reopen: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const open = () => {
-      const es = new EventSource(EVENTS_URL);
-      source = es;
-      es.addEventListener('stats', (event) => {
-        let value: unknown = null;
-        try {
-          value = JSON.parse(String((event).data));
-        } catch {
-          return;
-        }
-        if (!isStats(value)) return;
-        dispatch({ type: 'stream', stream: 'live' });
-        dispatch({ type: 'stats', stats: value });
-      });
-      es.addEventListener('error', () => {
-        dispatch({ type: 'stream', stream: 'reconnecting' });
-        if (es.readyState === EventSource.CLOSED && !stopped) {
-          es.close();
-          reopen = setTimeout(open, REOPEN_DELAY_MS);
-        }
-      });
-    };
-    open();
-    return () => {
-      stopped = true;
-      clearTimeout(reopen);
-      source?.close();
-    };
-  }, []);
+  useEffect(
+    () =>
+      followEventStream({
+        url: EVENTS_URL,
+        silenceLimitMs: SILENCE_LIMIT_MS,
+        signOfLife: 'stats',
+        events: {
+          stats: (data) => {
+            let value: unknown = null;
+            try {
+              value = JSON.parse(data);
+            } catch {
+              return false;
+            }
+            if (!isStats(value)) return false;
+            dispatch({ type: 'stream', stream: 'live' });
+            dispatch({ type: 'stats', stats: value });
+            return true;
+          },
+        },
+        onLost: () => {
+          dispatch({ type: 'stream', stream: 'reconnecting' });
+        },
+      }),
+    [],
+  );
 
   return state;
 }
