@@ -562,7 +562,10 @@ type ScanRequest struct {
 	Selector isScanRequest_Selector `protobuf_oneof:"selector"`
 	// Maximum number of pairs to return; 0 means the server default.
 	Limit uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
-	// Opaque token from a previous ScanResponse to continue after it.
+	// Opaque token from a previous ScanResponse to continue after it. Every
+	// page of one scan reads the state its first page read, kept on the node
+	// that served it for a minute after each page; after that a page is
+	// FAILED_PRECONDITION (PAGE_TOKEN_EXPIRED) and the scan starts again.
 	PageToken     []byte      `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	Consistency   Consistency `protobuf:"varint,5,opt,name=consistency,proto3,enum=strata.v1.Consistency" json:"consistency,omitempty"`
 	KeysOnly      bool        `protobuf:"varint,6,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`

@@ -150,7 +150,20 @@ async function recordK6() {
   return payloads;
 }
 
-const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6 };
+/** A scan's pages with a write between them, and a page whose state is gone. */
+async function recordScan() {
+  for (const k of ['a', 'b', 'c']) await call('PUT', `/v1/kv/scan/${k}`, 'old', 'application/octet-stream');
+  const query = '/v1/kv?keys_only=true&encoding=base64&limit=2&prefix=' + encodeURIComponent(b64('scan/'));
+  const first = await call('GET', query);
+  await call('PUT', '/v1/kv/scan/b2', 'new', 'application/octet-stream');
+  const token = encodeURIComponent(first.body.next_page_token);
+  const second = await call('GET', `${query}&page_token=${token}`);
+  // The second page was the last: its state went with it.
+  const expired = await call('GET', `${query}&page_token=${token}`);
+  return { first, second, expired };
+}
+
+const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6, scan: recordScan };
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {

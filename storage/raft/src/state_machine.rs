@@ -71,7 +71,7 @@ pub struct StateMachine {
     installing_key: Vec<u8>,
     /// While an install replaces the group's keys, user reads are served
     /// at the state from before it began, so they never see part of each.
-    reads_at: RwLock<Option<ReadPoint>>,
+    reads_at: RwLock<Option<Arc<ReadPoint>>>,
 }
 
 impl StateMachine {
@@ -312,16 +312,34 @@ impl StateMachine {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>, EngineError> {
+        self.scan_at(&self.read_view(), start, end, limit)
+    }
+
+    /// A view of the user data as it stands now, which later reads through
+    /// [`scan_at`](Self::scan_at) see unchanged whatever is applied
+    /// meanwhile (during a snapshot install: the state before it). Holding
+    /// it keeps the engine from compacting away what it sees.
+    pub fn read_view(&self) -> Arc<ReadPoint> {
+        match &*self.reads_at.read() {
+            Some(at) => Arc::clone(at),
+            None => Arc::new(self.engine.read_point()),
+        }
+    }
+
+    /// [`scan`](Self::scan) as of `view`.
+    pub fn scan_at(
+        &self,
+        view: &ReadPoint,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<KvPair>, EngineError> {
         let lo = keys::data_key(self.group, start);
         let hi = match end {
             Some(e) => keys::data_key(self.group, e),
             None => keys::data_end(self.group),
         };
-        let range = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
-        let pairs = match &*self.reads_at.read() {
-            Some(at) => at.scan(range.0, range.1, limit)?,
-            None => self.engine.scan(range.0, range.1, limit)?,
-        };
+        let pairs = view.scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?;
         Ok(pairs
             .into_iter()
             .map(|(k, v)| (keys::user_key(&k).to_vec(), v))

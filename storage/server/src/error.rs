@@ -48,6 +48,9 @@ pub enum ErrorCode {
     StorageFull,
     StorageFailed,
     Internal,
+    /// A scan's page token names a view of the data the node no longer
+    /// keeps (see `crate::scan_views`): start the scan again.
+    PageTokenExpired,
 }
 
 impl ErrorCode {
@@ -64,6 +67,7 @@ impl ErrorCode {
             ErrorCode::StorageFull => "STORAGE_FULL",
             ErrorCode::StorageFailed => "STORAGE_FAILED",
             ErrorCode::Internal => "INTERNAL",
+            ErrorCode::PageTokenExpired => "PAGE_TOKEN_EXPIRED",
         }
     }
 
@@ -78,6 +82,7 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             ErrorCode::StorageFailed | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::PageTokenExpired => StatusCode::GONE,
         }
     }
 
@@ -92,6 +97,7 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => Code::DeadlineExceeded,
             ErrorCode::StorageFull | ErrorCode::Overloaded => Code::ResourceExhausted,
             ErrorCode::StorageFailed | ErrorCode::Internal => Code::Internal,
+            ErrorCode::PageTokenExpired => Code::FailedPrecondition,
         }
     }
 
@@ -107,6 +113,7 @@ impl ErrorCode {
             Code::DeadlineExceeded | Code::Cancelled => ErrorCode::OutcomeUnknown,
             Code::ResourceExhausted if retryable => ErrorCode::Overloaded,
             Code::ResourceExhausted => ErrorCode::StorageFull,
+            Code::FailedPrecondition => ErrorCode::PageTokenExpired,
             _ => ErrorCode::Internal,
         }
     }

@@ -25,6 +25,7 @@ pub mod peer_net;
 pub mod request_span;
 pub mod rest;
 pub mod route;
+pub mod scan_views;
 pub mod shutdown;
 pub mod slow_requests;
 pub mod snapshot_backoff;

@@ -49,7 +49,10 @@ export interface paths {
          * Scan keys by prefix or by range
          * @description Keys in ascending byte order. Select by `prefix`, or by `start`
          *     (inclusive) and `end` (exclusive); `prefix` together with `start`/`end` is
-         *     INVALID_ARGUMENT. Neither selects the whole key space.
+         *     INVALID_ARGUMENT. Neither selects the whole key space. All pages of one
+         *     scan read one state: the one the first page read (its `index`), kept on
+         *     the node that served it for a minute after each page; a later page after
+         *     that is 410 PAGE_TOKEN_EXPIRED, and the scan starts again.
          */
         get: operations["scan"];
         put?: never;
@@ -848,10 +851,10 @@ export interface components {
             leader_address?: string;
         };
         /**
-         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
+         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL; PAGE_TOKEN_EXPIRED 410 / FAILED_PRECONDITION. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
          * @enum {string}
          */
-        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL";
+        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL" | "PAGE_TOKEN_EXPIRED";
         /** @description Raft events of one kind published so far (`strata_raft_events_total`). */
         EventCount: {
             kind: string;
@@ -1360,8 +1363,8 @@ export interface components {
             /** @description Pairs in ascending byte order of key. */
             kvs: components["schemas"]["KeyValue"][];
             /**
-             * @description Opaque token (base64url) to continue after the last returned key;
-             *     null when the scan is complete.
+             * @description Opaque token (base64url) to continue after the last returned key,
+             *     reading the same state; null when the scan is complete.
              */
             next_page_token: string | null;
             /** @description Encoding of every key and value in `kvs`. */
@@ -1535,6 +1538,19 @@ export interface components {
          *     it). Do not blindly retry non-idempotent operations.
          */
         OutcomeUnknown: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description PAGE_TOKEN_EXPIRED: the view of the data a scan's pages are read from
+         *     is no longer kept (it is kept on the node that served the first page,
+         *     for a minute after each page): start the scan again.
+         */
+        PageTokenExpired: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1748,8 +1764,10 @@ export interface operations {
                  */
                 limit?: number;
                 /**
-                 * @description `next_page_token` from a previous page. A malformed token is
-                 *     INVALID_ARGUMENT.
+                 * @description `next_page_token` from a previous page: the page reads the state the
+                 *     first page read. A malformed token is INVALID_ARGUMENT; one whose
+                 *     state is no longer kept (a minute after the previous page, or on
+                 *     another node) is 410 PAGE_TOKEN_EXPIRED.
                  */
                 page_token?: string;
                 /** @description Read consistency; default `linearizable`. */
@@ -1785,6 +1803,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            410: components["responses"]["PageTokenExpired"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -63,7 +63,7 @@ impl StateMachine {
     /// until this returns. The data is durable when it returns.
     pub fn install(&self, dir: &Path, term: u64) -> Result<SnapshotInfo, EngineError> {
         let source = self.open_staged(dir)?;
-        *self.reads_at.write() = Some(self.engine.read_point());
+        *self.reads_at.write() = Some(Arc::new(self.engine.read_point()));
         self.write_marker(dir, term)?;
         self.replace_keys(&source)?;
         let info = source.describe()?;

@@ -120,7 +120,8 @@ fn classify(e: &ApiError) -> Outcome {
         | ErrorCode::NotFound
         | ErrorCode::MethodNotAllowed
         | ErrorCode::PayloadTooLarge
-        | ErrorCode::UnsupportedMediaType => Outcome::NotApplied,
+        | ErrorCode::UnsupportedMediaType
+        | ErrorCode::PageTokenExpired => Outcome::NotApplied,
         ErrorCode::OutcomeUnknown
         | ErrorCode::StorageFull
         | ErrorCode::StorageFailed

@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 
 use super::{Core, Hop, Route};
 use crate::error::{ApiError, ErrorCode};
+use crate::scan_views::PageToken;
 use crate::validate::{self, ScanBounds};
 
 impl Core {
@@ -153,21 +154,42 @@ impl Core {
         })
     }
 
-    pub async fn scan(&self, req: ScanRequest) -> Result<ScanResponse, ApiError> {
+    /// One page of a scan. The first page reads a view of the data taken
+    /// after its read barrier; the pages after it read that same view (see
+    /// `crate::scan_views`), so one scan sees one state.
+    pub async fn scan(&self, mut req: ScanRequest) -> Result<ScanResponse, ApiError> {
+        let token = if req.page_token.is_empty() {
+            None
+        } else {
+            let token = PageToken::decode(&req.page_token)?;
+            req.page_token = token.next.clone();
+            Some(token)
+        };
         let ScanBounds { start, end, limit } = validate::scan_bounds(&self.limits, &req)?;
-        let index = self.read_barrier(req.consistency).await?;
-        let mut pairs = self
-            .peer
-            .state_machine()
-            .scan(&start, end.as_deref(), limit + 1)
+        validate::consistency(req.consistency)?;
+        let state_machine = self.peer.state_machine();
+        let (view, index) = match &token {
+            Some(token) => self.scan_views.get(token)?,
+            None => {
+                let index = self.read_barrier(req.consistency).await?;
+                (state_machine.read_view(), index)
+            }
+        };
+        let mut pairs = state_machine
+            .scan_at(&view, &start, end.as_deref(), limit + 1)
             .map_err(engine_error)?;
+        let kept = token.as_ref().map(|t| t.view());
         let next_page_token = if pairs.len() > limit {
             pairs.truncate(limit);
             // The smallest key after the last one returned.
             let mut next = pairs.last().map(|(k, _)| k.clone()).unwrap_or_default();
             next.push(0);
-            Bytes::from(next)
+            let id = kept.unwrap_or_else(|| self.scan_views.open(view, index));
+            self.scan_views.token(id, Bytes::from(next)).encode()
         } else {
+            if let Some(id) = kept {
+                self.scan_views.release(id);
+            }
             Bytes::new()
         };
         let kvs = pairs

@@ -25,6 +25,7 @@ use tonic::transport::Channel;
 use crate::channels::MemberChannels;
 use crate::config::{Limits, Timing};
 use crate::error::ApiError;
+use crate::scan_views::ScanViews;
 
 pub use forward::FORWARDED_HEADER;
 
@@ -48,6 +49,8 @@ pub struct Core {
     /// The test-only fault `--fault-stale-reads`: linearizable reads skip
     /// the ReadIndex round (see `crate::canary::fault`).
     stale_reads: bool,
+    /// The views scans with more pages to come read from.
+    scan_views: ScanViews,
 }
 
 /// Where a write goes.
@@ -72,6 +75,7 @@ impl Core {
             timing,
             forwarded,
             stale_reads: false,
+            scan_views: ScanViews::default(),
         }
     }
 

@@ -20,7 +20,9 @@ use super::model::kv::{
 };
 use super::model::kv_request::{BatchJson, CasJson, PutJson, ReadQuery, ScanQuery};
 use super::parse;
-use super::responses::{Decimal, JsonBodyErrors, NotFound, ReadErrors, Stale, WriteErrors};
+use super::responses::{
+    Decimal, JsonBodyErrors, NotFound, ReadErrors, ScanErrors, Stale, WriteErrors,
+};
 use crate::core::Hop;
 use crate::error::{ApiError, LEADER_HEADER};
 
@@ -188,7 +190,10 @@ pub async fn empty_key() -> ApiError {
 ///
 /// Keys in ascending byte order. Select by `prefix`, or by `start`
 /// (inclusive) and `end` (exclusive); `prefix` together with `start`/`end` is
-/// INVALID_ARGUMENT. Neither selects the whole key space.
+/// INVALID_ARGUMENT. Neither selects the whole key space. All pages of one
+/// scan read one state: the one the first page read (its `index`), kept on
+/// the node that served it for a minute after each page; a later page after
+/// that is 410 PAGE_TOKEN_EXPIRED, and the scan starts again.
 #[utoipa::path(
     get,
     path = "/v1/kv",
@@ -201,7 +206,7 @@ pub async fn empty_key() -> ApiError {
             ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
             ("x-strata-consistency" = inline(Stale), description = "`stale` when the read was served from local state."),
         )),
-        ReadErrors,
+        ScanErrors,
     ),
 )]
 pub async fn scan(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiError> {

@@ -57,6 +57,12 @@ pub struct OutcomeUnknown(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct StorageFull(pub ErrorBody);
 
+/// PAGE_TOKEN_EXPIRED: the view of the data a scan's pages are read from
+/// is no longer kept (it is kept on the node that served the first page,
+/// for a minute after each page): start the scan again.
+#[derive(ToResponse)]
+pub struct PageTokenExpired(pub ErrorBody);
+
 /// Every error response, for the document's components.
 pub fn all() -> Vec<(String, RefOr<Response>)> {
     [
@@ -68,6 +74,7 @@ pub fn all() -> Vec<(String, RefOr<Response>)> {
         Unavailable::response(),
         OutcomeUnknown::response(),
         StorageFull::response(),
+        PageTokenExpired::response(),
     ]
     .into_iter()
     .map(|(name, response)| (name.to_string(), response))
@@ -121,6 +128,16 @@ pub struct ReadErrors;
 impl IntoResponses for ReadErrors {
     fn responses() -> Errors {
         with(ChangeErrors::responses(), [by_ref::<PayloadTooLarge>(413)])
+    }
+}
+
+/// What a scan can fail with: what a read can, and a page token whose view
+/// is gone.
+pub struct ScanErrors;
+
+impl IntoResponses for ScanErrors {
+    fn responses() -> Errors {
+        with(ReadErrors::responses(), [by_ref::<PageTokenExpired>(410)])
     }
 }
 

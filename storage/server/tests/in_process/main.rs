@@ -6,6 +6,7 @@
 mod canary;
 mod deadlines;
 mod node;
+mod pagination;
 mod peer_net;
 mod router;
 mod snapshot;

@@ -157,6 +157,48 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
     assert_eq!(keys, ["from-grpc"]);
     assert_eq!(scan.kvs[0].value, "g2");
 
+    // Pages over gRPC read the first page's state too, and a token whose
+    // state is gone is FAILED_PRECONDITION.
+    for k in ["page/a", "page/b"] {
+        kv.put(PutRequest {
+            key: k.into(),
+            value: "old".into(),
+        })
+        .await
+        .unwrap();
+    }
+    let paged = |page_token| ScanRequest {
+        selector: Some(scan_request::Selector::Prefix("page/".into())),
+        limit: 1,
+        page_token,
+        ..ScanRequest::default()
+    };
+    let first = kv
+        .scan(paged(Default::default()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.kvs[0].key, "page/a");
+    kv.put(PutRequest {
+        key: "page/b".into(),
+        value: "new".into(),
+    })
+    .await
+    .unwrap();
+    let second = kv
+        .scan(paged(first.next_page_token.clone()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (&second.kvs[0].key[..], &second.kvs[0].value[..]),
+        (&b"page/b"[..], &b"old"[..])
+    );
+    assert_eq!(second.header, first.header);
+    assert!(second.next_page_token.is_empty());
+    let gone = kv.scan(paged(first.next_page_token)).await.unwrap_err();
+    assert_eq!(gone.code(), tonic::Code::FailedPrecondition, "{gone:?}");
+
     let empty_key = kv.put(PutRequest::default()).await.unwrap_err();
     assert_eq!(empty_key.code(), tonic::Code::InvalidArgument);
 

@@ -11,7 +11,12 @@ import styles from './KeysPage.module.css';
  * does not exist). A failed comparison is not an error: the API answers 200 with the
  * value the key held, which is shown.
  */
-export function CasForm() {
+interface CasFormProps {
+  /** The swap succeeded: the store changed. */
+  onSwapped: () => void;
+}
+
+export function CasForm({ onSwapped }: CasFormProps) {
   const client = useQueryClient();
   const [key, setKey] = useState('');
   const [expected, setExpected] = useState('');
@@ -21,7 +26,10 @@ export function CasForm() {
   const cas = useMutation({
     mutationFn: (input: CasInput) => compareAndSwap(input),
     onSuccess: (result) => {
-      if (result.succeeded) void client.invalidateQueries({ queryKey: ['keys'] });
+      if (result.succeeded) {
+        void client.invalidateQueries({ queryKey: ['keys'] });
+        onSwapped();
+      }
     },
   });
 

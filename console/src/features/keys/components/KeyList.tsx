@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { ApiError } from '../../../api/http';
 import { ErrorNote } from '../../../components/ErrorNote';
 import { base64FromBytes, keyLabel } from '../api/bytes';
 import { keyPageQuery } from '../api/scanKeys';
@@ -12,10 +13,12 @@ interface KeyListProps {
   onSelect: (key: Uint8Array) => void;
   onNext: (token: string) => void;
   onPrevious: () => void;
+  /** Start the scan again from its first page. */
+  onRestart: () => void;
 }
 
 /** One page of keys under a prefix, with previous/next page controls. */
-export function KeyList({ prefix, pageTokens, selected, onSelect, onNext, onPrevious }: KeyListProps) {
+export function KeyList({ prefix, pageTokens, selected, onSelect, onNext, onPrevious, onRestart }: KeyListProps) {
   const token = pageTokens[pageTokens.length - 1] ?? null;
   const page = useQuery(keyPageQuery(prefix, token));
   const pageNumber = pageTokens.length;
@@ -27,6 +30,11 @@ export function KeyList({ prefix, pageTokens, selected, onSelect, onNext, onPrev
     body = (
       <div className={styles.padded}>
         <ErrorNote error={page.error} action="Listing keys" />
+        {page.error instanceof ApiError && page.error.body?.code === 'PAGE_TOKEN_EXPIRED' && (
+          <button type="button" className={styles.pageButton} onClick={onRestart} data-testid="scan-restart">
+            Start again from the first page
+          </button>
+        )}
       </div>
     );
   } else if (page.data.keys.length === 0) {

@@ -1,5 +1,6 @@
 import { fireEvent, screen, waitFor, within } from '@testing-library/react';
 import recorded from '../../../test/recorded/keys.json';
+import scan from '../../../test/recorded/scan.json';
 import { serveRecorded, type Route } from '../../../test/recordedApi';
 import { renderWithQuery } from '../../../test/render';
 import { KeysPage } from './KeysPage';
@@ -89,6 +90,60 @@ describe('KeysPage', () => {
     await waitFor(async () => {
       expect((await keyRows())[0]).toBe('page/k01');
     });
+  });
+
+  it('after a write, starts the list again from the first page, which shows it', async () => {
+    // Proves: every page of one scan shows the state its first page read, so a put made
+    // while page 2 is shown takes the list back to page 1 (a new scan) rather than
+    // leaving page 2 as it was.
+    const api = serveRecorded([
+      { method: 'PUT', url: '/v1/kv/page%2Fnew', answer: recorded.putOk },
+      ...SCANS,
+      { method: 'GET', url: '/v1/kv/page%2Fnew?', answer: recorded.getText },
+    ]);
+    renderWithQuery(<KeysPage />);
+    browse('page/');
+    await screen.findByTestId('key-list');
+    fireEvent.click(screen.getByRole('button', { name: 'Next →' }));
+    await waitFor(() => {
+      expect(screen.getByTestId('page-number')).toHaveTextContent('page 2');
+    });
+    const form = screen.getByTestId('put-form');
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Key' }), { target: { value: 'page/new' } });
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Value' }), { target: { value: 'v' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Put' }));
+    await within(form).findByTestId('put-ok');
+    await waitFor(() => {
+      expect(screen.getByTestId('page-number')).toHaveTextContent('page 1');
+    });
+    const firstPage = `/v1/kv?keys_only=true&encoding=base64&limit=25&prefix=${b64('page/')}`;
+    await waitFor(() => {
+      expect(api.requests('GET', firstPage).length).toBeGreaterThanOrEqual(2);
+    });
+  });
+
+  it('says when a scan’s state is gone, and starts it again', async () => {
+    // Proves the node's 410 PAGE_TOKEN_EXPIRED (recorded from a real cluster: the last
+    // page's token read again) is shown as given, with a way back to the first page.
+    const api = serveRecorded([
+      { method: 'GET', url: /prefix=c2Nhbi8%3D&page_token=/, answer: scan.expired },
+      { method: 'GET', url: /prefix=c2Nhbi8%3D$/, answer: scan.first },
+    ]);
+    renderWithQuery(<KeysPage />);
+    browse('scan/');
+    await waitFor(async () => {
+      expect(await keyRows()).toEqual(['scan/a', 'scan/b']);
+    });
+    fireEvent.click(screen.getByRole('button', { name: 'Next →' }));
+    const error = await screen.findByTestId('api-error');
+    expect(error).toHaveAttribute('data-code', 'PAGE_TOKEN_EXPIRED');
+    expect(error).toHaveTextContent('start the scan again');
+    fireEvent.click(screen.getByTestId('scan-restart'));
+    await waitFor(async () => {
+      expect(await keyRows()).toEqual(['scan/a', 'scan/b']);
+    });
+    expect(screen.getByTestId('page-number')).toHaveTextContent('page 1');
+    expect(api.requests('GET', /page_token=/)).toHaveLength(1);
   });
 
   it('says so when no key has the prefix', async () => {

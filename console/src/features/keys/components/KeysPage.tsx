@@ -23,6 +23,12 @@ export function KeysPage() {
     setPageTokens([null]);
   }
 
+  // Every page of one scan shows the state its first page read; after a write the list
+  // starts again from the first page, so it shows the write.
+  function restart() {
+    setPageTokens([null]);
+  }
+
   const selectedId = selected ? base64FromBytes(selected) : null;
 
   return (
@@ -52,23 +58,36 @@ export function KeysPage() {
             onSelect={setSelected}
             onNext={(token) => { setPageTokens((tokens) => [...tokens, token]); }}
             onPrevious={() => { setPageTokens((tokens) => (tokens.length > 1 ? tokens.slice(0, -1) : tokens)); }}
+            onRestart={restart}
           />
         </Panel>
 
         <div className={styles.side}>
           <Panel title="Value">
             {selected && selectedId ? (
-              <ValueViewer key={selectedId} keyBytes={selected} onDeleted={() => { setSelected(null); }} />
+              <ValueViewer
+                key={selectedId}
+                keyBytes={selected}
+                onDeleted={() => {
+                  setSelected(null);
+                  restart();
+                }}
+              />
             ) : (
               <p className={styles.placeholder}>Pick a key to read its value.</p>
             )}
           </Panel>
           <div className={styles.forms}>
             <Panel title="Put">
-              <PutForm onStored={setSelected} />
+              <PutForm
+                onStored={(key) => {
+                  setSelected(key);
+                  restart();
+                }}
+              />
             </Panel>
             <Panel title="Compare and swap">
-              <CasForm />
+              <CasForm onSwapped={restart} />
             </Panel>
           </div>
         </div>

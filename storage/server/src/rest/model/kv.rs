@@ -108,8 +108,8 @@ pub struct ScanResult {
     /// Pairs in ascending byte order of key.
     #[schema(max_items = 1000)]
     pub kvs: Vec<KeyValue>,
-    /// Opaque token (base64url) to continue after the last returned key;
-    /// null when the scan is complete.
+    /// Opaque token (base64url) to continue after the last returned key,
+    /// reading the same state; null when the scan is complete.
     #[schema(required, pattern = "^[A-Za-z0-9_-]*={0,2}$")]
     pub next_page_token: Option<String>,
     /// Encoding of every key and value in `kvs`.

@@ -57,8 +57,10 @@ pub struct ScanQuery {
     /// configurable). Out of range is INVALID_ARGUMENT.
     #[param(minimum = 1, maximum = 1000, default = 100)]
     pub(crate) limit: Option<u32>,
-    /// `next_page_token` from a previous page. A malformed token is
-    /// INVALID_ARGUMENT.
+    /// `next_page_token` from a previous page: the page reads the state the
+    /// first page read. A malformed token is INVALID_ARGUMENT; one whose
+    /// state is no longer kept (a minute after the previous page, or on
+    /// another node) is 410 PAGE_TOKEN_EXPIRED.
     pub(crate) page_token: Option<String>,
     /// Read consistency; default `linearizable`.
     pub(crate) consistency: Option<ConsistencyParam>,
