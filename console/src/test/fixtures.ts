@@ -12,6 +12,7 @@ export function clusterStatus(leaderId: number, term = 3, overrides: Partial<Rec
     healthy: true,
     leader_id: leaderId,
     proven: true,
+    leaving: false,
     ...overrides[id],
   }));
   return { leader_id: leaderId, term, nodes };

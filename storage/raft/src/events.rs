@@ -111,6 +111,7 @@ mod tests {
             log_bytes: 0,
             voters: vec![1, 2, 3],
             learners: vec![],
+            leaving: vec![],
             failure: None,
             proven: true,
         }

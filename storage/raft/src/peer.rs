@@ -373,6 +373,7 @@ mod tests {
                 log_bytes: 0,
                 voters: vec![1, 2, 3],
                 learners: Vec::new(),
+                leaving: Vec::new(),
                 failure: None,
                 proven: true,
             };

@@ -53,8 +53,13 @@ pub struct PeerStatus {
     /// Payload bytes of the entries the raft log holds in memory, from
     /// `first_index` to `last_index`.
     pub log_bytes: u64,
+    /// Every voter, in the incoming configuration or (during a joint
+    /// change) the outgoing one.
     pub voters: Vec<u64>,
     pub learners: Vec<u64>,
+    /// Voters a joint change is removing: they vote in the outgoing
+    /// configuration until the group leaves it.
+    pub leaving: Vec<u64>,
     /// Set once the peer's storage failed; the peer then acknowledges nothing.
     pub failure: Option<StorageFailure>,
     /// False while the peer's raft log was created empty (a new member, or

@@ -133,6 +133,7 @@ impl Core {
                 id,
                 address: address.clone(),
                 voter: st.voters.contains(&id),
+                leaving: st.leaving.contains(&id),
             })
             .collect()
     }

@@ -1009,6 +1009,12 @@ export interface components {
             address: string;
             /** @description True for voters, false for learners. */
             voter: boolean;
+            /**
+             * @description True while a joint configuration change is removing this voter: it
+             *     still votes, in the outgoing configuration, until the group leaves
+             *     it (which it does by itself once the change is applied).
+             */
+            leaving: boolean;
         };
         /**
          * @description On a leader: how far another member's log matches
@@ -1162,6 +1168,12 @@ export interface components {
              *     meanwhile. False too for a node that could not be asked.
              */
             proven: boolean;
+            /**
+             * @description True while a joint configuration change is removing this voter: it
+             *     still votes, in the outgoing configuration, until the group leaves
+             *     it.
+             */
+            leaving: boolean;
         };
         /**
          * @description The process and its data directory's file system (`strata_process_*`);

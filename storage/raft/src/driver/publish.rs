@@ -33,6 +33,14 @@ impl Driver {
         voters.sort_unstable();
         let mut learners: Vec<u64> = conf.learners().iter().copied().collect();
         learners.sort_unstable();
+        let cs = conf.to_conf_state();
+        let mut leaving: Vec<u64> = cs
+            .voters_outgoing
+            .iter()
+            .copied()
+            .filter(|id| !cs.voters.contains(id))
+            .collect();
+        leaving.sort_unstable();
         PeerStatus {
             id: self.id,
             group_id: self.group_id,
@@ -46,6 +54,7 @@ impl Driver {
             log_bytes: self.node.store().entries_bytes(),
             voters,
             learners,
+            leaving,
             failure: self.failure.clone(),
             proven: self.is_proven(),
         }
@@ -132,6 +141,7 @@ pub(super) fn blank_status(id: u64, group_id: u64) -> PeerStatus {
         log_bytes: 0,
         voters: Vec::new(),
         learners: Vec::new(),
+        leaving: Vec::new(),
         failure: None,
         proven: false,
     }

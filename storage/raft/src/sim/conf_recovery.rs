@@ -170,3 +170,55 @@ fn member_restarted_inside_a_joint_change_rebuilds_its_configurations() {
     });
     assert_eq!(sim.conf_of(kept), sim.conf_of(leader));
 }
+
+// Proves the status names a voter that a joint change is removing as
+// leaving (a voter still: it votes in the outgoing configuration) for as
+// long as the group is in the joint configuration, and no longer once the
+// group has left it.
+#[test]
+fn a_voter_removed_by_a_joint_change_is_leaving_until_the_group_leaves_it() {
+    let mut sim = Sim::settled(33);
+    let leader = sim.nodes[sim.leaders()[0]].id;
+    let replaced = sim
+        .nodes
+        .iter()
+        .map(|n| n.id)
+        .find(|&id| id != leader)
+        .expect("a follower");
+    sim.learner_joined(leader, 4);
+    let joint = {
+        let live = sim.nodes[sim.index_of(leader)].live.as_ref().expect("runs");
+        live.driver.raw().raft.raft_log.last_index() + 1
+    };
+    // No entry after the joint one (the leader's leave) reaches anyone, so
+    // the group stays in the joint configuration.
+    sim.net.hold(Some(Box::new(move |m| {
+        m.from == leader && m.get_entries().iter().any(|e| e.index > joint)
+    })));
+    sim.replace(leader, replaced, 4);
+    for _ in 0..50 {
+        sim.step(false, false).expect("the invariants hold");
+    }
+    let status = |sim: &Sim| {
+        let live = sim.nodes[sim.index_of(leader)].live.as_ref().expect("runs");
+        live.driver.status()
+    };
+    assert!(sim.conf_of(leader).is_joint());
+    let joint_status = status(&sim);
+    assert_eq!(joint_status.leaving, vec![replaced]);
+    assert!(joint_status.voters.contains(&replaced));
+    assert!(joint_status.voters.contains(&4));
+
+    sim.net.hold(None);
+    let next = sim.now + 1;
+    sim.net.release(next, |_| true);
+    sim.step_until(500, "the group leaves the joint configuration", |s| {
+        !s.conf_of(leader).is_joint()
+    });
+    for _ in 0..5 {
+        sim.step(false, false).expect("the invariants hold");
+    }
+    let left = status(&sim);
+    assert!(left.leaving.is_empty(), "{:?}", left.leaving);
+    assert!(!left.voters.contains(&replaced));
+}

@@ -38,6 +38,7 @@ impl Core {
             group_id: st.group_id,
             error,
             proven: st.proven,
+            leaving: st.leaving.contains(&self.id),
         }
     }
 }

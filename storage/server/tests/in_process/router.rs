@@ -483,7 +483,7 @@ async fn health_and_cluster_routes_describe_the_one_node() {
     assert_documented(&doc, "get", "/v1/cluster/members", &members);
     assert_eq!(
         members.json(),
-        json!({"members": [{"id": 1, "address": "127.0.0.1:0", "voter": true}]})
+        json!({"members": [{"id": 1, "address": "127.0.0.1:0", "voter": true, "leaving": false}]})
     );
     let transfer = call(
         app,

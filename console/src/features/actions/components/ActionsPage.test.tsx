@@ -27,6 +27,22 @@ function chooseChange(label: string) {
 }
 
 describe('ActionsPage', () => {
+  it('marks a voter that a joint change is removing as leaving', async () => {
+    // The recorded members, with node 3 as the API reports a voter the group is
+    // leaving in a joint configuration.
+    const members = {
+      ...recorded.membersBefore,
+      body: {
+        members: recorded.membersBefore.body.members.map((m) => ({ ...m, leaving: m.id === 3 })),
+      },
+    };
+    start([], members);
+    const row = await screen.findByTestId('member-row-3');
+    expect(row).toHaveAttribute('data-leaving', 'true');
+    expect(row).toHaveTextContent('voter, leaving');
+    expect(screen.getByTestId('member-row-1')).toHaveAttribute('data-leaving', 'false');
+  });
+
   it('shows every member with its live role and the fault tolerance now', async () => {
     start([]);
     const row = await screen.findByTestId('member-row-1');

@@ -33,13 +33,16 @@ export function MembersTable({ members, statusById, leaderId }: MembersTableProp
                 key={member.id}
                 data-testid={`member-row-${member.id}`}
                 data-voter={String(member.voter)}
+                data-leaving={String(member.leaving)}
                 data-role={role}
                 className={member.id === leaderId ? styles.leaderRow : undefined}
               >
                 <td className={styles.mono}>{member.id}</td>
                 <td className={styles.mono}>{member.address}</td>
                 <td>
-                  <Pill tone={member.voter ? 'accent' : 'neutral'}>{member.voter ? 'voter' : 'learner'}</Pill>
+                  <Pill tone={member.leaving ? 'warn' : member.voter ? 'accent' : 'neutral'}>
+                    {member.leaving ? 'voter, leaving' : member.voter ? 'voter' : 'learner'}
+                  </Pill>
                 </td>
                 <td>{member.id === leaderId ? <Pill tone="good">leader</Pill> : role}</td>
                 <td>

@@ -33,7 +33,7 @@ function isRole(value: unknown): value is NodeRole {
 
 function parseNodeStatus(value: unknown): NodeStatus | null {
   if (!isObject(value)) return null;
-  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error, proven } = value;
+  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error, proven, leaving } = value;
   if (
     !isCount(id) ||
     typeof address !== 'string' ||
@@ -43,11 +43,12 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     !isCount(applied_index) ||
     typeof healthy !== 'boolean' ||
     !isCount(leader_id) ||
-    (proven !== undefined && typeof proven !== 'boolean')
+    (proven !== undefined && typeof proven !== 'boolean') ||
+    (leaving !== undefined && typeof leaving !== 'boolean')
   ) {
     return null;
   }
-  // A node that does not say (one older than the field) is taken as voting.
+  // A node that does not say (one older than the fields) is taken as voting and staying.
   const node: NodeStatus = {
     id,
     address,
@@ -58,6 +59,7 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     healthy,
     leader_id,
     proven: proven ?? true,
+    leaving: leaving ?? false,
   };
   if (typeof error === 'string' && error !== '') node.error = error;
   return node;

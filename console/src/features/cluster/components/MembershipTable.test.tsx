@@ -89,4 +89,11 @@ describe('MembershipTable', () => {
     render(<MembershipTable status={clusterStatus(2, 7, { 3: { role: 'learner', applied_index: 12 } })} />);
     expect(screen.getByTestId('node-joining-3')).toHaveTextContent('joining: 30 behind');
   });
+
+  it('shows a voter that a joint change is removing as leaving, and no other', () => {
+    render(<MembershipTable status={clusterStatus(1, 7, { 3: { leaving: true } })} />);
+    expect(screen.getByTestId('node-leaving-3')).toHaveTextContent('leaving');
+    expect(screen.getByTestId('node-role-3')).toHaveTextContent('follower');
+    for (const id of [1, 2]) expect(screen.queryByTestId(`node-leaving-${id}`)).not.toBeInTheDocument();
+  });
 });

@@ -113,6 +113,11 @@ function NodeRow({ node, isLeader, leaderCommitIndex }: NodeRowProps) {
             new disk: not voting until the leader vouches for it
           </div>
         )}
+        {node.leaving && (
+          <div className={styles.joining} data-testid={`node-leaving-${node.id}`}>
+            leaving: a change is removing it; it votes until the group leaves the joint configuration
+          </div>
+        )}
       </td>
       <td className={styles.num}>{formatCount(node.term)}</td>
       <td className={styles.num}>{formatCount(node.commit_index)}</td>

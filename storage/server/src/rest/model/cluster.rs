@@ -111,6 +111,10 @@ pub struct NodeStatus {
     /// it holds everything it acknowledged before: it does not vote
     /// meanwhile. False too for a node that could not be asked.
     pub proven: bool,
+    /// True while a joint configuration change is removing this voter: it
+    /// still votes, in the outgoing configuration, until the group leaves
+    /// it.
+    pub leaving: bool,
 }
 
 impl From<&pb::NodeStatus> for NodeStatus {
@@ -126,6 +130,7 @@ impl From<&pb::NodeStatus> for NodeStatus {
             leader_id: n.leader_id,
             error: n.error.clone(),
             proven: n.proven,
+            leaving: n.leaving,
         }
     }
 }
@@ -164,6 +169,10 @@ pub struct Member {
     pub address: String,
     /// True for voters, false for learners.
     pub voter: bool,
+    /// True while a joint configuration change is removing this voter: it
+    /// still votes, in the outgoing configuration, until the group leaves
+    /// it (which it does by itself once the change is applied).
+    pub leaving: bool,
 }
 
 /// Result of GET /v1/cluster/members and of every membership change.
@@ -181,6 +190,7 @@ impl From<&[pb::Member]> for Members {
                 id: m.id,
                 address: m.address.clone(),
                 voter: m.voter,
+                leaving: m.leaving,
             })
             .collect();
         Members { members }
