@@ -3,7 +3,8 @@
 //   2. while it runs, both the nodes' throughput (from their counters over the event
 //      stream) and k6's own figures (its event stream through Envoy's /k6/events), p99
 //      included, go above zero;
-//   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped).
+//   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped),
+//      and k6's last figures stay on view.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
 import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
 
@@ -46,6 +47,8 @@ try {
     return ['finished', 'failed', 'stopped'].includes(state) && state;
   }, (DURATION_S + 40) * 1000, 500);
   t.check(ended === 'finished' || ended === 'failed', `the run ended by itself (${ended})`);
+  // k6 ends its stream with its run; its last figures stay on view.
+  t.check((await number('k6-p99', 'data-value')) > 0, `k6's last figures stay after the run (p99 ${await number('k6-p99', 'data-value')} ms)`);
   const run = await (await fetch(`${base}/load/run`)).json();
   t.check(run.exit_code === 0 || run.exit_code === 99, `k6 exited ${run.exit_code} (0, or 99 for a crossed threshold)`);
   await screenshot(page, 'load');

@@ -98,6 +98,16 @@ describe('LoadPage', () => {
     expect(screen.getByTestId('k6-p95')).not.toHaveTextContent('—');
     expect(screen.getByTestId('k6-checks-failed')).toHaveTextContent('%');
     expect(screen.getByRole('img', { name: 'k6 requests per second' })).toBeInTheDocument();
+
+    // k6 ends its run and its stream: the last figures stay while a new stream is tried.
+    const p99 = screen.getByTestId('k6-p99').getAttribute('data-value');
+    act(() => {
+      k6.fail({ closed: true });
+    });
+    await waitFor(() => {
+      expect(MockEventSource.instances.filter((s) => s.url === '/k6/events').length).toBe(2);
+    });
+    expect(screen.getByTestId('k6-p99')).toHaveAttribute('data-value', p99);
   });
 
   it('says k6’s stream is being reopened when it is lost during a run', async () => {

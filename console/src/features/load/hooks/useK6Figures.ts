@@ -22,10 +22,18 @@ export function useK6Figures(active: boolean): K6View {
 
   useEffect(() => {
     if (!active) return undefined;
+    // k6 replays its stream from the run's start to each new connection: the figures
+    // start over with the first event a connection brings, not when it opens, so that
+    // the last figures stay on view when k6 ends its run and its stream with it.
+    let fresh = true;
     const events = Object.fromEntries(
       K6_EVENTS.map((name) => [
         name,
         (data: string) => {
+          if (fresh) {
+            fresh = false;
+            dispatch({ type: 'opened' });
+          }
           dispatch({ type: 'event', name, data });
           setLost(null);
           return name === 'snapshot';
@@ -38,7 +46,7 @@ export function useK6Figures(active: boolean): K6View {
       signOfLife: 'snapshot',
       events,
       onOpen: () => {
-        dispatch({ type: 'opened' });
+        fresh = true;
       },
       onLost: setLost,
     });
