@@ -305,6 +305,23 @@ def rest_route(match: dict, cluster: str) -> dict:
     }
 
 
+def stream_route(match: dict) -> dict:
+    """An endless response (Server-Sent Events, a gRPC server stream) from any live node. No route
+    timeout and no idle timeout (the node sends a keep-alive or progress message every 10 s
+    anyway), and no retry once it has started: a client resumes a watch itself, from the last index
+    it was sent."""
+    return {
+        "match": match,
+        "route": {
+            "cluster": "nodes_any",
+            "timeout": "0s",
+            "idle_timeout": "0s",
+            "retry_policy": {"retry_on": "connect-failure,refused-stream", "num_retries": 3,
+                             "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"}},
+        },
+    }
+
+
 # `--console nodes`: the storage nodes serve the console's bundle themselves (strata-node
 # --console-dir), so `/` goes to any live node.
 CONSOLE_ON_NODES = "nodes"
@@ -325,23 +342,16 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         # The raft transport is internal: never reachable through the gateway.
         {"match": {"prefix": "/strata.v1.Raft/"},
          "direct_response": {"status": 404, "body": {"inline_string": "the raft transport is internal"}}},
+        stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
         grpc_route("/strata.v1.KV/", "nodes"),
         grpc_route("/strata.v1.Cluster/", "nodes_any"),
         grpc_route("/grpc.health.v1.Health/", "nodes_any"),
         grpc_route("/grpc.reflection.v1.ServerReflection/", "nodes_any"),
         grpc_route("/grpc.reflection.v1alpha.ServerReflection/", "nodes_any"),
-        {
-            # Server-Sent Events: an endless response. No route timeout, no idle timeout (the node
-            # sends a keep-alive comment every 10 s anyway), and no retries once it has started.
-            "match": {"path": "/v1/cluster/events"},
-            "route": {
-                "cluster": "nodes_any",
-                "timeout": "0s",
-                "idle_timeout": "0s",
-                "retry_policy": {"retry_on": "connect-failure,refused-stream", "num_retries": 3,
-                                 "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"}},
-            },
-        },
+        # Endless responses: the cluster's events and watches over Server-Sent Events, and
+        # the gRPC watch stream. Any node serves them.
+        stream_route({"path": "/v1/cluster/events"}),
+        stream_route({"path": "/v1/watch"}),
         rest_route({"prefix": "/v1/"}, "nodes"),
         rest_route({"path": "/openapi.json"}, "nodes"),
         # One node's metrics, whichever answers; Prometheus scrapes every node on its own port.

@@ -222,11 +222,13 @@ class Routing(unittest.TestCase):
     def test_routes_send_each_path_to_the_right_cluster(self):
         cases = [
             ("/strata.v1.KV/Put", True, "nodes"),
+            ("/strata.v1.KV/Watch", True, "nodes_any"),
             ("/strata.v1.Cluster/Status", True, "nodes_any"),
             ("/grpc.health.v1.Health/Check", True, "nodes_any"),
             ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", True, "nodes_any"),
             ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", True, "nodes_any"),
             ("/v1/cluster/events", False, "nodes_any"),
+            ("/v1/watch", False, "nodes_any"),
             ("/v1/kv/a/b", False, "nodes"),
             ("/v1/cluster/status", False, "nodes"),
             ("/openapi.json", False, "nodes"),
@@ -296,9 +298,16 @@ class Routing(unittest.TestCase):
                 self.assertNotIn(bad, p["retry_on"].split(","))
             self.assertEqual(r["timeout"], "10s")
 
-    def test_sse_route_never_times_out(self):
-        r = route_for(self.config, "/v1/cluster/events")["route"]
-        self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
+    def test_stream_routes_never_time_out_nor_retry_once_started(self):
+        # Proves the endless responses (the cluster's events, REST and gRPC watches) have no
+        # timeout, and are tried again only when no connection was made: a started watch that
+        # breaks is resumed by its client from the last index it was sent.
+        for path, grpc in (("/v1/cluster/events", False), ("/v1/watch", False),
+                           ("/strata.v1.KV/Watch", True)):
+            with self.subTest(path=path):
+                r = route_for(self.config, path, grpc)["route"]
+                self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
+                self.assertEqual(r["retry_policy"]["retry_on"], "connect-failure,refused-stream")
 
     def test_tracer_is_always_on_and_exports_only_to_a_collector(self):
         # Proves every config starts or continues traces (so the nodes always get a traceparent), and

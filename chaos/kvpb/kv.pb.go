@@ -69,6 +69,52 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_kv_proto_rawDescGZIP(), []int{0}
 }
 
+type ChangeKind int32
+
+const (
+	ChangeKind_CHANGE_KIND_PUT    ChangeKind = 0
+	ChangeKind_CHANGE_KIND_DELETE ChangeKind = 1
+)
+
+// Enum value maps for ChangeKind.
+var (
+	ChangeKind_name = map[int32]string{
+		0: "CHANGE_KIND_PUT",
+		1: "CHANGE_KIND_DELETE",
+	}
+	ChangeKind_value = map[string]int32{
+		"CHANGE_KIND_PUT":    0,
+		"CHANGE_KIND_DELETE": 1,
+	}
+)
+
+func (x ChangeKind) Enum() *ChangeKind {
+	p := new(ChangeKind)
+	*p = x
+	return p
+}
+
+func (x ChangeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ChangeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_kv_proto_enumTypes[1].Descriptor()
+}
+
+func (ChangeKind) Type() protoreflect.EnumType {
+	return &file_strata_v1_kv_proto_enumTypes[1]
+}
+
+func (x ChangeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ChangeKind.Descriptor instead.
+func (ChangeKind) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{1}
+}
+
 // ResponseHeader says which node answered and at which raft position.
 type ResponseHeader struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1122,6 +1168,261 @@ func (x *CompareAndSwapResponse) GetCurrent() []byte {
 	return nil
 }
 
+type WatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which keys: one key, a prefix, or [start, end); none: every key.
+	//
+	// Types that are valid to be assigned to Selector:
+	//
+	//	*WatchRequest_Key
+	//	*WatchRequest_Prefix
+	//	*WatchRequest_Range
+	Selector isWatchRequest_Selector `protobuf_oneof:"selector"`
+	// The first raft index whose changes to send; 0: only changes applied
+	// after the watch starts.
+	FromIndex uint64 `protobuf:"varint,4,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	// With no change to send for this long, a progress message (no events)
+	// says how far the watch has read; 0: every 10 s. At least 100.
+	ProgressIntervalMs uint32 `protobuf:"varint,5,opt,name=progress_interval_ms,json=progressIntervalMs,proto3" json:"progress_interval_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *WatchRequest) GetSelector() isWatchRequest_Selector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetKey() []byte {
+	if x != nil {
+		if x, ok := x.Selector.(*WatchRequest_Key); ok {
+			return x.Key
+		}
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetPrefix() []byte {
+	if x != nil {
+		if x, ok := x.Selector.(*WatchRequest_Prefix); ok {
+			return x.Prefix
+		}
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetRange() *KeyRange {
+	if x != nil {
+		if x, ok := x.Selector.(*WatchRequest_Range); ok {
+			return x.Range
+		}
+	}
+	return nil
+}
+
+func (x *WatchRequest) GetFromIndex() uint64 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
+func (x *WatchRequest) GetProgressIntervalMs() uint32 {
+	if x != nil {
+		return x.ProgressIntervalMs
+	}
+	return 0
+}
+
+type isWatchRequest_Selector interface {
+	isWatchRequest_Selector()
+}
+
+type WatchRequest_Key struct {
+	Key []byte `protobuf:"bytes,1,opt,name=key,proto3,oneof"`
+}
+
+type WatchRequest_Prefix struct {
+	Prefix []byte `protobuf:"bytes,2,opt,name=prefix,proto3,oneof"`
+}
+
+type WatchRequest_Range struct {
+	Range *KeyRange `protobuf:"bytes,3,opt,name=range,proto3,oneof"`
+}
+
+func (*WatchRequest_Key) isWatchRequest_Selector() {}
+
+func (*WatchRequest_Prefix) isWatchRequest_Selector() {}
+
+func (*WatchRequest_Range) isWatchRequest_Selector() {}
+
+type WatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  ChangeKind             `protobuf:"varint,1,opt,name=kind,proto3,enum=strata.v1.ChangeKind" json:"kind,omitempty"`
+	Key   []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	// The value put; empty for a delete.
+	Value []byte `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// The raft index of the entry that applied it (one entry, such as a
+	// batch, may make several changes).
+	Index         uint64 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WatchEvent) GetKind() ChangeKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ChangeKind_CHANGE_KIND_PUT
+}
+
+func (x *WatchEvent) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+type WatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node serving the watch.
+	NodeId uint64 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// In commit order; empty in a progress message.
+	Events []*WatchEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// Every matching change through this raft index has been sent: a watch
+	// started again with from_index = index + 1 continues exactly here.
+	Index         uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchResponse) Reset() {
+	*x = WatchResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchResponse) ProtoMessage() {}
+
+func (x *WatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
+func (*WatchResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WatchResponse) GetNodeId() uint64 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *WatchResponse) GetEvents() []*WatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 var File_strata_v1_kv_proto protoreflect.FileDescriptor
 
 const file_strata_v1_kv_proto_rawDesc = "" +
@@ -1195,17 +1496,41 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\tsucceeded\x18\x02 \x01(\bR\tsucceeded\x12\x1d\n" +
 	"\acurrent\x18\x03 \x01(\fH\x00R\acurrent\x88\x01\x01B\n" +
 	"\n" +
-	"\b_current*B\n" +
+	"\b_current\"\xc6\x01\n" +
+	"\fWatchRequest\x12\x12\n" +
+	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x12\x18\n" +
+	"\x06prefix\x18\x02 \x01(\fH\x00R\x06prefix\x12+\n" +
+	"\x05range\x18\x03 \x01(\v2\x13.strata.v1.KeyRangeH\x00R\x05range\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x04 \x01(\x04R\tfromIndex\x120\n" +
+	"\x14progress_interval_ms\x18\x05 \x01(\rR\x12progressIntervalMsB\n" +
+	"\n" +
+	"\bselector\"u\n" +
+	"\n" +
+	"WatchEvent\x12)\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x15.strata.v1.ChangeKindR\x04kind\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x04R\x05index\"m\n" +
+	"\rWatchResponse\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12-\n" +
+	"\x06events\x18\x02 \x03(\v2\x15.strata.v1.WatchEventR\x06events\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index*B\n" +
 	"\vConsistency\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x00\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x012\xfb\x02\n" +
+	"\x11CONSISTENCY_STALE\x10\x01*9\n" +
+	"\n" +
+	"ChangeKind\x12\x13\n" +
+	"\x0fCHANGE_KIND_PUT\x10\x00\x12\x16\n" +
+	"\x12CHANGE_KIND_DELETE\x10\x012\xb9\x03\n" +
 	"\x02KV\x124\n" +
 	"\x03Put\x12\x15.strata.v1.PutRequest\x1a\x16.strata.v1.PutResponse\x124\n" +
 	"\x03Get\x12\x15.strata.v1.GetRequest\x1a\x16.strata.v1.GetResponse\x12=\n" +
 	"\x06Delete\x12\x18.strata.v1.DeleteRequest\x1a\x19.strata.v1.DeleteResponse\x127\n" +
 	"\x04Scan\x12\x16.strata.v1.ScanRequest\x1a\x17.strata.v1.ScanResponse\x12:\n" +
 	"\x05Batch\x12\x17.strata.v1.BatchRequest\x1a\x18.strata.v1.BatchResponse\x12U\n" +
-	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponseb\x06proto3"
+	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponse\x12<\n" +
+	"\x05Watch\x12\x17.strata.v1.WatchRequest\x1a\x18.strata.v1.WatchResponse0\x01b\x06proto3"
 
 var (
 	file_strata_v1_kv_proto_rawDescOnce sync.Once
@@ -1219,60 +1544,69 @@ func file_strata_v1_kv_proto_rawDescGZIP() []byte {
 	return file_strata_v1_kv_proto_rawDescData
 }
 
-var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_strata_v1_kv_proto_goTypes = []any{
 	(Consistency)(0),               // 0: strata.v1.Consistency
-	(*ResponseHeader)(nil),         // 1: strata.v1.ResponseHeader
-	(*KeyValue)(nil),               // 2: strata.v1.KeyValue
-	(*PutRequest)(nil),             // 3: strata.v1.PutRequest
-	(*PutResponse)(nil),            // 4: strata.v1.PutResponse
-	(*GetRequest)(nil),             // 5: strata.v1.GetRequest
-	(*GetResponse)(nil),            // 6: strata.v1.GetResponse
-	(*DeleteRequest)(nil),          // 7: strata.v1.DeleteRequest
-	(*DeleteResponse)(nil),         // 8: strata.v1.DeleteResponse
-	(*KeyRange)(nil),               // 9: strata.v1.KeyRange
-	(*ScanRequest)(nil),            // 10: strata.v1.ScanRequest
-	(*ScanResponse)(nil),           // 11: strata.v1.ScanResponse
-	(*PutOp)(nil),                  // 12: strata.v1.PutOp
-	(*DeleteOp)(nil),               // 13: strata.v1.DeleteOp
-	(*BatchOp)(nil),                // 14: strata.v1.BatchOp
-	(*BatchRequest)(nil),           // 15: strata.v1.BatchRequest
-	(*BatchResponse)(nil),          // 16: strata.v1.BatchResponse
-	(*CompareAndSwapRequest)(nil),  // 17: strata.v1.CompareAndSwapRequest
-	(*CompareAndSwapResponse)(nil), // 18: strata.v1.CompareAndSwapResponse
+	(ChangeKind)(0),                // 1: strata.v1.ChangeKind
+	(*ResponseHeader)(nil),         // 2: strata.v1.ResponseHeader
+	(*KeyValue)(nil),               // 3: strata.v1.KeyValue
+	(*PutRequest)(nil),             // 4: strata.v1.PutRequest
+	(*PutResponse)(nil),            // 5: strata.v1.PutResponse
+	(*GetRequest)(nil),             // 6: strata.v1.GetRequest
+	(*GetResponse)(nil),            // 7: strata.v1.GetResponse
+	(*DeleteRequest)(nil),          // 8: strata.v1.DeleteRequest
+	(*DeleteResponse)(nil),         // 9: strata.v1.DeleteResponse
+	(*KeyRange)(nil),               // 10: strata.v1.KeyRange
+	(*ScanRequest)(nil),            // 11: strata.v1.ScanRequest
+	(*ScanResponse)(nil),           // 12: strata.v1.ScanResponse
+	(*PutOp)(nil),                  // 13: strata.v1.PutOp
+	(*DeleteOp)(nil),               // 14: strata.v1.DeleteOp
+	(*BatchOp)(nil),                // 15: strata.v1.BatchOp
+	(*BatchRequest)(nil),           // 16: strata.v1.BatchRequest
+	(*BatchResponse)(nil),          // 17: strata.v1.BatchResponse
+	(*CompareAndSwapRequest)(nil),  // 18: strata.v1.CompareAndSwapRequest
+	(*CompareAndSwapResponse)(nil), // 19: strata.v1.CompareAndSwapResponse
+	(*WatchRequest)(nil),           // 20: strata.v1.WatchRequest
+	(*WatchEvent)(nil),             // 21: strata.v1.WatchEvent
+	(*WatchResponse)(nil),          // 22: strata.v1.WatchResponse
 }
 var file_strata_v1_kv_proto_depIdxs = []int32{
-	1,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
+	2,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
 	0,  // 1: strata.v1.GetRequest.consistency:type_name -> strata.v1.Consistency
-	1,  // 2: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
-	1,  // 3: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
-	9,  // 4: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
+	2,  // 2: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
+	2,  // 3: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
+	10, // 4: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
 	0,  // 5: strata.v1.ScanRequest.consistency:type_name -> strata.v1.Consistency
-	1,  // 6: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
-	2,  // 7: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
-	12, // 8: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
-	13, // 9: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
-	14, // 10: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
-	1,  // 11: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
-	1,  // 12: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
-	3,  // 13: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
-	5,  // 14: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
-	7,  // 15: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
-	10, // 16: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
-	15, // 17: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
-	17, // 18: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
-	4,  // 19: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
-	6,  // 20: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
-	8,  // 21: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
-	11, // 22: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
-	16, // 23: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
-	18, // 24: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
-	19, // [19:25] is the sub-list for method output_type
-	13, // [13:19] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	2,  // 6: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
+	3,  // 7: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
+	13, // 8: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
+	14, // 9: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
+	15, // 10: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
+	2,  // 11: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
+	2,  // 12: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
+	10, // 13: strata.v1.WatchRequest.range:type_name -> strata.v1.KeyRange
+	1,  // 14: strata.v1.WatchEvent.kind:type_name -> strata.v1.ChangeKind
+	21, // 15: strata.v1.WatchResponse.events:type_name -> strata.v1.WatchEvent
+	4,  // 16: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
+	6,  // 17: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
+	8,  // 18: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
+	11, // 19: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
+	16, // 20: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
+	18, // 21: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
+	20, // 22: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
+	5,  // 23: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
+	7,  // 24: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
+	9,  // 25: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
+	12, // 26: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
+	17, // 27: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
+	19, // 28: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
+	22, // 29: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_kv_proto_init() }
@@ -1290,13 +1624,18 @@ func file_strata_v1_kv_proto_init() {
 	}
 	file_strata_v1_kv_proto_msgTypes[16].OneofWrappers = []any{}
 	file_strata_v1_kv_proto_msgTypes[17].OneofWrappers = []any{}
+	file_strata_v1_kv_proto_msgTypes[18].OneofWrappers = []any{
+		(*WatchRequest_Key)(nil),
+		(*WatchRequest_Prefix)(nil),
+		(*WatchRequest_Range)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_kv_proto_rawDesc), len(file_strata_v1_kv_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   18,
+			NumEnums:      2,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,6 +16,9 @@ use strata_proto::v1::{
 use tonic::transport::{Channel, Endpoint};
 
 pub use strata_proto::v1 as proto;
+pub use watch::{WatchSelector, Watcher};
+
+mod watch;
 
 /// A client error: the transport failed, or the server answered with a status.
 #[derive(Debug, thiserror::Error)]
@@ -232,6 +235,19 @@ impl Client {
             .await?
             .into_inner();
         Ok((r.succeeded, r.current))
+    }
+
+    /// Watches `selector`'s keys from raft index `from_index` (0: from
+    /// now), with a progress message after every `progress` without a
+    /// change (`None`: the server's 10 s). The watcher resumes by itself
+    /// when its stream breaks (see [`Watcher`]).
+    pub fn watch(
+        &self,
+        selector: WatchSelector,
+        from_index: u64,
+        progress: Option<Duration>,
+    ) -> Watcher {
+        Watcher::new(self.kv.clone(), selector, from_index, progress)
     }
 
     /// Hands leadership to `target_id`; returns the leader afterwards.

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use strata_client::proto::Role;
-use strata_client::{Client, ScanSelector};
+use strata_client::proto::{ChangeKind, Role};
+use strata_client::{Client, ScanSelector, WatchSelector};
 
 #[derive(Parser)]
 #[command(name = "strata", version, about = "Command-line client for Strata")]
@@ -49,6 +49,31 @@ enum Cmd {
         limit: usize,
         #[arg(long)]
         keys_only: bool,
+    },
+    /// Print changes to keys as they are committed, one per line:
+    /// `INDEX<TAB>put<TAB>KEY<TAB>VALUE` or `INDEX<TAB>delete<TAB>KEY`.
+    /// Resumes by itself, without a gap, when its node goes away.
+    Watch {
+        /// One key.
+        #[arg(long, conflicts_with_all = ["prefix", "start", "end"])]
+        key: Option<String>,
+        #[arg(long, conflicts_with_all = ["start", "end"])]
+        prefix: Option<String>,
+        #[arg(long)]
+        start: Option<String>,
+        #[arg(long)]
+        end: Option<String>,
+        /// Replay the changes from this raft index on first (default: only
+        /// changes from now).
+        #[arg(long, default_value_t = 0)]
+        from_index: u64,
+        /// Stop after this many changes.
+        #[arg(long)]
+        count: Option<u64>,
+        /// Also print `INDEX<TAB>progress` lines: everything through INDEX
+        /// has been printed.
+        #[arg(long)]
+        progress: bool,
     },
     /// Membership: list, add a learner, promote it, remove a member.
     Member {
@@ -160,6 +185,48 @@ async fn main() -> anyhow::Result<()> {
                     break;
                 }
                 token = page.next_page_token;
+            }
+        }
+        Cmd::Watch {
+            key,
+            prefix,
+            start,
+            end,
+            from_index,
+            count,
+            progress,
+        } => {
+            let selector = match (key, prefix, start, end) {
+                (Some(k), ..) => WatchSelector::Key(k.into_bytes()),
+                (None, Some(p), ..) => WatchSelector::Prefix(p.into_bytes()),
+                (None, None, None, None) => WatchSelector::All,
+                (None, None, s, e) => WatchSelector::Range {
+                    start: s.unwrap_or_default().into_bytes(),
+                    end: e.unwrap_or_default().into_bytes(),
+                },
+            };
+            let mut watcher = client.watch(selector, from_index, None);
+            let mut left = count.unwrap_or(u64::MAX);
+            while left > 0 {
+                let m = watcher.next().await?;
+                if m.events.is_empty() && progress {
+                    writeln!(out, "{}\tprogress", m.index)?;
+                }
+                for e in m.events.iter().take(left.min(usize::MAX as u64) as usize) {
+                    write!(out, "{}\t", e.index)?;
+                    if e.kind == ChangeKind::Delete as i32 {
+                        out.write_all(b"delete\t")?;
+                        out.write_all(&e.key)?;
+                    } else {
+                        out.write_all(b"put\t")?;
+                        out.write_all(&e.key)?;
+                        out.write_all(b"\t")?;
+                        out.write_all(&e.value)?;
+                    }
+                    out.write_all(b"\n")?;
+                    left -= 1;
+                }
+                out.flush()?;
             }
         }
         Cmd::Member { action } => {

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::json;
 use strata_proto::v1::{
     BatchRequest, CompareAndSwapRequest, Consistency, DeleteRequest, GetRequest, PutRequest,
-    RaftBatch, ScanRequest, batch_op, scan_request,
+    RaftBatch, ScanRequest, WatchRequest, batch_op, scan_request, watch_request,
 };
 use strata_raft::Op;
 use strata_server::config::Limits;
@@ -23,13 +23,14 @@ use strata_server::validate;
 use tonic::Code;
 
 /// The REST routes `rest_request` drives, picked by the input's first byte.
-pub const ROUTES: [Route; 6] = [
+pub const ROUTES: [Route; 7] = [
     Route::Put,
     Route::Get,
     Route::Delete,
     Route::Scan,
     Route::Batch,
     Route::Cas,
+    Route::Watch,
 ];
 
 /// One REST KV endpoint.
@@ -47,6 +48,8 @@ pub enum Route {
     Batch,
     /// `POST /v1/cas`
     Cas,
+    /// `GET /v1/watch?…`; the body, when any, is its `Last-Event-ID`.
+    Watch,
 }
 
 /// `Content-Type` values `rest_request` picks from (the low 3 bits of the
@@ -173,6 +176,7 @@ pub fn rest_request(data: &[u8]) {
         Route::Scan => rest_scan(head),
         Route::Batch => rest_batch(content_type, body),
         Route::Cas => rest_cas(content_type, body),
+        Route::Watch => rest_watch(head, body),
     }
 }
 
@@ -346,6 +350,51 @@ fn check_scan(req: &ScanRequest) {
     accepted(validate::consistency(req.consistency));
 }
 
+/// The query string that asks for `req` (byte strings in base64).
+fn watch_query(req: &WatchRequest) -> String {
+    let mut pairs: Vec<(&str, String)> = vec![("encoding", "base64".into())];
+    match &req.selector {
+        Some(watch_request::Selector::Key(k)) => pairs.push(("key", STANDARD.encode(k))),
+        Some(watch_request::Selector::Prefix(p)) => pairs.push(("prefix", STANDARD.encode(p))),
+        Some(watch_request::Selector::Range(r)) => {
+            pairs.push(("start", STANDARD.encode(&r.start)));
+            pairs.push(("end", STANDARD.encode(&r.end)));
+        }
+        None => {}
+    }
+    if req.from_index != 0 {
+        pairs.push(("from_index", req.from_index.to_string()));
+    }
+    if req.progress_interval_ms != 0 {
+        pairs.push(("progress_ms", req.progress_interval_ms.to_string()));
+    }
+    serde_urlencoded::to_string(pairs).expect("query serializes")
+}
+
+/// A watch's query, with `body` (when not empty) as its `Last-Event-ID`:
+/// it parses or is refused as the client's error, round-trips through its
+/// query, and what the watch service accepts covers a range whose start is
+/// not after its end, from the index the request named.
+fn rest_watch(query: &str, body: &[u8]) {
+    let last_event_id = (!body.is_empty()).then(|| String::from_utf8_lossy(body).into_owned());
+    let Some((req, _)) = accepted(parse::watch_request(query, last_event_id.as_deref())) else {
+        return;
+    };
+    let (again, _) =
+        parse::watch_request(&watch_query(&req), None).expect("re-serialized watch parses");
+    assert_eq!(again, req, "watch does not round-trip through its query");
+    if let Some(spec) = accepted(strata_server::watch::WatchSpec::from_request(&req)) {
+        if let Some(end) = &spec.end {
+            assert!(spec.start <= *end, "watch starts after its end");
+        }
+        assert_eq!(
+            spec.from_index.unwrap_or(0),
+            req.from_index,
+            "start index changed"
+        );
+    }
+}
+
 fn batch_json(req: &BatchRequest) -> Vec<u8> {
     let ops: Vec<serde_json::Value> = req
         .ops
@@ -455,6 +504,19 @@ pub fn grpc_request(data: &[u8]) {
     decode_round_trip::<ScanRequest>(data).inspect(check_scan);
     decode_round_trip::<BatchRequest>(data).inspect(check_batch);
     decode_round_trip::<CompareAndSwapRequest>(data).inspect(check_cas);
+    decode_round_trip::<WatchRequest>(data).inspect(check_watch);
+}
+
+fn check_watch(req: &WatchRequest) {
+    if let Some(spec) = accepted(strata_server::watch::WatchSpec::from_request(req)) {
+        if let Some(end) = &spec.end {
+            assert!(spec.start <= *end, "watch starts after its end");
+        }
+        assert!(
+            spec.progress >= std::time::Duration::from_millis(100),
+            "progress interval under the minimum"
+        );
+    }
 }
 
 /// The raft transport's batch check (`strata.v1.Raft/Send`): the input is

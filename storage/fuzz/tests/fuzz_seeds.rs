@@ -141,6 +141,20 @@ fn seeds() -> Vec<Seed> {
             "",
         ),
         rest(
+            "watch-prefix",
+            Route::Watch,
+            0,
+            "prefix=dir%2F&from_index=7&progress_ms=500",
+            "",
+        ),
+        rest(
+            "watch-resume",
+            Route::Watch,
+            0,
+            "start=YQ%3D%3D&end=eg%3D%3D&encoding=base64",
+            "41",
+        ),
+        rest(
             "batch",
             Route::Batch,
             JSON,
@@ -283,6 +297,9 @@ fn accepted(seed: &Seed) -> bool {
                     .is_ok(),
                 Route::Cas => parse::cas_request(content_type, body.as_bytes())
                     .and_then(|(r, _)| validate::check_cas(&limits, &r))
+                    .is_ok(),
+                Route::Watch => parse::watch_request(head, (!body.is_empty()).then_some(body))
+                    .and_then(|(r, _)| strata_server::watch::WatchSpec::from_request(&r))
                     .is_ok(),
             }
         }

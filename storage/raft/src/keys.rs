@@ -4,10 +4,14 @@
 //! group id, so that many groups can later share one engine without a format
 //! change:
 //! - `d | group | user key` holds user data;
-//! - `m | group | name` holds replica metadata such as the applied index.
+//! - `m | group | name` holds replica metadata such as the applied index;
+//! - `h | group | index | seq` holds the change history watchers read: the
+//!   `seq`-th put or delete that the entry at raft `index` applied (both
+//!   big-endian, so the history sorts in commit order).
 
 const DATA: u8 = b'd';
 const META: u8 = b'm';
+const HISTORY: u8 = b'h';
 
 /// The engine key of a user key in `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
@@ -45,6 +49,40 @@ pub fn meta_key(group: u64, name: &str) -> Vec<u8> {
     k
 }
 
+/// The engine key of the `seq`-th change applied at raft `index` in
+/// `group`.
+pub fn history_key(group: u64, index: u64, seq: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(21);
+    k.push(HISTORY);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(&index.to_be_bytes());
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// The first engine key after `group`'s history.
+pub fn history_end(group: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    match group.checked_add(1) {
+        Some(next) => {
+            k.push(HISTORY);
+            k.extend_from_slice(&next.to_be_bytes());
+        }
+        None => k.push(HISTORY + 1),
+    }
+    k
+}
+
+/// The raft index and sequence number a history key names, if it is one.
+pub fn history_position(engine_key: &[u8]) -> Option<(u64, u32)> {
+    if engine_key.len() != 21 || engine_key[0] != HISTORY {
+        return None;
+    }
+    let index = u64::from_be_bytes(engine_key[9..17].try_into().ok()?);
+    let seq = u32::from_be_bytes(engine_key[17..21].try_into().ok()?);
+    Some((index, seq))
+}
+
 /// The exclusive end of the keys that start with a prefix (one
 /// implementation, the engine's, for every layer).
 pub use strata_engine::prefix_end;
@@ -59,5 +97,15 @@ mod tests {
         assert!(data_start(1) <= k && k < data_end(1));
         assert!(data_key(2, b"") >= data_end(1));
         assert_eq!(user_key(&data_key(5, b"abc")), b"abc");
+    }
+
+    #[test]
+    fn history_sorts_in_commit_order_within_its_group() {
+        let a = history_key(1, 255, 7);
+        let b = history_key(1, 256, 0);
+        assert!(a < b && b < history_end(1));
+        assert!(history_key(2, 0, 0) >= history_end(1));
+        assert_eq!(history_position(&b), Some((256, 0)));
+        assert_eq!(history_position(&data_key(1, b"x")), None);
     }
 }

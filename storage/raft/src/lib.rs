@@ -104,7 +104,7 @@ mod transport;
 #[global_allocator]
 static TEST_ALLOCATOR: strata_arena::LargestAllocation = strata_arena::LargestAllocation;
 
-pub use command::{ApplyResult, Command, Op};
+pub use command::{ApplyResult, Command, Op, Proposal};
 pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use log_compaction::LogCompaction;
@@ -117,7 +117,10 @@ pub use raft::eraftpb::{
 };
 pub use snapshot::SnapshotDirs;
 pub use stamp::{Stamp, Stamps};
-pub use state_machine::{KvPair, SnapshotInfo, StateMachine};
+pub use state_machine::{
+    Change, ChangeKind, Committed, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage,
+    HistoryPosition, KvPair, SnapshotInfo, StateMachine,
+};
 pub use status::{
     ElectionReason, ElectionStart, HandOver, PeerStatus, RaftEvent, RaftEventKind, Role,
 };

@@ -5,15 +5,21 @@
 //! never disagree after a crash. Replaying the raft log from that index
 //! restores anything the engine lost.
 
+mod history;
 mod install;
+
+pub use history::{
+    Change, ChangeKind, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage, HistoryPosition,
+};
 
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use strata_engine::{Engine, EngineError, Options, ReadPoint, WriteBatch};
+use tokio::sync::watch;
 
 use crate::command::{ApplyResult, Command, Op, Proposal};
 use crate::keys;
@@ -69,6 +75,13 @@ pub struct StateMachine {
     conf_key: Vec<u8>,
     members_key: Vec<u8>,
     installing_key: Vec<u8>,
+    history_from_key: Vec<u8>,
+    /// How many raft indexes of changes the history keeps.
+    history_entries: u64,
+    trim: Mutex<history::Trim>,
+    /// The applied index, announced after each apply round and install
+    /// (so that watchers read the history written up to it).
+    applied_tx: watch::Sender<u64>,
     /// While an install replaces the group's keys, user reads are served
     /// at the state from before it began, so they never see part of each.
     reads_at: RwLock<Option<Arc<ReadPoint>>>,
@@ -83,8 +96,25 @@ impl StateMachine {
             conf_key: keys::meta_key(group, "conf_state"),
             members_key: keys::meta_key(group, "members"),
             installing_key: keys::meta_key(group, "installing_snapshot"),
+            history_from_key: keys::meta_key(group, "history_from"),
+            history_entries: DEFAULT_HISTORY_ENTRIES,
+            trim: Mutex::new(history::Trim::default()),
+            applied_tx: watch::Sender::new(0),
             reads_at: RwLock::new(None),
         }
+    }
+
+    /// Keeps the changes of the last `entries` raft indexes (at least one)
+    /// for watchers.
+    pub fn with_history(mut self, entries: u64) -> Self {
+        self.history_entries = entries.max(1);
+        self
+    }
+
+    /// The applied index, changed after every apply round and snapshot
+    /// install: everything the history holds up to it can be read.
+    pub fn applied_changes(&self) -> watch::Receiver<u64> {
+        self.applied_tx.subscribe()
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -125,40 +155,44 @@ impl StateMachine {
         self.engine.background_behind()
     }
 
-    /// Applies `entries` (consecutive, ascending) in one atomic engine write.
+    /// Applies `entries` (consecutive, ascending) in one atomic engine write,
+    /// with their changes in the history.
     pub fn apply(&self, entries: &[Committed]) -> Result<Vec<Applied>, EngineError> {
         let Some(last) = entries.last() else {
             return Ok(Vec::new());
         };
         let mut batch = WriteBatch::default();
+        let mut changes = history::Recorder::new(&mut batch, self.group);
         // Writes of this round that later commands in it must see.
         let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
         let mut out = Vec::new();
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
-                batch.put(&self.conf_key, cs);
+                changes.batch().put(&self.conf_key, cs);
             }
             if let Some(m) = &entry.members {
-                batch.put(&self.members_key, m);
+                changes.batch().put(&self.members_key, m);
             }
             let Some(p) = &entry.proposal else { continue };
+            let at = entry.index;
             let result = match &p.command {
                 Command::Put { key, value } => {
-                    self.stage_put(&mut batch, &mut overlay, key, value);
+                    self.stage_put(&mut changes, &mut overlay, at, key, value);
                     ApplyResult::Written
                 }
                 Command::Delete { key } => {
-                    let existed = self.read(&overlay, key)?.is_some();
-                    self.stage_delete(&mut batch, &mut overlay, key);
+                    let existed = self.stage_delete(&mut changes, &mut overlay, at, key)?;
                     ApplyResult::Deleted { existed }
                 }
                 Command::Batch(ops) => {
                     for op in ops {
                         match op {
                             Op::Put { key, value } => {
-                                self.stage_put(&mut batch, &mut overlay, key, value)
+                                self.stage_put(&mut changes, &mut overlay, at, key, value)
                             }
-                            Op::Delete { key } => self.stage_delete(&mut batch, &mut overlay, key),
+                            Op::Delete { key } => {
+                                self.stage_delete(&mut changes, &mut overlay, at, key)?;
+                            }
                         }
                     }
                     ApplyResult::Written
@@ -172,8 +206,10 @@ impl StateMachine {
                     let succeeded = current == *expected;
                     if succeeded {
                         match value {
-                            Some(v) => self.stage_put(&mut batch, &mut overlay, key, v),
-                            None => self.stage_delete(&mut batch, &mut overlay, key),
+                            Some(v) => self.stage_put(&mut changes, &mut overlay, at, key, v),
+                            None => {
+                                self.stage_delete(&mut changes, &mut overlay, at, key)?;
+                            }
                         }
                     }
                     ApplyResult::Cas { succeeded, current }
@@ -185,30 +221,44 @@ impl StateMachine {
                 result,
             });
         }
+        let added = changes.count;
+        let trimmed = self.stage_trim(&mut batch, last.index, added)?;
         batch.put(&self.applied_key, &last.index.to_be_bytes());
         self.engine.write(&batch)?;
+        self.trimmed(trimmed);
+        self.applied_tx.send_replace(last.index);
         Ok(out)
     }
 
     fn stage_put(
         &self,
-        batch: &mut WriteBatch,
+        changes: &mut history::Recorder<'_>,
         overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        index: u64,
         key: &[u8],
         value: &[u8],
     ) {
-        batch.put(&keys::data_key(self.group, key), value);
+        changes.batch().put(&keys::data_key(self.group, key), value);
+        changes.record(index, ChangeKind::Put, key, value);
         overlay.insert(key.to_vec(), Some(value.to_vec()));
     }
 
+    /// Deletes `key`; returns whether it existed (only then is the delete
+    /// a change in the history).
     fn stage_delete(
         &self,
-        batch: &mut WriteBatch,
+        changes: &mut history::Recorder<'_>,
         overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        index: u64,
         key: &[u8],
-    ) {
-        batch.delete(&keys::data_key(self.group, key));
+    ) -> Result<bool, EngineError> {
+        let existed = self.read(overlay, key)?.is_some();
+        changes.batch().delete(&keys::data_key(self.group, key));
+        if existed {
+            changes.record(index, ChangeKind::Delete, key, b"");
+        }
         overlay.insert(key.to_vec(), None);
+        Ok(existed)
     }
 
     fn read(
@@ -245,6 +295,8 @@ impl StateMachine {
         batch.put(&self.applied_key, &index.to_be_bytes());
         batch.put(&self.conf_key, conf_state);
         batch.put(&self.members_key, members);
+        // The entries up to `index` made no changes: all of them are held.
+        batch.put(&self.history_from_key, &1u64.to_be_bytes());
         self.engine.write(&batch)?;
         self.make_durable()
     }

@@ -67,6 +67,7 @@ pub async fn router(
     console_dir: Option<&Path>,
 ) -> anyhow::Result<Router> {
     let core = state.core.clone();
+    let watches = state.watches.clone();
     let state_machine = core.peer().state_machine().clone();
     let metrics = state.metrics.clone();
     let stats = state.stats.clone();
@@ -79,7 +80,7 @@ pub async fn router(
     let mut app = rest::router(state);
     app = with_grpc(
         app,
-        KvServer::new(KvService::new(core.clone()))
+        KvServer::new(KvService::new(core.clone(), watches))
             .max_decoding_message_size(max_msg)
             .max_encoding_message_size(max_msg),
         Requests::One,

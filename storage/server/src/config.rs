@@ -51,6 +51,10 @@ pub struct NodeConfig {
     /// further behind catches up by snapshot.
     #[arg(long, env = "STRATA_COMPACT_KEEP_ENTRIES", default_value_t = 5_000)]
     pub compact_keep_entries: u64,
+    /// Raft entries of change history kept for watches: a watch can start
+    /// (or resume) from any of the last this many indexes.
+    #[arg(long, env = "STRATA_WATCH_HISTORY", default_value_t = strata_raft::DEFAULT_HISTORY_ENTRIES)]
+    pub watch_history: u64,
     /// Compact the raft log also once its entries weigh this many MiB
     /// (batches of large values reach it before the entry count); the raft
     /// log's uncompacted entries are also held in memory, so this bounds it.
@@ -261,6 +265,7 @@ impl NodeConfig {
             timing: Timing::default(),
             compact_log_entries: 20_000,
             compact_keep_entries: 5_000,
+            watch_history: strata_raft::DEFAULT_HISTORY_ENTRIES,
             compact_log_mb: 64,
             resume_free_mb: 16,
             max_snapshot_mb: 64 << 10,

@@ -51,6 +51,10 @@ pub enum ErrorCode {
     /// A scan's page token names a view of the data the node no longer
     /// keeps (see `crate::scan_views`): start the scan again.
     PageTokenExpired,
+    /// A watch asked for changes from a raft index older than the oldest
+    /// this node's history holds (`oldest_index`), or fell so far behind
+    /// that its next change was trimmed away.
+    Compacted,
 }
 
 impl ErrorCode {
@@ -68,6 +72,7 @@ impl ErrorCode {
             ErrorCode::StorageFailed => "STORAGE_FAILED",
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::PageTokenExpired => "PAGE_TOKEN_EXPIRED",
+            ErrorCode::Compacted => "COMPACTED",
         }
     }
 
@@ -82,7 +87,7 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => StatusCode::GATEWAY_TIMEOUT,
             ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             ErrorCode::StorageFailed | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::PageTokenExpired => StatusCode::GONE,
+            ErrorCode::PageTokenExpired | ErrorCode::Compacted => StatusCode::GONE,
         }
     }
 
@@ -98,6 +103,7 @@ impl ErrorCode {
             ErrorCode::StorageFull | ErrorCode::Overloaded => Code::ResourceExhausted,
             ErrorCode::StorageFailed | ErrorCode::Internal => Code::Internal,
             ErrorCode::PageTokenExpired => Code::FailedPrecondition,
+            ErrorCode::Compacted => Code::OutOfRange,
         }
     }
 
@@ -106,7 +112,8 @@ impl ErrorCode {
     /// RESOURCE_EXHAUSTED from a full disk's).
     fn from_grpc(code: Code, retryable: bool) -> Self {
         match code {
-            Code::InvalidArgument | Code::OutOfRange => ErrorCode::InvalidArgument,
+            Code::InvalidArgument => ErrorCode::InvalidArgument,
+            Code::OutOfRange => ErrorCode::Compacted,
             Code::NotFound => ErrorCode::NotFound,
             Code::Unimplemented => ErrorCode::MethodNotAllowed,
             Code::Unavailable => ErrorCode::Unavailable,
@@ -127,7 +134,12 @@ pub struct ApiError {
     pub message: String,
     pub leader_id: Option<u64>,
     pub leader_address: Option<String>,
+    /// With COMPACTED: the oldest raft index a watch can start from here.
+    pub oldest_index: Option<u64>,
 }
+
+/// gRPC metadata carrying [`ApiError::oldest_index`].
+pub const OLDEST_INDEX_HEADER: &str = "x-strata-oldest-index";
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -136,6 +148,15 @@ impl ApiError {
             message: message.into(),
             leader_id: None,
             leader_address: None,
+            oldest_index: None,
+        }
+    }
+
+    /// COMPACTED: changes before raft index `oldest` are no longer held.
+    pub fn compacted(oldest: u64, message: impl Into<String>) -> Self {
+        ApiError {
+            oldest_index: Some(oldest),
+            ..Self::new(ErrorCode::Compacted, message)
         }
     }
 
@@ -222,6 +243,7 @@ impl ApiError {
             message: status.message().to_string(),
             leader_id,
             leader_address: None,
+            oldest_index: None,
         }
     }
 
@@ -251,6 +273,11 @@ pub struct ErrorBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub leader_address: Option<String>,
+    /// With COMPACTED: the oldest raft index a watch can start from on
+    /// the node that answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub oldest_index: Option<u64>,
 }
 
 impl From<ApiError> for ErrorBody {
@@ -260,6 +287,7 @@ impl From<ApiError> for ErrorBody {
             message: e.message,
             leader_id: e.leader_id,
             leader_address: e.leader_address,
+            oldest_index: e.oldest_index,
         }
     }
 }
@@ -300,6 +328,11 @@ impl From<ApiError> for tonic::Status {
             && let Ok(v) = MetadataValue::try_from(id.to_string())
         {
             md.insert(LEADER_HEADER, v);
+        }
+        if let Some(oldest) = e.oldest_index
+            && let Ok(v) = MetadataValue::try_from(oldest.to_string())
+        {
+            md.insert(OLDEST_INDEX_HEADER, v);
         }
         status
     }

@@ -36,6 +36,7 @@ pub mod stats;
 pub mod telemetry;
 pub mod transport;
 pub mod validate;
+pub mod watch;
 
 pub use config::NodeConfig;
 pub use node::{Stop, run};

@@ -25,6 +25,7 @@ use crate::stats::StatsSource;
 use crate::stats::activity::ActivityLog;
 use crate::stats::raft_history::RaftHistory;
 use crate::transport::GrpcTransport;
+use crate::watch::Watches;
 
 /// How often the cluster-wide status behind the event stream is refreshed.
 const CLUSTER_WATCH_PERIOD: Duration = Duration::from_millis(250);
@@ -104,7 +105,9 @@ impl Node {
             Engine::open(config.data_dir.join("engine"), engine_opts)
                 .context("opening the storage engine")?,
         );
-        let state_machine = Arc::new(StateMachine::new(engine.clone(), config.group_id));
+        let state_machine = Arc::new(
+            StateMachine::new(engine.clone(), config.group_id).with_history(config.watch_history),
+        );
         // The configured members; once the group has stored its own directory
         // (after any membership change), the stored one takes over at start.
         let directory = Members::new(members.clone());
@@ -195,8 +198,14 @@ impl Node {
             STATS_PERIOD,
             stopping.subscribe(),
         );
+        let watches = Arc::new(Watches::new(
+            config.id,
+            core.peer().state_machine().clone(),
+            stopping.subscribe(),
+        ));
         let state = AppState {
             core: core.clone(),
+            watches,
             cluster,
             metrics,
             canary: canary_state.clone(),

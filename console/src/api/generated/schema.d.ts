@@ -97,6 +97,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/watch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Watch changes to keys (Server-Sent Events)
+         * @description Every put, and every delete of a key that existed, among the selected
+         *     keys, in commit order, from this node's applied state (any node serves
+         *     watches; followers from what they have applied). A never-ending
+         *     `text/event-stream`:
+         *
+         *     - `event: changes`, `id:` the raft index, `data:` a WatchChanges: all
+         *       the matching changes of that index.
+         *     - `event: progress`, `id:` an index, `data:` a WatchProgress: every
+         *       matching change through that index has been sent. Sent once the
+         *       replay from `from_index` is done, then after every `progress_ms`
+         *       without a change.
+         *     - `event: error`, `data:` an Error, and the stream ends: COMPACTED when
+         *       the watch fell so far behind (its client not reading) that its next
+         *       change was trimmed from the history; UNAVAILABLE when the node stops.
+         *
+         *     Every event's `id` is an index through which everything was sent: an
+         *     event source that reconnects with `Last-Event-ID` (or a client that
+         *     asks `from_index` = that id + 1) misses nothing and sees nothing twice,
+         *     on any node whose history still holds it.
+         */
+        get: operations["watch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster/status": {
         parameters: {
             query?: never;
@@ -609,6 +647,11 @@ export interface components {
             leader_id: number;
         };
         /**
+         * @description What a change did.
+         * @enum {string}
+         */
+        ChangeType: "put" | "delete";
+        /**
          * @description Result of GET /v1/cluster/stats; also the data of the `stats` SSE
          *     event.
          */
@@ -849,12 +892,18 @@ export interface components {
             leader_id?: number;
             /** @description The leader's API address `host:port`, when known. */
             leader_address?: string;
+            /**
+             * Format: int64
+             * @description With COMPACTED: the oldest raft index a watch can start from on
+             *     the node that answered.
+             */
+            oldest_index?: number;
         };
         /**
-         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL; PAGE_TOKEN_EXPIRED 410 / FAILED_PRECONDITION. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
+         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL; PAGE_TOKEN_EXPIRED 410 / FAILED_PRECONDITION; COMPACTED 410 / OUT_OF_RANGE. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
          * @enum {string}
          */
-        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL" | "PAGE_TOKEN_EXPIRED";
+        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL" | "PAGE_TOKEN_EXPIRED" | "COMPACTED";
         /** @description Raft events of one kind published so far (`strata_raft_events_total`). */
         EventCount: {
             kind: string;
@@ -1483,6 +1532,44 @@ export interface components {
             /** @description That key's history, in the order of invocation. */
             history: components["schemas"]["EventView"][];
         };
+        /** @description One put or delete. */
+        WatchChange: {
+            type: components["schemas"]["ChangeType"];
+            key: string;
+            /** @description The value put; absent for a delete. */
+            value?: string;
+        };
+        /**
+         * @description `event: changes`: the matching changes of one raft index, all of them,
+         *     in the order the entry made them. The event's `id` is the index.
+         */
+        WatchChanges: {
+            /**
+             * Format: int64
+             * @description The raft index of the entry that made them.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description The node serving the watch.
+             */
+            node_id: number;
+            changes: components["schemas"]["WatchChange"][];
+            encoding: components["schemas"]["Encoding"];
+        };
+        /**
+         * @description `event: progress`: every matching change through `index` has been
+         *     sent. The event's `id` is the index.
+         */
+        WatchProgress: {
+            /** Format: int64 */
+            index: number;
+            /**
+             * Format: int64
+             * @description The node serving the watch.
+             */
+            node_id: number;
+        };
         /** @description Result of PUT /v1/kv/{key} and POST /v1/batch. */
         WriteResult: {
             /**
@@ -1515,6 +1602,19 @@ export interface components {
          *     conflicting parameters.
          */
         BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description COMPACTED: a watch asked for changes from a raft index this node's
+         *     history no longer holds; the body's `oldest_index` is the oldest it
+         *     does. Read the current state and watch from its index.
+         */
+        Compacted: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1890,6 +1990,60 @@ export interface operations {
             503: components["responses"]["Unavailable"];
             504: components["responses"]["OutcomeUnknown"];
             507: components["responses"]["StorageFull"];
+        };
+    };
+    watch: {
+        parameters: {
+            query?: {
+                /** @description One key (in `encoding`). */
+                key?: string;
+                /** @description Every key with this prefix (in `encoding`). */
+                prefix?: string;
+                /** @description Inclusive start of a range (in `encoding`). */
+                start?: string;
+                /**
+                 * @description Exclusive end of a range (in `encoding`); absent or empty: the end
+                 *     of the key space.
+                 */
+                end?: string;
+                /**
+                 * @description The first raft index whose changes to send (a replay of the history
+                 *     from it); absent: only changes applied after the watch starts. A
+                 *     `Last-Event-ID` header (an event source reconnecting) overrides it
+                 *     with the index after that id.
+                 */
+                from_index?: number;
+                /**
+                 * @description With no change to send for this long, a `progress` event; default
+                 *     10000, at least 100.
+                 */
+                progress_ms?: number;
+                /**
+                 * @description Encoding of `key`, `prefix`, `start` and `end`, and of the byte
+                 *     strings in the events; default `utf8`. An event switches to
+                 *     `base64` on its own when one of its byte strings is not UTF-8.
+                 */
+                encoding?: components["schemas"]["Encoding"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            410: components["responses"]["Compacted"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     clusterStatus: {

@@ -81,9 +81,10 @@ impl Inner {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         limit: usize,
+        max_bytes: usize,
         read_seq: SeqNo,
     ) -> Result<Vec<KvPair>> {
-        scan_in(&self.read_view(), start, end, limit, usize::MAX, read_seq)
+        scan_in(&self.read_view(), start, end, limit, max_bytes, read_seq)
     }
 
     /// Looks `key` up in one table: `Some(Some(v))` found a value,

@@ -92,7 +92,20 @@ impl ReadPoint {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>> {
-        self.inner.scan_at(start, end, limit, self.seq)
+        self.inner.scan_at(start, end, limit, usize::MAX, self.seq)
+    }
+
+    /// [`scan`](Self::scan), ending with the pair that brings the bytes of
+    /// the keys and values returned to `max_bytes` or past it (as
+    /// `Engine::scan_bytes`).
+    pub fn scan_bytes(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<KvPair>> {
+        self.inner.scan_at(start, end, limit, max_bytes, self.seq)
     }
 
     /// Up to `limit` pairs whose keys start with `prefix`, as of this

@@ -67,17 +67,21 @@ impl StateMachine {
         self.write_marker(dir, term)?;
         self.replace_keys(&source)?;
         let info = source.describe()?;
+        let (history_from, _) = source.history_bounds()?;
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);
         done.put(&self.members_key, &info.members);
+        done.put(&self.history_from_key, &history_from.to_be_bytes());
         self.engine.write(&done)?;
         self.make_durable()?;
+        self.reset_trim();
         // Only a finished install lets reads through to the new state; after
         // a failure they keep the old one until the node restarts and the
         // marker finishes the install.
         *self.reads_at.write() = None;
+        self.applied_tx.send_replace(info.index);
         Ok(info)
     }
 
@@ -111,9 +115,26 @@ impl StateMachine {
         self.make_durable()
     }
 
-    /// Deletes the group's keys, then copies `source`'s in.
+    /// Deletes the group's keys and history, then copies `source`'s in.
     fn replace_keys(&self, source: &StateMachine) -> Result<(), EngineError> {
-        let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+        let data = (keys::data_start(self.group), keys::data_end(self.group));
+        let history = (
+            keys::history_key(self.group, 0, 0),
+            keys::history_end(self.group),
+        );
+        for (lo, hi) in [data, history] {
+            self.replace_range(source, lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the keys in `[lo, hi)`, then copies `source`'s in.
+    fn replace_range(
+        &self,
+        source: &StateMachine,
+        lo: Vec<u8>,
+        hi: Vec<u8>,
+    ) -> Result<(), EngineError> {
         loop {
             let old = self.engine.scan_bytes(
                 Bound::Included(&lo[..]),
@@ -225,6 +246,43 @@ mod tests {
         let pairs = follower.scan(b"", None, 100).unwrap();
         assert_eq!(pairs.len(), 48);
         assert!(pairs.iter().all(|(_, v)| v.len() == 1 << 20));
+    }
+
+    #[test]
+    fn an_install_replaces_the_history_with_the_snapshots() {
+        // Proves: after an install the replica's change history is the
+        // snapshot's (its oldest index and every change from it on), none
+        // of its own is left, and watchers are told the new applied index.
+        let dir = tempfile::tempdir().unwrap();
+        let follower = replica_with(&dir.path().join("follower"), 3, "old", 7);
+        let mut applied = follower.applied_changes();
+        let leader = open(&dir.path().join("leader")).with_history(5);
+        for i in 1..=20u64 {
+            let put = Command::Put {
+                key: format!("n{i}").into(),
+                value: "new".into(),
+            };
+            leader.apply(&[committed(i, put)]).unwrap();
+        }
+        let snap = dir.path().join("snap");
+        snapshot_of(&leader, &snap);
+        follower.install(&snap, 9).unwrap();
+        assert_eq!(follower.history_bounds().unwrap(), (16, 20));
+        let page = follower
+            .history(crate::HistoryPosition::at(16), 100, usize::MAX)
+            .unwrap();
+        let keys: Vec<String> = page
+            .changes
+            .iter()
+            .map(|c| String::from_utf8_lossy(&c.key).into_owned())
+            .collect();
+        assert_eq!(keys, ["n16", "n17", "n18", "n19", "n20"]);
+        assert!(matches!(
+            follower.history(crate::HistoryPosition::at(7), 100, usize::MAX),
+            Err(crate::HistoryError::Compacted { oldest: 16 })
+        ));
+        assert!(applied.has_changed().unwrap());
+        assert_eq!(*applied.borrow_and_update(), 20);
     }
 
     #[test]

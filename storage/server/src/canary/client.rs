@@ -121,7 +121,8 @@ fn classify(e: &ApiError) -> Outcome {
         | ErrorCode::MethodNotAllowed
         | ErrorCode::PayloadTooLarge
         | ErrorCode::UnsupportedMediaType
-        | ErrorCode::PageTokenExpired => Outcome::NotApplied,
+        | ErrorCode::PageTokenExpired
+        | ErrorCode::Compacted => Outcome::NotApplied,
         ErrorCode::OutcomeUnknown
         | ErrorCode::StorageFull
         | ErrorCode::StorageFailed

@@ -13,6 +13,7 @@ pub mod model;
 pub mod openapi;
 pub mod parse;
 pub mod responses;
+pub mod watch;
 
 use std::sync::Arc;
 
@@ -20,7 +21,6 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::any;
 use strata_proto::v1::StatusResponse;
-use tokio::sync::watch;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -32,8 +32,10 @@ use crate::metrics::NodeMetrics;
 #[derive(Clone)]
 pub struct AppState {
     pub core: Arc<Core>,
+    /// The watches this node serves.
+    pub watches: Arc<crate::watch::Watches>,
     /// The latest cluster-wide status, refreshed in the background.
-    pub cluster: watch::Receiver<StatusResponse>,
+    pub cluster: tokio::sync::watch::Receiver<StatusResponse>,
     pub metrics: Arc<NodeMetrics>,
     /// What this node's consistency canary has found.
     pub canary: Arc<crate::canary::CanaryState>,
@@ -59,6 +61,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(kv::scan))
         .routes(routes!(kv::batch))
         .routes(routes!(kv::cas))
+        .routes(routes!(watch::watch))
         .routes(routes!(cluster::status))
         .routes(routes!(cluster::members, cluster::add_member))
         .routes(routes!(cluster::transfer_leader))

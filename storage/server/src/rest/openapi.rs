@@ -21,6 +21,7 @@ use utoipa::{OpenApi, PartialSchema, ToSchema};
 use super::model::cluster::RaftEvent;
 use super::model::kv::ResponseHeader;
 use super::model::kv_request::ConsistencyParam;
+use super::model::watch::{WatchChanges, WatchProgress};
 use super::responses;
 use crate::error::{ErrorBody, ErrorCode};
 
@@ -44,7 +45,14 @@ use crate::error::{ErrorBody, ErrorCode};
         (name = "health", description = "Health checks used by Envoy and orchestrators."),
         (name = "meta", description = "This document."),
     ),
-    components(schemas(ErrorBody, ResponseHeader, RaftEvent, ConsistencyParam)),
+    components(schemas(
+        ErrorBody,
+        ResponseHeader,
+        RaftEvent,
+        ConsistencyParam,
+        WatchChanges,
+        WatchProgress
+    )),
 )]
 struct Api;
 

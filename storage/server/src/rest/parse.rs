@@ -10,13 +10,14 @@ use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, DeleteOp, DeleteRequest, GetRequest, KeyRange,
-    PutOp, PutRequest, ScanRequest, batch_op, scan_request,
+    PutOp, PutRequest, ScanRequest, WatchRequest, batch_op, scan_request, watch_request,
 };
 
 use super::encoding::{Encoding, decode_page_token};
 use super::model::kv_request::{
     BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, ReadQuery, ScanQuery,
 };
+use super::model::watch::WatchQuery;
 use crate::error::{ApiError, ErrorCode};
 
 /// Everything after this in a path is the key.
@@ -87,6 +88,58 @@ pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
             "bad query: Failed to deserialize query string: {e}"
         ))
     })
+}
+
+/// `GET /v1/watch`: the selector and start of a watch, and the encoding
+/// its query named. `last_event_id` is the `Last-Event-ID` header of an
+/// event source reconnecting: the watch resumes after that index.
+pub fn watch_request(
+    query_string: &str,
+    last_event_id: Option<&str>,
+) -> Result<(WatchRequest, Option<Encoding>), ApiError> {
+    let q: WatchQuery = query(query_string)?;
+    let enc = q.encoding.unwrap_or_default();
+    let ranged = q.start.is_some() || q.end.is_some();
+    let chosen = [q.key.is_some(), q.prefix.is_some(), ranged];
+    if chosen.iter().filter(|c| **c).count() > 1 {
+        return Err(ApiError::invalid(
+            "use one of key, prefix or start/end, not several",
+        ));
+    }
+    let selector = if let Some(k) = &q.key {
+        Some(watch_request::Selector::Key(Bytes::from(
+            enc.decode(k, "key")?,
+        )))
+    } else if let Some(p) = &q.prefix {
+        Some(watch_request::Selector::Prefix(Bytes::from(
+            enc.decode(p, "prefix")?,
+        )))
+    } else if ranged {
+        Some(watch_request::Selector::Range(KeyRange {
+            start: Bytes::from(enc.decode(q.start.as_deref().unwrap_or(""), "start")?),
+            end: Bytes::from(enc.decode(q.end.as_deref().unwrap_or(""), "end")?),
+        }))
+    } else {
+        None
+    };
+    let mut from_index = match q.from_index {
+        Some(0) => return Err(ApiError::invalid("from_index must be at least 1")),
+        other => other.unwrap_or(0),
+    };
+    if let Some(id) = last_event_id {
+        let last: u64 = id.trim().parse().map_err(|_| {
+            ApiError::invalid(format!(
+                "Last-Event-ID {id:?} is not an event id this server sent"
+            ))
+        })?;
+        from_index = last + 1;
+    }
+    let request = WatchRequest {
+        selector,
+        from_index,
+        progress_interval_ms: q.progress_ms.unwrap_or(0),
+    };
+    Ok((request, q.encoding))
 }
 
 /// `PUT /v1/kv/{key}`: the body is the value, or with a JSON content type
@@ -413,5 +466,43 @@ mod tests {
         assert_eq!(req.value, None);
         let e = cas_request(JSON, br#"{"key":"x","bogus":1}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn watch_reads_one_selector_and_resumes_after_the_last_event_id() {
+        // Proves: each selector is read in its encoding, two of them are
+        // refused, from_index 0 is refused, and a Last-Event-ID (an event
+        // source reconnecting) starts the watch at the index after it,
+        // over any from_index; one that is not an index is refused.
+        let (req, _) = watch_request("key=YQ==&encoding=base64", None).unwrap();
+        assert_eq!(req.selector, Some(watch_request::Selector::Key("a".into())));
+        let (req, _) = watch_request("prefix=p/&from_index=7&progress_ms=250", None).unwrap();
+        assert_eq!(
+            req.selector,
+            Some(watch_request::Selector::Prefix("p/".into()))
+        );
+        assert_eq!((req.from_index, req.progress_interval_ms), (7, 250));
+        let (req, _) = watch_request("start=a", None).unwrap();
+        assert_eq!(
+            req.selector,
+            Some(watch_request::Selector::Range(KeyRange {
+                start: "a".into(),
+                end: Bytes::new(),
+            }))
+        );
+        let (req, _) = watch_request("", None).unwrap();
+        assert_eq!((req.selector, req.from_index), (None, 0));
+        let (req, _) = watch_request("prefix=p&from_index=7", Some("41")).unwrap();
+        assert_eq!(req.from_index, 42);
+        for (q, id) in [
+            ("key=a&prefix=b", None),
+            ("prefix=a&end=b", None),
+            ("from_index=0", None),
+            ("bogus=1", None),
+            ("", Some("abc")),
+        ] {
+            let e = watch_request(q, id).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{q} {id:?}");
+        }
     }
 }

@@ -63,6 +63,12 @@ pub struct StorageFull(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct PageTokenExpired(pub ErrorBody);
 
+/// COMPACTED: a watch asked for changes from a raft index this node's
+/// history no longer holds; the body's `oldest_index` is the oldest it
+/// does. Read the current state and watch from its index.
+#[derive(ToResponse)]
+pub struct Compacted(pub ErrorBody);
+
 /// Every error response, for the document's components.
 pub fn all() -> Vec<(String, RefOr<Response>)> {
     [
@@ -75,6 +81,7 @@ pub fn all() -> Vec<(String, RefOr<Response>)> {
         OutcomeUnknown::response(),
         StorageFull::response(),
         PageTokenExpired::response(),
+        Compacted::response(),
     ]
     .into_iter()
     .map(|(name, response)| (name.to_string(), response))
@@ -138,6 +145,20 @@ pub struct ScanErrors;
 impl IntoResponses for ScanErrors {
     fn responses() -> Errors {
         with(ReadErrors::responses(), [by_ref::<PageTokenExpired>(410)])
+    }
+}
+
+/// What starting a watch can fail with: bad input, a node that cannot
+/// serve it (stopping, or serving too many), a failed engine, and a start
+/// index no longer held.
+pub struct WatchErrors;
+
+impl IntoResponses for WatchErrors {
+    fn responses() -> Errors {
+        with(
+            StatusErrors::responses(),
+            [by_ref::<BadRequest>(400), by_ref::<Compacted>(410)],
+        )
     }
 }
 

@@ -9,3 +9,4 @@ pub mod kv;
 pub mod kv_request;
 pub mod snapshot;
 pub mod stats;
+pub mod watch;

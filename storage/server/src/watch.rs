@@ -1,0 +1,553 @@
+//! Watches: the changes to a key range, in commit order, read from this
+//! node's change history (`StateMachine::history`), behind both the gRPC
+//! stream (`KV/Watch`) and the REST event stream (`GET /v1/watch`).
+//!
+//! A watch is a task that reads the history from its position on, sends
+//! the changes that match (all of one raft index in one message), and
+//! waits for the next apply round when it has read everything. It holds no
+//! change it has not sent: a client that stops reading stops the task at
+//! its next send, and when it reads again the task goes on from its
+//! position in the history, so a slow watcher costs no memory. If the
+//! history was trimmed past that position meanwhile, the watch ends with
+//! COMPACTED and the oldest index still held; the client starts again
+//! from a fresh read. With nothing to send, a progress message says how
+//! far the watch has read, first once the replay is done and then after
+//! each quiet interval. A stopping node ends its watches with UNAVAILABLE;
+//! the client resumes on another node from the last index it was sent.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use strata_proto::v1::{WatchRequest, watch_request};
+use strata_raft::{Change, HistoryError, HistoryPosition, StateMachine};
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use crate::error::{ApiError, ErrorCode};
+use strata_raft::keys::prefix_end;
+
+/// The most changes, and bytes of keys and values, one history read takes.
+const PAGE_CHANGES: usize = 512;
+const PAGE_BYTES: usize = 1 << 20;
+/// The quiet interval between progress messages when the client names none.
+pub const DEFAULT_PROGRESS: Duration = Duration::from_secs(10);
+/// The shortest quiet interval a client may ask for.
+const MIN_PROGRESS: Duration = Duration::from_millis(100);
+/// The most watches one node serves at once.
+pub const MAX_WATCHES: usize = 1024;
+/// Messages a watch may have sent that its client has not taken yet.
+const SENT_AHEAD: usize = 4;
+
+/// What a watch sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchMessage {
+    /// The matching changes of raft index `index`, all of them.
+    Changes { index: u64, changes: Vec<Change> },
+    /// Every matching change through `index` has been sent.
+    Progress { index: u64 },
+}
+
+impl WatchMessage {
+    /// The index a watch resumed after this message starts from, minus one.
+    pub fn index(&self) -> u64 {
+        match self {
+            WatchMessage::Changes { index, .. } | WatchMessage::Progress { index } => *index,
+        }
+    }
+}
+
+/// A validated watch request.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    pub start: Vec<u8>,
+    /// Exclusive; `None`: to the end of the key space.
+    pub end: Option<Vec<u8>>,
+    /// The first raft index to send changes of; `None`: after the applied
+    /// index at the start.
+    pub from_index: Option<u64>,
+    pub progress: Duration,
+}
+
+impl WatchSpec {
+    /// Checks a gRPC request (the REST one is read into one too).
+    pub fn from_request(req: &WatchRequest) -> Result<WatchSpec, ApiError> {
+        let (start, end) = match &req.selector {
+            None => (Vec::new(), None),
+            Some(watch_request::Selector::Key(k)) => {
+                if k.is_empty() {
+                    return Err(ApiError::invalid("key must not be empty"));
+                }
+                let mut end = k.to_vec();
+                end.push(0);
+                (k.to_vec(), Some(end))
+            }
+            Some(watch_request::Selector::Prefix(p)) => (p.to_vec(), prefix_end(p)),
+            Some(watch_request::Selector::Range(r)) => {
+                let end = (!r.end.is_empty()).then(|| r.end.to_vec());
+                if let Some(e) = &end
+                    && r.start.as_ref() > e.as_slice()
+                {
+                    return Err(ApiError::invalid("range start is after its end"));
+                }
+                (r.start.to_vec(), end)
+            }
+        };
+        let progress = match req.progress_interval_ms {
+            0 => DEFAULT_PROGRESS,
+            ms => Duration::from_millis(ms.into()),
+        };
+        if progress < MIN_PROGRESS {
+            return Err(ApiError::invalid(format!(
+                "progress_interval_ms must be at least {}",
+                MIN_PROGRESS.as_millis()
+            )));
+        }
+        Ok(WatchSpec {
+            start,
+            end,
+            from_index: (req.from_index > 0).then_some(req.from_index),
+            progress,
+        })
+    }
+
+    fn matches(&self, key: &[u8]) -> bool {
+        key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
+    }
+}
+
+/// The watches of one node.
+pub struct Watches {
+    node_id: u64,
+    state_machine: Arc<StateMachine>,
+    stopping: watch::Receiver<bool>,
+    open: Arc<AtomicUsize>,
+}
+
+/// A running watch: its messages, ending with an error if it ends.
+pub struct WatchStream {
+    pub node_id: u64,
+    pub messages: mpsc::Receiver<Result<WatchMessage, ApiError>>,
+}
+
+impl Watches {
+    pub fn new(
+        node_id: u64,
+        state_machine: Arc<StateMachine>,
+        stopping: watch::Receiver<bool>,
+    ) -> Self {
+        Watches {
+            node_id,
+            state_machine,
+            stopping,
+            open: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// How many watches are open.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Starts a watch. A start index older than the history, and one
+    /// watch too many, are refused here, before anything is sent.
+    pub fn start(&self, spec: WatchSpec) -> Result<WatchStream, ApiError> {
+        if *self.stopping.borrow() {
+            return Err(ApiError::unavailable(format!(
+                "node {} is shutting down; watch on another node",
+                self.node_id
+            )));
+        }
+        let (oldest, applied) = self
+            .state_machine
+            .history_bounds()
+            .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
+        let from = spec.from_index.unwrap_or(applied + 1);
+        if from < oldest {
+            return Err(compacted(oldest));
+        }
+        let open = self.open.fetch_add(1, Ordering::Relaxed);
+        if open >= MAX_WATCHES {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return Err(ApiError::new(
+                ErrorCode::Overloaded,
+                format!("this node serves {MAX_WATCHES} watches already; watch on another node"),
+            ));
+        }
+        let (tx, messages) = mpsc::channel(SENT_AHEAD);
+        let task = WatchTask {
+            state_machine: self.state_machine.clone(),
+            applied: self.state_machine.applied_changes(),
+            stopping: self.stopping.clone(),
+            spec,
+            position: HistoryPosition::at(from),
+            tx,
+            node_id: self.node_id,
+        };
+        let open = OpenWatch(self.open.clone());
+        tokio::spawn(async move {
+            let _open = open;
+            task.run().await;
+        });
+        Ok(WatchStream {
+            node_id: self.node_id,
+            messages,
+        })
+    }
+}
+
+/// Counts a watch as open while it lives.
+struct OpenWatch(Arc<AtomicUsize>);
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn compacted(oldest: u64) -> ApiError {
+    ApiError::compacted(
+        oldest,
+        format!(
+            "the changes before raft index {oldest} are no longer held on this node; \
+             read the current state and watch from its index, or from {oldest} at the earliest"
+        ),
+    )
+}
+
+struct WatchTask {
+    state_machine: Arc<StateMachine>,
+    applied: watch::Receiver<u64>,
+    stopping: watch::Receiver<bool>,
+    spec: WatchSpec,
+    /// The next change to read.
+    position: HistoryPosition,
+    tx: mpsc::Sender<Result<WatchMessage, ApiError>>,
+    node_id: u64,
+}
+
+/// How a watch ended, for nothing but leaving its loop.
+struct Ended;
+
+/// What woke a watch that had read everything.
+enum Wake {
+    Applied,
+    Quiet,
+    Stopping,
+}
+
+impl WatchTask {
+    async fn run(mut self) {
+        let _ = self.follow().await;
+    }
+
+    async fn send(&self, m: Result<WatchMessage, ApiError>) -> Result<(), Ended> {
+        self.tx.send(m).await.map_err(|_| Ended)
+    }
+
+    async fn follow(&mut self) -> Result<(), Ended> {
+        // The changes of the raft index a page ended in, until the next
+        // page completes it.
+        let mut partial: Vec<Change> = Vec::new();
+        // Whether the first progress message (the replay is done) went out.
+        let mut caught_up = false;
+        let mut quiet_since = Instant::now();
+        loop {
+            self.applied.borrow_and_update();
+            let page = match self
+                .state_machine
+                .history(self.position, PAGE_CHANGES, PAGE_BYTES)
+            {
+                Ok(page) => page,
+                Err(HistoryError::Compacted { oldest }) => {
+                    return self.send(Err(compacted(oldest))).await;
+                }
+                Err(HistoryError::Engine(e)) => {
+                    let e = ApiError::new(ErrorCode::StorageFailed, e.to_string());
+                    return self.send(Err(e)).await;
+                }
+            };
+            let complete_below = if page.complete {
+                page.applied + 1
+            } else {
+                page.next.index
+            };
+            let mut sent = false;
+            for change in page.changes {
+                if change.index >= complete_below {
+                    if self.spec.matches(&change.key) {
+                        partial.push(change);
+                    }
+                    continue;
+                }
+                if partial.first().is_some_and(|p| p.index != change.index) {
+                    self.flush(&mut partial).await?;
+                    sent = true;
+                }
+                if self.spec.matches(&change.key) {
+                    partial.push(change);
+                }
+            }
+            if partial.first().is_some_and(|p| p.index < complete_below) {
+                self.flush(&mut partial).await?;
+                sent = true;
+            }
+            self.position = page.next;
+            if sent {
+                quiet_since = Instant::now();
+            }
+            if !page.complete {
+                continue;
+            }
+            let through = page.next.index.saturating_sub(1);
+            if !caught_up {
+                caught_up = true;
+                self.send(Ok(WatchMessage::Progress { index: through }))
+                    .await?;
+                quiet_since = Instant::now();
+            }
+            let progress_at = quiet_since + self.spec.progress;
+            let woke = tokio::select! {
+                changed = self.applied.changed() => match changed {
+                    Ok(()) => Wake::Applied,
+                    Err(_) => return Err(Ended),
+                },
+                _ = tokio::time::sleep_until(progress_at) => Wake::Quiet,
+                _ = self.stopping.wait_for(|stop| *stop) => Wake::Stopping,
+                _ = self.tx.closed() => return Err(Ended),
+            };
+            match woke {
+                Wake::Applied => {}
+                Wake::Quiet => {
+                    self.send(Ok(WatchMessage::Progress { index: through }))
+                        .await?;
+                    quiet_since = Instant::now();
+                }
+                Wake::Stopping => {
+                    let e = ApiError::unavailable(format!(
+                        "node {} is shutting down; watch on another node from index {}",
+                        self.node_id,
+                        through + 1
+                    ));
+                    return self.send(Err(e)).await;
+                }
+            }
+        }
+    }
+
+    /// Sends the changes gathered for one raft index.
+    async fn flush(&self, partial: &mut Vec<Change>) -> Result<(), Ended> {
+        let changes = std::mem::take(partial);
+        let index = changes.first().map(|c| c.index).unwrap_or_default();
+        self.send(Ok(WatchMessage::Changes { index, changes }))
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_engine::{Engine, Options};
+    use strata_proto::v1::KeyRange;
+    use strata_raft::{ChangeKind, Command, Committed, Proposal};
+
+    use super::*;
+
+    fn state_machine(dir: &std::path::Path, history: u64) -> Arc<StateMachine> {
+        let engine = Arc::new(Engine::open(dir, Options::default()).unwrap());
+        Arc::new(StateMachine::new(engine, 1).with_history(history))
+    }
+
+    fn put(sm: &StateMachine, index: u64, key: &str) {
+        let command = Command::Put {
+            key: key.into(),
+            value: format!("v{index}").into(),
+        };
+        let entry = Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id: index,
+                command,
+            }),
+            conf_state: None,
+            members: None,
+        };
+        sm.apply(&[entry]).unwrap();
+    }
+
+    fn prefix(p: &str, from_index: u64, progress_ms: u32) -> WatchSpec {
+        WatchSpec::from_request(&WatchRequest {
+            selector: Some(watch_request::Selector::Prefix(
+                p.as_bytes().to_vec().into(),
+            )),
+            from_index,
+            progress_interval_ms: progress_ms,
+        })
+        .unwrap()
+    }
+
+    async fn next(s: &mut WatchStream) -> Result<WatchMessage, ApiError> {
+        tokio::time::timeout(Duration::from_secs(5), s.messages.recv())
+            .await
+            .expect("a message within 5 s")
+            .expect("the watch still open")
+    }
+
+    fn keys(m: &WatchMessage) -> Vec<String> {
+        match m {
+            WatchMessage::Changes { changes, .. } => changes
+                .iter()
+                .map(|c| String::from_utf8_lossy(&c.key).into_owned())
+                .collect(),
+            WatchMessage::Progress { .. } => Vec::new(),
+        }
+    }
+
+    // Proves that a watch from an index replays the matching changes of
+    // the history, one message per raft index, says when it has caught
+    // up, then follows new changes as they are applied, and skips changes
+    // outside its range.
+    #[tokio::test]
+    async fn a_watch_replays_then_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 1000);
+        for (i, key) in ["a/1", "b/1", "a/2"].iter().enumerate() {
+            put(&sm, i as u64 + 1, key);
+        }
+        let (_stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm.clone(), stopping);
+        let mut s = watches.start(prefix("a/", 1, 0)).unwrap();
+        let first = next(&mut s).await.unwrap();
+        assert_eq!((first.index(), keys(&first)), (1, vec!["a/1".into()]));
+        let second = next(&mut s).await.unwrap();
+        assert_eq!((second.index(), keys(&second)), (3, vec!["a/2".into()]));
+        assert_eq!(
+            next(&mut s).await.unwrap(),
+            WatchMessage::Progress { index: 3 }
+        );
+        put(&sm, 4, "b/2");
+        put(&sm, 5, "a/3");
+        let live = next(&mut s).await.unwrap();
+        assert_eq!((live.index(), keys(&live)), (5, vec!["a/3".into()]));
+        let WatchMessage::Changes { changes, .. } = live else {
+            unreachable!()
+        };
+        assert_eq!(changes[0].kind, ChangeKind::Put);
+        assert_eq!(changes[0].value, b"v5");
+        assert_eq!(watches.open(), 1);
+        drop(s);
+        put(&sm, 6, "a/4");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(watches.open(), 0, "a dropped watch still runs");
+    }
+
+    // Proves that a watch from before the history is refused at once with
+    // the oldest index held, and that a watch whose client stopped reading
+    // while the history moved past it ends COMPACTED rather than holding
+    // what it has not sent.
+    #[tokio::test]
+    async fn a_watch_behind_the_history_ends_compacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 5);
+        for i in 1..=10 {
+            put(&sm, i, "k");
+        }
+        let (_stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm.clone(), stopping);
+        let refused = watches.start(prefix("k", 2, 0)).err().unwrap();
+        assert_eq!(refused.code, ErrorCode::Compacted);
+        assert_eq!(refused.oldest_index, Some(6));
+
+        let mut slow = watches.start(prefix("k", 6, 0)).unwrap();
+        // The client reads nothing while 100 more entries are applied: the
+        // watch fills its few messages and waits.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for i in 11..=110 {
+            put(&sm, i, "k");
+        }
+        let mut last = 0;
+        let end = loop {
+            match next(&mut slow).await {
+                Ok(m) => last = m.index(),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(end.code, ErrorCode::Compacted, "{end:?}");
+        assert_eq!(end.oldest_index, Some(106));
+        assert!(
+            (6..106).contains(&last),
+            "the last change sent was at {last}"
+        );
+    }
+
+    // Proves that a stopping node ends its watches UNAVAILABLE with the
+    // index to resume from, and refuses new ones.
+    #[tokio::test]
+    async fn a_stopping_node_ends_its_watches() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 100);
+        put(&sm, 1, "k");
+        let (stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm.clone(), stopping);
+        let mut s = watches.start(prefix("k", 1, 0)).unwrap();
+        assert_eq!(next(&mut s).await.unwrap().index(), 1);
+        assert_eq!(
+            next(&mut s).await.unwrap(),
+            WatchMessage::Progress { index: 1 }
+        );
+        stop_tx.send_replace(true);
+        let end = next(&mut s).await.unwrap_err();
+        assert_eq!(end.code, ErrorCode::Unavailable);
+        assert!(end.message.contains("from index 2"), "{}", end.message);
+        assert_eq!(
+            watches.start(prefix("k", 1, 0)).err().unwrap().code,
+            ErrorCode::Unavailable
+        );
+    }
+
+    // Proves that a quiet watch sends progress messages at its interval,
+    // and that bad requests are refused.
+    #[tokio::test]
+    async fn a_quiet_watch_reports_progress_and_bad_requests_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 100);
+        put(&sm, 1, "k");
+        let (_stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm.clone(), stopping);
+        let mut s = watches.start(prefix("other", 0, 100)).unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                next(&mut s).await.unwrap(),
+                WatchMessage::Progress { index: 1 }
+            );
+        }
+        put(&sm, 2, "k");
+        let m = next(&mut s).await.unwrap();
+        assert_eq!(m, WatchMessage::Progress { index: 2 });
+
+        let bad = |req: WatchRequest| WatchSpec::from_request(&req).unwrap_err().code;
+        assert_eq!(
+            bad(WatchRequest {
+                progress_interval_ms: 5,
+                ..Default::default()
+            }),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            bad(WatchRequest {
+                selector: Some(watch_request::Selector::Range(KeyRange {
+                    start: "z".into(),
+                    end: "a".into(),
+                })),
+                ..Default::default()
+            }),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            bad(WatchRequest {
+                selector: Some(watch_request::Selector::Key(Default::default())),
+                ..Default::default()
+            }),
+            ErrorCode::InvalidArgument
+        );
+    }
+}
