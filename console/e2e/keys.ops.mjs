@@ -1,7 +1,10 @@
 // The Keys view against a real cluster behind Envoy, in Debian's Chromium:
 //   1. a value put from the view is what a plain HTTP client reads back through Envoy;
 //   2. the key is listed under its prefix and its JSON value is shown pretty-printed;
-//   3. deleting it from the view (after confirming) makes the API answer 404.
+//   3. a write by another client under the browsed prefix appears in the change feed
+//      with the raft index its answer gave;
+//   4. deleting it from the view (after confirming) makes the API answer 404, and the
+//      feed shows the delete.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
 import { base, checkNarrow, launch, screenshot, tally } from './ops-lib.mjs';
 
@@ -32,6 +35,11 @@ try {
   await shown.waitFor({ timeout: 10000 });
   t.check((await shown.getAttribute('data-kind')) === 'json', 'the value is shown as JSON');
   t.check((await shown.textContent()) === JSON.stringify(JSON.parse(value), null, 2), 'the JSON is pretty-printed');
+  const other = `${key}-by-another-client`;
+  const written = await fetch(`${base}/v1/kv/${encodeURIComponent(other)}`, { method: 'PUT', body: 'from curl' });
+  const { index } = await written.json();
+  await page.locator(`[data-testid="change-row"][data-index="${index}"]`).waitFor({ timeout: 5000 });
+  t.pass(`another client's write appears in the change feed at its index ${index}`);
   await screenshot(page, 'keys');
   await checkNarrow(page, 'keys', t);
 
@@ -41,6 +49,8 @@ try {
   const gone = await fetch(keyUrl);
   const body = await gone.json().catch(() => null);
   t.check(gone.status === 404 && body?.code === 'NOT_FOUND', `after the delete the API answers 404 NOT_FOUND (${gone.status})`);
+  await page.locator('[data-testid="change-row"]', { hasText: `delete${key}` }).first().waitFor({ timeout: 5000 });
+  t.pass('the delete appears in the change feed');
   await screenshot(page, 'keys-after-delete');
 } catch (e) {
   t.fail(`${e.message}`);

@@ -163,7 +163,25 @@ async function recordScan() {
   return { first, second, expired };
 }
 
-const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6, scan: recordScan };
+/**
+ * A watch's events under `watch/` (a put, then a batch that puts and deletes), and the
+ * refusal of a start the history no longer holds. Record it alone, against a cluster
+ * that keeps a short history and runs no canary:
+ * `strata-cluster up --no-canary … -- --watch-history 5`, then `RECORD_ONLY=watch`.
+ */
+async function recordWatch() {
+  const first = await call('PUT', '/v1/kv/watch/a', '1', 'application/octet-stream');
+  await call('POST', '/v1/batch', { ops: [{ op: 'put', key: 'watch/b', value: 'two' }, { op: 'delete', key: 'watch/a' }] });
+  const prefix = encodeURIComponent(b64('watch/'));
+  // From the first put: the replay holds both writes, then progress events.
+  const query = `encoding=base64&progress_ms=500&prefix=${prefix}&from_index=${first.body.index}`;
+  const events = await recordStream(`/v1/watch?${query}`, 1500);
+  for (let i = 0; i < 8; i++) await call('PUT', `/v1/kv/other/${i}`, 'x', 'application/octet-stream');
+  const compacted = await call('GET', `/v1/watch?encoding=base64&prefix=${prefix}&from_index=${first.body.index}`);
+  return { events, compacted };
+}
+
+const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6, scan: recordScan, watch: recordWatch };
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {

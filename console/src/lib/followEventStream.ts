@@ -10,7 +10,9 @@
 export type EventHandlers = Record<string, (data: string) => unknown>;
 
 export interface FollowOptions {
-  url: string;
+  /** The stream's URL; a function is asked again at every (re)connection, so that a
+   * stream that can resume (a watch from an index) asks for where it stopped. */
+  url: string | (() => string);
   events: EventHandlers;
   /** Delays before successive reconnect attempts; the last one repeats. */
   reconnectDelaysMs?: readonly number[];
@@ -50,7 +52,7 @@ export function followEventStream(options: FollowOptions): () => void {
   };
 
   const connect = () => {
-    const es = new EventSource(url);
+    const es = new EventSource(typeof url === 'function' ? url() : url);
     source = es;
     for (const [name, handle] of Object.entries(events)) {
       es.addEventListener(name, (event) => {

@@ -191,7 +191,7 @@ async fn watch_sse(gateway: String, query: &str) -> (Vec<Seen>, u64) {
                     }
                 }
                 "progress" => {}
-                "error" => {
+                "ended" => {
                     let body: Value = serde_json::from_str(&event.data).unwrap();
                     assert_eq!(body["code"], "UNAVAILABLE", "the watch ended: {body}");
                     break;

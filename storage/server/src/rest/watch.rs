@@ -36,7 +36,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 ///   matching change through that index has been sent. Sent once the
 ///   replay from `from_index` is done, then after every `progress_ms`
 ///   without a change.
-/// - `event: error`, `data:` an Error, and the stream ends: COMPACTED when
+/// - `event: ended`, `data:` an Error, and the stream ends: COMPACTED when
 ///   the watch fell so far behind (its client not reading) that its next
 ///   change was trimmed from the history; UNAVAILABLE when the node stops.
 ///
@@ -58,7 +58,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
         ("x-sse-events" = json!({
             "changes": "#/components/schemas/WatchChanges",
             "progress": "#/components/schemas/WatchProgress",
-            "error": "#/components/schemas/Error",
+            "ended": "#/components/schemas/Error",
         })),
     ),
 )]
@@ -90,8 +90,10 @@ fn event(node_id: u64, encoding: Encoding, m: Result<WatchMessage, ApiError>) ->
             .event("progress")
             .id(index.to_string())
             .data(json_text(&WatchProgress { index, node_id })),
+        // Not `error`: a browser's EventSource fires that name for a lost
+        // connection too.
         Err(e) => Event::default()
-            .event("error")
+            .event("ended")
             .data(json_text(&ErrorBody::from(e))),
     }
 }

@@ -10,3 +10,5 @@ export type DeleteResult = Schemas['DeleteResult'];
 export type PutJsonRequest = Schemas['PutJsonRequest'];
 export type CasRequest = Schemas['CasRequest'];
 export type CasResult = Schemas['CasResult'];
+export type WatchChanges = Schemas['WatchChanges'];
+export type WatchProgress = Schemas['WatchProgress'];

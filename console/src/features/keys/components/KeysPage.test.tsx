@@ -1,6 +1,9 @@
-import { fireEvent, screen, waitFor, within } from '@testing-library/react';
+import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
+import { MockEventSource } from '../../../test/MockEventSource';
 import recorded from '../../../test/recorded/keys.json';
 import scan from '../../../test/recorded/scan.json';
+import watch from '../../../test/recorded/watch.json';
+import { parseSse } from '../../../test/sse';
 import { serveRecorded, type Route } from '../../../test/recordedApi';
 import { renderWithQuery } from '../../../test/render';
 import { KeysPage } from './KeysPage';
@@ -28,6 +31,16 @@ function browse(prefix: string) {
 async function keyRows() {
   const list = await screen.findByTestId('key-list');
   return within(list).getAllByTestId('key-row').map((row) => row.getAttribute('data-key'));
+}
+
+beforeEach(() => {
+  MockEventSource.reset();
+  vi.stubGlobal('EventSource', MockEventSource);
+});
+
+/** The watch streams the page opened for keys under `watch/`, oldest first. */
+function watches() {
+  return MockEventSource.instances.filter((s) => s.url.startsWith('/v1/watch?') && s.url.includes(`prefix=${b64('watch/')}`));
 }
 
 describe('KeysPage', () => {
@@ -243,5 +256,85 @@ describe('KeysPage', () => {
     const error = await within(form).findByTestId('api-error');
     expect(error).toHaveTextContent(recorded.casEmptyKey.body.message);
     expect(api.requests('POST')[1]?.body).toEqual({ key: '', expected: null, value: 'new', encoding: 'utf8' });
+  });
+
+  it('shows the changes under the browsed prefix live, newest first, and resumes a lost stream where it stopped', async () => {
+    // Proves the feed watches the browsed prefix from now (base64, so no byte is lost),
+    // lists each change with its raft index (a batch's put and delete under one index),
+    // and that a lost stream is opened again from the index after the last one sent.
+    serveRecorded([...SCANS, ...READS]);
+    renderWithQuery(<KeysPage />);
+    browse('watch/');
+    await waitFor(() => {
+      expect(watches().map((w) => w.url)).toEqual([`/v1/watch?encoding=base64&progress_ms=5000&prefix=${b64('watch/')}`]);
+    });
+    // The stream of every key, opened before the prefix was typed, is closed.
+    expect(MockEventSource.instances[0]?.url).toBe('/v1/watch?encoding=base64&progress_ms=5000');
+    expect(MockEventSource.instances[0]?.closed).toBe(true);
+    const stream = MockEventSource.latest();
+    act(() => {
+      for (const e of parseSse(watch.events.body)) stream.emit(e.event, e.data);
+    });
+    const rows = await screen.findAllByTestId('change-row');
+    expect(rows.map((r) => [r.getAttribute('data-index'), r.textContent])).toEqual([
+      ['9', '9deletewatch/a'],
+      ['9', '9putwatch/btwo'],
+      ['8', '8putwatch/a1'],
+    ]);
+    const through = Number(screen.getByTestId('change-feed').getAttribute('data-through'));
+    expect(through).toBeGreaterThanOrEqual(9);
+    expect(screen.getByTestId('stream-status')).toHaveAttribute('data-state', 'live');
+
+    act(() => {
+      stream.fail({ closed: false });
+    });
+    expect(screen.getByTestId('stream-status')).toHaveAttribute('data-state', 'reconnecting');
+    await waitFor(() => {
+      expect(watches().length).toBe(2);
+    });
+    expect(MockEventSource.latest().url).toContain(`&from_index=${through + 1}`);
+  });
+
+  it('says the feed started again from now when the history moved past it', async () => {
+    // Proves a watch the server ended COMPACTED (its message shown) is opened again from
+    // now, and that a resume refused again and again (a 410 the EventSource only reports
+    // as a failed connection) gives up on its index after a few tries.
+    serveRecorded([...SCANS, ...READS]);
+    renderWithQuery(<KeysPage />);
+    browse('watch/');
+    await waitFor(() => {
+      expect(watches().length).toBe(1);
+    });
+    const first = MockEventSource.latest();
+    act(() => {
+      for (const e of parseSse(watch.events.body)) first.emit(e.event, e.data);
+      first.emit('ended', watch.compacted.body);
+      first.fail({ closed: true });
+    });
+    expect(await screen.findByTestId('feed-restarted')).toHaveTextContent(watch.compacted.body.message);
+    await waitFor(() => {
+      expect(watches().length).toBe(2);
+    });
+    expect(MockEventSource.latest().url).not.toContain('from_index');
+
+    // A stream that resumes from an index and is refused every time.
+    const second = MockEventSource.latest();
+    act(() => {
+      second.emit('progress', { index: 40, node_id: 1 });
+    });
+    for (let i = 0; i < 3; i++) {
+      const source = MockEventSource.latest();
+      act(() => {
+        source.fail({ closed: true });
+      });
+      await waitFor(() => {
+        expect(watches().length).toBe(3 + i);
+      });
+    }
+    const urls = watches().map((s) => s.url);
+    expect(urls[2]).toContain('from_index=41');
+    expect(urls[3]).toContain('from_index=41');
+    expect(urls[4]).not.toContain('from_index');
+    expect(screen.getByTestId('feed-restarted')).toHaveTextContent('could not resume from index 41');
   });
 });

@@ -3,6 +3,7 @@ import controls from '../../../components/Controls.module.css';
 import { Panel } from '../../../components/Panel';
 import { base64FromBytes } from '../api/bytes';
 import { CasForm } from './CasForm';
+import { ChangeFeed } from './ChangeFeed';
 import { KeyList } from './KeyList';
 import page from '../../../components/Page.module.css';
 import styles from './KeysPage.module.css';
@@ -35,32 +36,37 @@ export function KeysPage() {
     <div className={page.page}>
       <h1 className={page.title}>Keys</h1>
       <div className={styles.columns}>
-        <Panel title="Browse">
-          <form className={styles.search} onSubmit={browse} role="search">
-            <label className={controls.field}>
-              Prefix
-              <input
-                className={controls.input}
-                value={draftPrefix}
-                onChange={(e) => { setDraftPrefix(e.target.value); }}
-                placeholder="every key"
-                name="prefix"
-              />
-            </label>
-            <button type="submit" className={controls.button}>
-              Browse
-            </button>
-          </form>
-          <KeyList
-            prefix={prefix}
-            pageTokens={pageTokens}
-            selected={selectedId}
-            onSelect={setSelected}
-            onNext={(token) => { setPageTokens((tokens) => [...tokens, token]); }}
-            onPrevious={() => { setPageTokens((tokens) => (tokens.length > 1 ? tokens.slice(0, -1) : tokens)); }}
-            onRestart={restart}
-          />
-        </Panel>
+        <div className={styles.side}>
+          <Panel title="Browse">
+            <form className={styles.search} onSubmit={browse} role="search">
+              <label className={controls.field}>
+                Prefix
+                <input
+                  className={controls.input}
+                  value={draftPrefix}
+                  onChange={(e) => { setDraftPrefix(e.target.value); }}
+                  placeholder="every key"
+                  name="prefix"
+                />
+              </label>
+              <button type="submit" className={controls.button}>
+                Browse
+              </button>
+            </form>
+            <KeyList
+              prefix={prefix}
+              pageTokens={pageTokens}
+              selected={selectedId}
+              onSelect={setSelected}
+              onNext={(token) => { setPageTokens((tokens) => [...tokens, token]); }}
+              onPrevious={() => { setPageTokens((tokens) => (tokens.length > 1 ? tokens.slice(0, -1) : tokens)); }}
+              onRestart={restart}
+            />
+          </Panel>
+          <Panel title="Changes">
+            <ChangeFeed key={prefix} prefix={prefix} />
+          </Panel>
+        </div>
 
         <div className={styles.side}>
           <Panel title="Value">
