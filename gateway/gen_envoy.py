@@ -96,6 +96,13 @@ KV_RETRY_GRPC = "connect-failure,refused-stream,unavailable,retriable-headers"
 KV_RETRY_REST = "connect-failure,refused-stream,retriable-headers"
 RETRYABLE_HEADER = "x-strata-retryable"
 GATEWAY_RETRY_HEADER = "x-strata-gateway-retry"
+# A write that carries its client's request id is applied once however often it is sent (the
+# nodes answer a retry with the first attempt's outcome), so for those the gateway also retries
+# what means "outcome unknown": a node's 504 / DEADLINE_EXCEEDED, its own per-try timeout, and a
+# reset after the request was sent.
+REQUEST_ID_HEADER = "x-strata-request-id"
+ONCE_RETRY_GRPC = KV_RETRY_GRPC + ",deadline-exceeded,reset"
+ONCE_RETRY_REST = KV_RETRY_REST + ",retriable-status-codes,reset"
 
 
 def parse_hostport(text: str) -> tuple[str, int]:
@@ -292,6 +299,16 @@ def grpc_route(prefix: str, cluster: str) -> dict:
     }
 
 
+def once_route(route: dict) -> dict:
+    """`route`, for requests that carry a request id only, retrying "outcome unknown" too."""
+    match = dict(route["match"], headers=[{"name": REQUEST_ID_HEADER, "present_match": True}])
+    grpc = "grpc" in match
+    policy = dict(route["route"]["retry_policy"], retry_on=ONCE_RETRY_GRPC if grpc else ONCE_RETRY_REST)
+    if not grpc:
+        policy["retriable_status_codes"] = [504]
+    return {"match": match, "route": dict(route["route"], retry_policy=policy)}
+
+
 def rest_route(match: dict, cluster: str) -> dict:
     return {
         "match": match,
@@ -343,6 +360,7 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         {"match": {"prefix": "/strata.v1.Raft/"},
          "direct_response": {"status": 404, "body": {"inline_string": "the raft transport is internal"}}},
         stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
+        once_route(grpc_route("/strata.v1.KV/", "nodes")),
         grpc_route("/strata.v1.KV/", "nodes"),
         grpc_route("/strata.v1.Cluster/", "nodes_any"),
         grpc_route("/grpc.health.v1.Health/", "nodes_any"),
@@ -352,6 +370,7 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         # the gRPC watch stream. Any node serves them.
         stream_route({"path": "/v1/cluster/events"}),
         stream_route({"path": "/v1/watch"}),
+        once_route(rest_route({"prefix": "/v1/"}, "nodes")),
         rest_route({"prefix": "/v1/"}, "nodes"),
         rest_route({"path": "/openapi.json"}, "nodes"),
         # One node's metrics, whichever answers; Prometheus scrapes every node on its own port.

@@ -66,11 +66,14 @@ def routes(config: dict) -> list[dict]:
     return hcm["route_config"]["virtual_hosts"][0]["routes"]
 
 
-def route_for(config: dict, path: str, grpc: bool = False) -> dict:
-    """First route whose path/prefix matches, as Envoy would pick it (grpc: content-type is gRPC)."""
+def route_for(config: dict, path: str, grpc: bool = False, headers: tuple = ()) -> dict:
+    """First route whose path/prefix matches, as Envoy would pick it (grpc: content-type is gRPC;
+    headers: the names of the request's headers, for routes that need one present)."""
     for r in routes(config):
         m = r["match"]
         if "grpc" in m and not grpc:
+            continue
+        if any(h.get("present_match") and h["name"] not in headers for h in m.get("headers", [])):
             continue
         if ("path" in m and m["path"] == path) or ("prefix" in m and path.startswith(m["prefix"])):
             return r
@@ -297,6 +300,24 @@ class Routing(unittest.TestCase):
             for bad in ("5xx", "reset", "gateway-error", "deadline-exceeded"):
                 self.assertNotIn(bad, p["retry_on"].split(","))
             self.assertEqual(r["timeout"], "10s")
+
+    def test_writes_with_a_request_id_are_retried_after_an_unknown_outcome_too(self):
+        # Proves a write carrying x-strata-request-id (which the nodes apply once however often it
+        # is sent) is also retried after a 504 / DEADLINE_EXCEEDED and a reset, REST and gRPC,
+        # while the same write without one keeps the policy that never retries those.
+        rest = route_for(self.config, "/v1/kv/a", headers=("x-strata-request-id",))["route"]
+        grpc = route_for(self.config, "/strata.v1.KV/Put", True, ("x-strata-request-id",))["route"]
+        self.assertEqual(rest["retry_policy"]["retry_on"],
+                         "connect-failure,refused-stream,retriable-headers,retriable-status-codes,reset")
+        self.assertEqual(rest["retry_policy"]["retriable_status_codes"], [504])
+        self.assertEqual(grpc["retry_policy"]["retry_on"],
+                         "connect-failure,refused-stream,unavailable,retriable-headers,deadline-exceeded,reset")
+        for r in (rest, grpc):
+            self.assertEqual(r["cluster"], "nodes")
+            self.assertEqual(r["retry_policy"]["num_retries"], 5)
+        plain = route_for(self.config, "/v1/kv/a")["route"]["retry_policy"]
+        self.assertNotIn("reset", plain["retry_on"].split(","))
+        self.assertNotIn("retriable_status_codes", plain)
 
     def test_stream_routes_never_time_out_nor_retry_once_started(self):
         # Proves the endless responses (the cluster's events, REST and gRPC watches) have no

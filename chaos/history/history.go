@@ -66,6 +66,12 @@ type Op struct {
 	// times and outcome: on each key it took effect at one point in that
 	// window, or (ambiguous) maybe never.
 	Batch int64 `json:"batch,omitempty"`
+	// RequestID is the write's x-strata-request-id, when it carried one:
+	// every attempt sends the same id, and the op is recorded once, from
+	// its first call to the answer that settled it.
+	RequestID string `json:"request_id,omitempty"`
+	// Attempts counts the sends of an op with a request id.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // compactAbove is the length above which a value is recorded by digest.

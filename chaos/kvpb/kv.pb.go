@@ -125,7 +125,11 @@ type ResponseHeader struct {
 	// was served at.
 	Index uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
 	// The node that holds leadership, when known.
-	LeaderId      uint64 `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	LeaderId uint64 `protobuf:"varint,4,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	// The write carried a request id the group had already applied: this is
+	// that first write's answer (`index` is where it was applied), and
+	// nothing was applied again.
+	Replayed      bool `protobuf:"varint,5,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,6 +192,13 @@ func (x *ResponseHeader) GetLeaderId() uint64 {
 	return 0
 }
 
+func (x *ResponseHeader) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
 type KeyValue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -241,9 +252,15 @@ func (x *KeyValue) GetValue() []byte {
 }
 
 type PutRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// Optional: the client's id for this write (1 to 128 bytes, unique per
+	// write). A retry with the same id, while the group remembers it (10
+	// minutes by default), is answered with the first attempt's outcome
+	// and never applied twice; another write under a remembered id is
+	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +307,13 @@ func (x *PutRequest) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *PutRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type PutResponse struct {
@@ -449,8 +473,14 @@ func (x *GetResponse) GetValue() []byte {
 }
 
 type DeleteRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Optional: the client's id for this write (1 to 128 bytes, unique per
+	// write). A retry with the same id, while the group remembers it (10
+	// minutes by default), is answered with the first attempt's outcome
+	// and never applied twice; another write under a remembered id is
+	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -490,6 +520,13 @@ func (x *DeleteRequest) GetKey() []byte {
 		return x.Key
 	}
 	return nil
+}
+
+func (x *DeleteRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type DeleteResponse struct {
@@ -958,8 +995,14 @@ func (*BatchOp_Put) isBatchOp_Op() {}
 func (*BatchOp_Delete) isBatchOp_Op() {}
 
 type BatchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ops           []*BatchOp             `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Ops   []*BatchOp             `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	// Optional: the client's id for this write (1 to 128 bytes, unique per
+	// write). A retry with the same id, while the group remembers it (10
+	// minutes by default), is answered with the first attempt's outcome
+	// and never applied twice; another write under a remembered id is
+	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
+	RequestId     string `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -999,6 +1042,13 @@ func (x *BatchRequest) GetOps() []*BatchOp {
 		return x.Ops
 	}
 	return nil
+}
+
+func (x *BatchRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type BatchResponse struct {
@@ -1051,7 +1101,13 @@ type CompareAndSwapRequest struct {
 	// The value the key must hold; absent means the key must not exist.
 	Expected []byte `protobuf:"bytes,2,opt,name=expected,proto3,oneof" json:"expected,omitempty"`
 	// The value to store on success; absent means delete the key.
-	Value         []byte `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	Value []byte `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	// Optional: the client's id for this write (1 to 128 bytes, unique per
+	// write). A retry with the same id, while the group remembers it (10
+	// minutes by default), is answered with the first attempt's outcome
+	// and never applied twice; another write under a remembered id is
+	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1105,6 +1161,13 @@ func (x *CompareAndSwapRequest) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *CompareAndSwapRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 type CompareAndSwapResponse struct {
@@ -1427,19 +1490,22 @@ var File_strata_v1_kv_proto protoreflect.FileDescriptor
 
 const file_strata_v1_kv_proto_rawDesc = "" +
 	"\n" +
-	"\x12strata/v1/kv.proto\x12\tstrata.v1\"p\n" +
+	"\x12strata/v1/kv.proto\x12\tstrata.v1\"\x8c\x01\n" +
 	"\x0eResponseHeader\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1b\n" +
-	"\tleader_id\x18\x04 \x01(\x04R\bleaderId\"2\n" +
+	"\tleader_id\x18\x04 \x01(\x04R\bleaderId\x12\x1a\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"2\n" +
 	"\bKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"4\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"S\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"@\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"@\n" +
 	"\vPutResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\"X\n" +
 	"\n" +
@@ -1449,9 +1515,11 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\vGetResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"!\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"@\n" +
 	"\rDeleteRequest\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\fR\x03key\"]\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"]\n" +
 	"\x0eDeleteResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x18\n" +
 	"\adeleted\x18\x02 \x01(\bR\adeleted\"2\n" +
@@ -1480,15 +1548,19 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\aBatchOp\x12$\n" +
 	"\x03put\x18\x01 \x01(\v2\x10.strata.v1.PutOpH\x00R\x03put\x12-\n" +
 	"\x06delete\x18\x02 \x01(\v2\x13.strata.v1.DeleteOpH\x00R\x06deleteB\x04\n" +
-	"\x02op\"4\n" +
+	"\x02op\"S\n" +
 	"\fBatchRequest\x12$\n" +
-	"\x03ops\x18\x01 \x03(\v2\x12.strata.v1.BatchOpR\x03ops\"B\n" +
+	"\x03ops\x18\x01 \x03(\v2\x12.strata.v1.BatchOpR\x03ops\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"B\n" +
 	"\rBatchResponse\x121\n" +
-	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\"|\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\"\x9b\x01\n" +
 	"\x15CompareAndSwapRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1f\n" +
 	"\bexpected\x18\x02 \x01(\fH\x00R\bexpected\x88\x01\x01\x12\x19\n" +
-	"\x05value\x18\x03 \x01(\fH\x01R\x05value\x88\x01\x01B\v\n" +
+	"\x05value\x18\x03 \x01(\fH\x01R\x05value\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestIdB\v\n" +
 	"\t_expectedB\b\n" +
 	"\x06_value\"\x94\x01\n" +
 	"\x16CompareAndSwapResponse\x121\n" +

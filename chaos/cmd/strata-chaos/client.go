@@ -61,7 +61,7 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (c *kvClient) do(method, path string, body []byte, ctype string) (int, []byte, string, error) {
+func (c *kvClient) do(method, path string, body []byte, ctype string, requestID string) (int, []byte, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
@@ -70,6 +70,9 @@ func (c *kvClient) do(method, path string, body []byte, ctype string) (int, []by
 	}
 	if ctype != "" {
 		req.Header.Set("content-type", ctype)
+	}
+	if requestID != "" {
+		req.Header.Set("x-strata-request-id", requestID)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -82,7 +85,7 @@ func (c *kvClient) do(method, path string, body []byte, ctype string) (int, []by
 
 // Get reads key with the default (linearizable) consistency into op.
 func (c *kvClient) Get(op *history.Op) {
-	st, body, node, err := c.do(http.MethodGet, "/v1/kv/"+url.PathEscape(op.Key), nil, "")
+	st, body, node, err := c.do(http.MethodGet, "/v1/kv/"+url.PathEscape(op.Key), nil, "", "")
 	op.Node = node
 	switch {
 	case err != nil:
@@ -99,7 +102,7 @@ func (c *kvClient) Get(op *history.Op) {
 // Put writes op.Value.
 func (c *kvClient) Put(op *history.Op) {
 	st, body, node, err := c.do(http.MethodPut, "/v1/kv/"+url.PathEscape(op.Key), []byte(op.Value),
-		"application/octet-stream")
+		"application/octet-stream", op.RequestID)
 	op.Node = node
 	switch {
 	case err != nil:
@@ -118,7 +121,7 @@ func (c *kvClient) Cas(op *history.Op) {
 		req["expected"] = nil
 	}
 	b, _ := json.Marshal(req)
-	st, body, node, err := c.do(http.MethodPost, "/v1/cas", b, "application/json")
+	st, body, node, err := c.do(http.MethodPost, "/v1/cas", b, "application/json", op.RequestID)
 	op.Node = node
 	switch {
 	case err != nil:
@@ -161,7 +164,7 @@ func (c *kvClient) Batch(ops []history.Op) {
 		req.Ops = append(req.Ops, batchOp{Op: "put", Key: op.Key, Value: op.Value})
 	}
 	b, _ := json.Marshal(req)
-	st, body, node, err := c.do(http.MethodPost, "/v1/batch", b, "application/json")
+	st, body, node, err := c.do(http.MethodPost, "/v1/batch", b, "application/json", "")
 	var result history.Outcome
 	var note string
 	switch {

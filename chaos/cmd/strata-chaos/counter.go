@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/strata/chaos/history"
 )
@@ -12,8 +14,11 @@ import (
 // counters is the double-application workload: each counter key holds a
 // decimal number that clients increment by reading it and then swapping
 // it for its successor (CAS), again from the value a lost CAS reports, at
-// most 8 attempts. An increment counts as acknowledged when its CAS
-// succeeded and as ambiguous when a CAS got an ambiguous answer. After
+// most 8 attempts. Every CAS carries a request id of its own; one whose
+// answer is ambiguous is sent again with the same id until an answer
+// settles it (`settleAttempts` sends at most), which the nodes give
+// without applying it twice. An increment counts as acknowledged when its
+// CAS succeeded and as ambiguous when no answer settled it. After
 // healing, every counter must lie between its acknowledged increments and
 // those plus the ambiguous ones: below is a lost acknowledged write, above
 // is an increment applied twice, or applied although the answer said it
@@ -22,7 +27,19 @@ import (
 type counters struct {
 	mu    sync.Mutex
 	tally map[string]*counterTally
+	// ids numbers the CASes, for their request ids.
+	ids atomic.Int64
+	// Settled counts the CASes an ambiguous answer was followed by a
+	// settling one for; Unsettled those still ambiguous after every send.
+	Settled, Unsettled atomic.Int64
 }
+
+// settleAttempts bounds how often a CAS with an ambiguous answer is sent
+// again under its request id; settleDelay is the pause between sends.
+const (
+	settleAttempts = 20
+	settleDelay    = 250 * time.Millisecond
+)
 
 // counterTally is what the clients know about one counter.
 type counterTally struct {
@@ -67,8 +84,8 @@ func (cs *counters) increment(c int, kv kvStore, rec *history.Recorder, key stri
 			n = 0
 		}
 		op := history.Op{Client: c, Kind: history.Cas, Key: key, Expected: cur, ExpectedAbsent: !exists,
-			Value: strconv.Itoa(n + 1)}
-		if !issue(kv, rec, &op) {
+			Value: strconv.Itoa(n + 1), RequestID: fmt.Sprintf("ctr-%d-%d", c, cs.ids.Add(1))}
+		if !cs.settle(kv, rec, &op) {
 			return false
 		}
 		switch {
@@ -86,6 +103,31 @@ func (cs *counters) increment(c int, kv kvStore, rec *history.Recorder, key stri
 		}
 	}
 	return true
+}
+
+// settle sends op (a CAS with a request id) until an answer settles it or
+// settleAttempts sends were made, and records it once, from its first call
+// to its last answer: under one id, every send is the same operation.
+// False when the recorder is full.
+func (cs *counters) settle(kv kvStore, rec *history.Recorder, op *history.Op) bool {
+	op.Via = kv.Kind()
+	op.Call = rec.Now()
+	for op.Attempts = 1; ; op.Attempts++ {
+		kv.Cas(op)
+		if op.Result != history.Unknown || op.Attempts >= settleAttempts {
+			break
+		}
+		time.Sleep(settleDelay)
+	}
+	op.Return = rec.Now()
+	if op.Attempts > 1 {
+		if op.Result == history.Unknown {
+			cs.Unsettled.Add(1)
+		} else {
+			cs.Settled.Add(1)
+		}
+	}
+	return rec.Add(history.Compact(*op))
 }
 
 // check compares each counter's final linearizable read with its tally and

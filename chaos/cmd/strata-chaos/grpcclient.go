@@ -141,7 +141,7 @@ func (c *grpcClient) Put(op *history.Op) {
 
 // Cas compares op.Key with op.Expected (or absence) and writes op.Value.
 func (c *grpcClient) Cas(op *history.Op) {
-	req := &kvpb.CompareAndSwapRequest{Key: []byte(op.Key), Value: []byte(op.Value)}
+	req := &kvpb.CompareAndSwapRequest{Key: []byte(op.Key), Value: []byte(op.Value), RequestId: op.RequestID}
 	if !op.ExpectedAbsent {
 		req.Expected = []byte(op.Expected)
 	}

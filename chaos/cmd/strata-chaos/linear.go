@@ -56,7 +56,12 @@ type runResult struct {
 	Via        map[string]int          `json:"via"`
 	Duplicates int                     `json:"duplicates"`
 	Counters   map[string]counterTally `json:"counters"`
-	ReadMode   string                  `json:"read_mode"`
+	// Settled counts the counters' CASes that got an ambiguous answer and
+	// then, sent again under their request id, a settling one; Unsettled
+	// those no send settled.
+	Settled   int64  `json:"settled"`
+	Unsettled int64  `json:"unsettled"`
+	ReadMode  string `json:"read_mode"`
 	// Canary is what the nodes' own consistency canaries checked.
 	Canary canaryCounts `json:"canary"`
 }
@@ -91,20 +96,21 @@ func cmdLinear(args []string) int {
 	}
 	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients (%d gRPC, %d REST), read mode %s, faults %s; run dir %s\n",
 		o.runs, o.duration, o.clients, o.grpcClients, o.clients-o.grpcClients, o.readMode, o.faults, o.runDir)
-	failed, duplicates := 0, 0
+	failed, duplicates, settled, unsettled := 0, 0, int64(0), int64(0)
 	var results []runResult
 	for i := 0; i < o.runs; i++ {
 		r := o.run(i, o.seed+int64(i))
 		results = append(results, r)
 		duplicates += r.Duplicates
+		settled, unsettled = settled+r.Settled, unsettled+r.Unsettled
 		status := "ok"
 		if len(r.Violations) > 0 {
 			status = "VIOLATION"
 			failed++
 		}
-		fmt.Printf("run %d seed %d: %s — %d ops %v via %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s, %d duplicates (%.0f s)\n",
+		fmt.Printf("run %d seed %d: %s — %d ops %v via %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s, %d duplicates, %d unknown outcomes settled by request id, %d not (%.0f s)\n",
 			i, r.Seed, status, r.Ops, r.Outcomes, r.Via, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict,
-			r.Duplicates, r.DurationSec)
+			r.Duplicates, r.Settled, r.Unsettled, r.DurationSec)
 		fmt.Printf("  canary: %s\n", r.Canary)
 		for _, f := range r.Faults {
 			fmt.Printf("  fault %s\n", f)
@@ -118,7 +124,8 @@ func cmdLinear(args []string) int {
 	}
 	summary := filepath.Join(o.runDir, "summary.json")
 	writeJSON(summary, results)
-	fmt.Printf("summary: %d run(s), %d with violations, %d duplicates; %s\n", o.runs, failed, duplicates, summary)
+	fmt.Printf("summary: %d run(s), %d with violations, %d duplicates, %d unknown outcomes settled by request id, %d not; %s\n",
+		o.runs, failed, duplicates, settled, unsettled, summary)
 	if failed > 0 {
 		return 1
 	}
@@ -231,6 +238,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	res.Violations = append(res.Violations, counterViolations...)
 	res.Duplicates = appendDups + counterDups
 	res.Counters = w.counters.snapshot()
+	res.Settled, res.Unsettled = w.counters.Settled.Load(), w.counters.Unsettled.Load()
 	res.DurationSec = time.Since(start).Seconds()
 	writeResult(res.Dir, res)
 	return res

@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,9 +16,13 @@ use strata_proto::v1::{
 };
 use tonic::transport::{Channel, Endpoint};
 
+pub use once::REQUEST_ID_METADATA;
 pub use strata_proto::v1 as proto;
 pub use watch::{WatchSelector, Watcher};
 
+use once::RequestIds;
+
+pub mod once;
 mod watch;
 
 /// A client error: the transport failed, or the server answered with a status.
@@ -86,6 +91,9 @@ pub struct ScanPage {
 pub struct Client {
     kv: KvClient<Channel>,
     cluster: ClusterClient<Channel>,
+    /// With request ids (`with_request_ids`): where each write's id comes
+    /// from.
+    ids: Option<Arc<RequestIds>>,
 }
 
 impl Client {
@@ -113,6 +121,29 @@ impl Client {
                 .max_decoding_message_size(64 << 20)
                 .max_encoding_message_size(64 << 20),
             cluster: ClusterClient::new(channel),
+            ids: None,
+        }
+    }
+
+    /// This client, giving every write a request id of its own and sending
+    /// it again, with the same id, until its outcome is known (for up to
+    /// 30 s): after a timeout, a lost connection or a leader change, the
+    /// retry is answered with the first attempt's outcome (`replayed` in
+    /// its header) and never applied twice. See [`once`].
+    pub fn with_request_ids(mut self) -> Self {
+        self.ids = Some(Arc::new(RequestIds::new()));
+        self
+    }
+
+    /// Sends a write made by `make` (given its request id, empty without
+    /// one), with this client's retries when it gives ids.
+    async fn write<T, Fut>(&self, make: impl Fn(String) -> Fut) -> Result<T, ClientError>
+    where
+        Fut: std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    {
+        match &self.ids {
+            None => Ok(make(String::new()).await?.into_inner()),
+            Some(ids) => Ok(once::send(ids.next(), make).await?.into_inner()),
         }
     }
 
@@ -121,15 +152,22 @@ impl Client {
         key: impl Into<Bytes>,
         value: impl Into<Bytes>,
     ) -> Result<ResponseHeader, ClientError> {
+        let (key, value) = (key.into(), value.into());
         let r = self
-            .kv
-            .clone()
-            .put(PutRequest {
-                key: key.into(),
-                value: value.into(),
+            .write(|request_id| {
+                let req = once::request(
+                    PutRequest {
+                        key: key.clone(),
+                        value: value.clone(),
+                        request_id: request_id.clone(),
+                    },
+                    &request_id,
+                );
+                let mut kv = self.kv.clone();
+                async move { kv.put(req).await }
             })
             .await?;
-        Ok(r.into_inner().header.unwrap_or_default())
+        Ok(r.header.unwrap_or_default())
     }
 
     /// Reads a key; `stale` serves from whichever node answers without a
@@ -158,12 +196,21 @@ impl Client {
 
     /// Deletes a key; returns whether it existed.
     pub async fn delete(&self, key: impl Into<Bytes>) -> Result<bool, ClientError> {
+        let key = key.into();
         let r = self
-            .kv
-            .clone()
-            .delete(DeleteRequest { key: key.into() })
+            .write(|request_id| {
+                let req = once::request(
+                    DeleteRequest {
+                        key: key.clone(),
+                        request_id: request_id.clone(),
+                    },
+                    &request_id,
+                );
+                let mut kv = self.kv.clone();
+                async move { kv.delete(req).await }
+            })
             .await?;
-        Ok(r.into_inner().deleted)
+        Ok(r.deleted)
     }
 
     pub async fn scan(
@@ -204,7 +251,7 @@ impl Client {
         &self,
         ops: Vec<(Bytes, Option<Bytes>)>,
     ) -> Result<ResponseHeader, ClientError> {
-        let ops = ops
+        let ops: Vec<BatchOp> = ops
             .into_iter()
             .map(|(key, value)| BatchOp {
                 op: Some(match value {
@@ -213,8 +260,20 @@ impl Client {
                 }),
             })
             .collect();
-        let r = self.kv.clone().batch(BatchRequest { ops }).await?;
-        Ok(r.into_inner().header.unwrap_or_default())
+        let r = self
+            .write(|request_id| {
+                let req = once::request(
+                    BatchRequest {
+                        ops: ops.clone(),
+                        request_id: request_id.clone(),
+                    },
+                    &request_id,
+                );
+                let mut kv = self.kv.clone();
+                async move { kv.batch(req).await }
+            })
+            .await?;
+        Ok(r.header.unwrap_or_default())
     }
 
     /// Compare-and-swap; returns whether it succeeded and the value before.
@@ -224,16 +283,22 @@ impl Client {
         expected: Option<Bytes>,
         value: Option<Bytes>,
     ) -> Result<(bool, Option<Bytes>), ClientError> {
+        let key = key.into();
         let r = self
-            .kv
-            .clone()
-            .compare_and_swap(CompareAndSwapRequest {
-                key: key.into(),
-                expected,
-                value,
+            .write(|request_id| {
+                let req = once::request(
+                    CompareAndSwapRequest {
+                        key: key.clone(),
+                        expected: expected.clone(),
+                        value: value.clone(),
+                        request_id: request_id.clone(),
+                    },
+                    &request_id,
+                );
+                let mut kv = self.kv.clone();
+                async move { kv.compare_and_swap(req).await }
             })
-            .await?
-            .into_inner();
+            .await?;
         Ok((r.succeeded, r.current))
     }
 

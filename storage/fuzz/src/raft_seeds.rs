@@ -58,6 +58,7 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
             Proposal {
                 request_id: i as u64 * 977,
                 command,
+                dedupe: None,
             }
             .encode()
         })

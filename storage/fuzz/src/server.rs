@@ -214,6 +214,7 @@ fn rest_put(path: &str, content_type: Option<&str>, body: &[u8]) {
 }
 
 fn check_put(req: &PutRequest) {
+    check_request_id(&req.request_id);
     for l in &limits() {
         if accepted(
             l.check_key(&req.key)
@@ -277,6 +278,7 @@ fn rest_delete(path: &str) {
 }
 
 fn check_delete(req: &DeleteRequest) {
+    check_request_id(&req.request_id);
     for l in &limits() {
         if accepted(l.check_key(&req.key)).is_some() {
             assert_key_fits(l, &req.key);
@@ -424,6 +426,7 @@ fn rest_batch(content_type: Option<&str>, body: &[u8]) {
 }
 
 fn check_batch(req: &BatchRequest) {
+    check_request_id(&req.request_id);
     for l in &limits() {
         let Some(ops) = accepted(validate::batch_ops(l, req)) else {
             continue;
@@ -471,6 +474,7 @@ fn rest_cas(content_type: Option<&str>, body: &[u8]) {
 }
 
 fn check_cas(req: &CompareAndSwapRequest) {
+    check_request_id(&req.request_id);
     for l in &limits() {
         if accepted(validate::check_cas(l, req)).is_some() {
             assert_key_fits(l, &req.key);
@@ -505,6 +509,21 @@ pub fn grpc_request(data: &[u8]) {
     decode_round_trip::<BatchRequest>(data).inspect(check_batch);
     decode_round_trip::<CompareAndSwapRequest>(data).inspect(check_cas);
     decode_round_trip::<WatchRequest>(data).inspect(check_watch);
+}
+
+/// A write's request id is accepted only when short printable ASCII, which
+/// is what an HTTP header can carry; anything else is the client's error.
+fn check_request_id(id: &str) {
+    if let Some(Some(id)) = accepted(validate::request_id(id)) {
+        assert!(
+            id.len() <= validate::MAX_REQUEST_ID_BYTES,
+            "request id over the limit"
+        );
+        assert!(
+            id.bytes().all(|b| b.is_ascii_graphic()),
+            "request id a header cannot carry"
+        );
+    }
 }
 
 fn check_watch(req: &WatchRequest) {

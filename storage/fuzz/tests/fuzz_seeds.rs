@@ -187,6 +187,7 @@ fn seeds() -> Vec<Seed> {
             PutRequest {
                 key: bytes("greeting"),
                 value: bytes("hello"),
+                request_id: "put-1".into(),
             },
         ),
         grpc(
@@ -196,7 +197,13 @@ fn seeds() -> Vec<Seed> {
                 consistency: Consistency::Stale as i32,
             },
         ),
-        grpc("delete", DeleteRequest { key: bytes("old") }),
+        grpc(
+            "delete",
+            DeleteRequest {
+                key: bytes("old"),
+                request_id: String::new(),
+            },
+        ),
         grpc(
             "scan-prefix",
             ScanRequest {
@@ -227,6 +234,7 @@ fn seeds() -> Vec<Seed> {
                         op: Some(batch_op::Op::Delete(DeleteOp { key: bytes("b") })),
                     },
                 ],
+                request_id: String::new(),
             },
         ),
         grpc(
@@ -235,6 +243,7 @@ fn seeds() -> Vec<Seed> {
                 key: bytes("k"),
                 expected: Some(bytes("old")),
                 value: None,
+                request_id: "cas-1".into(),
             },
         ),
         Seed {
@@ -304,7 +313,9 @@ fn accepted(seed: &Seed) -> bool {
             }
         }
         "grpc_request" => match seed.name.split('-').next() {
-            Some("put") => PutRequest::decode(&b[..]).is_ok(),
+            Some("put") => PutRequest::decode(&b[..])
+                .map(|r| validate::request_id(&r.request_id).is_ok())
+                .unwrap_or(false),
             Some("get") => GetRequest::decode(&b[..]).is_ok(),
             Some("delete") => DeleteRequest::decode(&b[..]).is_ok(),
             Some("scan") => ScanRequest::decode(&b[..])
@@ -314,7 +325,10 @@ fn accepted(seed: &Seed) -> bool {
                 .map(|r| validate::batch_ops(&limits, &r).is_ok())
                 .unwrap_or(false),
             Some("cas") => CompareAndSwapRequest::decode(&b[..])
-                .map(|r| validate::check_cas(&limits, &r).is_ok())
+                .map(|r| {
+                    validate::check_cas(&limits, &r).is_ok()
+                        && validate::request_id(&r.request_id).is_ok()
+                })
                 .unwrap_or(false),
             _ => false,
         },

@@ -3,6 +3,8 @@
 //! ```text
 //! version u8 (=1) | request_id u64 | tag u8 | body
 //! version u8 (=2) | request_id u64 | trace (trace id 16, span id 8, flags u8) | tag u8 | body
+//! version u8 (=3) | request_id u64 | has_trace u8 [| trace] | dedupe | tag u8 | body
+//! dedupe: id | at_ms u64 | keep_ms u64 | digest u64
 //! Put:    key | value          Delete: key
 //! Batch:  count u32 | (op_tag u8 | key [| value])*
 //! Cas:    key | has_expected u8 [| expected] | has_value u8 [| value]
@@ -15,6 +17,8 @@ use crate::trace::TraceParent;
 const VERSION: u8 = 1;
 /// The same, with the proposing request's trace context after the id.
 const VERSION_TRACED: u8 = 2;
+/// A write that carries its client's request id (`Dedupe`), traced or not.
+const VERSION_DEDUPED: u8 = 3;
 const TAG_PUT: u8 = 1;
 const TAG_DELETE: u8 = 2;
 const TAG_BATCH: u8 = 3;
@@ -59,6 +63,47 @@ pub enum ApplyResult {
         succeeded: bool,
         current: Option<Vec<u8>>,
     },
+    /// Not applied: its request id names another request, applied at
+    /// `index`, that the group still remembers.
+    IdReused {
+        index: u64,
+    },
+    /// Not applied again: a write with the same request id was applied at
+    /// `index` with `result`, which is this one's answer too.
+    Replayed {
+        index: u64,
+        result: Box<ApplyResult>,
+    },
+}
+
+/// A write's client request id, with what the group needs to answer a
+/// retry of it, the same on every replica: the proposing leader's clock
+/// and how long to remember it, and a digest of the write, which tells a
+/// retry from another request under the same id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dedupe {
+    pub id: Vec<u8>,
+    /// The proposing leader's clock, in ms since the Unix epoch.
+    pub at_ms: u64,
+    /// How long after `at_ms` a retry gets the first answer.
+    pub keep_ms: u64,
+    pub digest: u64,
+}
+
+impl Dedupe {
+    /// The request id `id` for `command`, proposed now, remembered for
+    /// `keep_ms`.
+    pub fn new(id: Vec<u8>, command: &Command, keep_ms: u64) -> Self {
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Dedupe {
+            id,
+            at_ms,
+            keep_ms,
+            digest: command.digest(),
+        }
+    }
 }
 
 /// A command tagged with the id its proposer waits on.
@@ -66,6 +111,8 @@ pub enum ApplyResult {
 pub struct Proposal {
     pub request_id: u64,
     pub command: Command,
+    /// The client's request id, when the write carried one.
+    pub dedupe: Option<Dedupe>,
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -92,24 +139,51 @@ impl Proposal {
     /// sampled trace (see `crate::trace`).
     pub fn encode_traced(&self, trace: Option<&TraceParent>) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.command.approximate_size());
-        out.push(if trace.is_some() {
-            VERSION_TRACED
-        } else {
-            VERSION
-        });
-        out.extend_from_slice(&self.request_id.to_le_bytes());
-        if let Some(t) = trace {
-            t.encode(&mut out);
+        match &self.dedupe {
+            None => {
+                out.push(if trace.is_some() {
+                    VERSION_TRACED
+                } else {
+                    VERSION
+                });
+                out.extend_from_slice(&self.request_id.to_le_bytes());
+                if let Some(t) = trace {
+                    t.encode(&mut out);
+                }
+            }
+            Some(d) => {
+                out.push(VERSION_DEDUPED);
+                out.extend_from_slice(&self.request_id.to_le_bytes());
+                match trace {
+                    Some(t) => {
+                        out.push(1);
+                        t.encode(&mut out);
+                    }
+                    None => out.push(0),
+                }
+                put_bytes(&mut out, &d.id);
+                out.extend_from_slice(&d.at_ms.to_le_bytes());
+                out.extend_from_slice(&d.keep_ms.to_le_bytes());
+                out.extend_from_slice(&d.digest.to_le_bytes());
+            }
         }
-        match &self.command {
+        self.command.encode_into(&mut out);
+        out
+    }
+}
+
+impl Command {
+    /// The command's tag and body (see the module docs).
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        match self {
             Command::Put { key, value } => {
                 out.push(TAG_PUT);
-                put_bytes(&mut out, key);
-                put_bytes(&mut out, value);
+                put_bytes(out, key);
+                put_bytes(out, value);
             }
             Command::Delete { key } => {
                 out.push(TAG_DELETE);
-                put_bytes(&mut out, key);
+                put_bytes(out, key);
             }
             Command::Batch(ops) => {
                 out.push(TAG_BATCH);
@@ -118,12 +192,12 @@ impl Proposal {
                     match op {
                         Op::Put { key, value } => {
                             out.push(TAG_PUT);
-                            put_bytes(&mut out, key);
-                            put_bytes(&mut out, value);
+                            put_bytes(out, key);
+                            put_bytes(out, value);
                         }
                         Op::Delete { key } => {
                             out.push(TAG_DELETE);
-                            put_bytes(&mut out, key);
+                            put_bytes(out, key);
                         }
                     }
                 }
@@ -134,33 +208,61 @@ impl Proposal {
                 value,
             } => {
                 out.push(TAG_CAS);
-                put_bytes(&mut out, key);
-                put_opt(&mut out, expected);
-                put_opt(&mut out, value);
+                put_bytes(out, key);
+                put_opt(out, expected);
+                put_opt(out, value);
             }
         }
-        out
     }
 
+    /// A digest of the command's encoding (FNV-1a, 64 bits): the same for
+    /// the same command in every process and version of this encoding.
+    pub fn digest(&self) -> u64 {
+        let mut body = Vec::with_capacity(16 + self.approximate_size());
+        self.encode_into(&mut body);
+        body.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+}
+
+impl Proposal {
     /// The trace context an encoded proposal carries, if any, read without
     /// decoding the rest.
     pub fn trace_of(buf: &[u8]) -> Option<TraceParent> {
         match buf.first() {
             Some(&VERSION_TRACED) => TraceParent::decode(buf.get(9..)?),
+            Some(&VERSION_DEDUPED) if buf.get(9) == Some(&1) => TraceParent::decode(buf.get(10..)?),
             _ => None,
         }
     }
 
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader { buf };
-        let traced = match r.u8()? {
-            VERSION => false,
-            VERSION_TRACED => true,
-            _ => return Err(DecodeError("unknown command version")),
-        };
+        let version = r.u8()?;
         let request_id = r.u64()?;
-        if traced {
-            r.take(crate::trace::ENCODED_LEN)?;
+        let mut dedupe = None;
+        match version {
+            VERSION => {}
+            VERSION_TRACED => {
+                r.take(crate::trace::ENCODED_LEN)?;
+            }
+            VERSION_DEDUPED => {
+                match r.u8()? {
+                    0 => {}
+                    1 => {
+                        r.take(crate::trace::ENCODED_LEN)?;
+                    }
+                    _ => return Err(DecodeError("bad trace flag")),
+                }
+                dedupe = Some(Dedupe {
+                    id: r.bytes()?,
+                    at_ms: r.u64()?,
+                    keep_ms: r.u64()?,
+                    digest: r.u64()?,
+                });
+            }
+            _ => return Err(DecodeError("unknown command version")),
         }
         let command = match r.u8()? {
             TAG_PUT => Command::Put {
@@ -200,6 +302,7 @@ impl Proposal {
         Ok(Proposal {
             request_id,
             command,
+            dedupe,
         })
     }
 }
@@ -308,8 +411,36 @@ mod tests {
     proptest! {
         #[test]
         fn proposals_round_trip(request_id in any::<u64>(), command in command()) {
-            let p = Proposal { request_id, command };
+            let p = Proposal { request_id, command, dedupe: None };
             prop_assert_eq!(Proposal::decode(&p.encode()).unwrap(), p);
+        }
+
+        #[test]
+        fn proposals_with_a_request_id_round_trip_traced_or_not(
+            request_id in any::<u64>(),
+            command in command(),
+            id in bytes(),
+            at_ms in any::<u64>(),
+            keep_ms in any::<u64>(),
+            ids in proptest::collection::vec(any::<u8>(), crate::trace::ENCODED_LEN),
+        ) {
+            let digest = command.digest();
+            let dedupe = Some(Dedupe { id, at_ms, keep_ms, digest });
+            let p = Proposal { request_id, command, dedupe };
+            prop_assert_eq!(Proposal::decode(&p.encode()).unwrap(), p.clone());
+            prop_assert_eq!(Proposal::trace_of(&p.encode()), None);
+            let trace = TraceParent::decode(&ids).unwrap();
+            let enc = p.encode_traced(Some(&trace));
+            prop_assert_eq!(Proposal::trace_of(&enc), Some(trace));
+            prop_assert_eq!(Proposal::decode(&enc).unwrap(), p);
+        }
+
+        #[test]
+        fn a_digest_tells_commands_apart(a in command(), b in command()) {
+            prop_assert_eq!(a.digest(), a.clone().digest());
+            if a != b {
+                prop_assert_ne!(a.digest(), b.digest());
+            }
         }
 
         #[test]
@@ -319,7 +450,7 @@ mod tests {
             ids in proptest::collection::vec(any::<u8>(), crate::trace::ENCODED_LEN),
         ) {
             let trace = TraceParent::decode(&ids).unwrap();
-            let p = Proposal { request_id, command };
+            let p = Proposal { request_id, command, dedupe: None };
             let enc = p.encode_traced(Some(&trace));
             prop_assert_eq!(Proposal::trace_of(&enc), Some(trace));
             prop_assert_eq!(Proposal::decode(&enc).unwrap(), p.clone());
@@ -329,7 +460,7 @@ mod tests {
 
         #[test]
         fn truncated_proposals_never_decode(command in command(), cut_frac in 0.0f64..1.0) {
-            let enc = Proposal { request_id: 7, command }.encode();
+            let enc = Proposal { request_id: 7, command, dedupe: None }.encode();
             let cut = ((enc.len() as f64) * cut_frac) as usize;
             prop_assert!(Proposal::decode(&enc[..cut]).is_err());
         }

@@ -7,11 +7,16 @@
 //! - `m | group | name` holds replica metadata such as the applied index;
 //! - `h | group | index | seq` holds the change history watchers read: the
 //!   `seq`-th put or delete that the entry at raft `index` applied (both
-//!   big-endian, so the history sorts in commit order).
+//!   big-endian, so the history sorts in commit order);
+//! - `i | group | request id` holds what a write carrying that client
+//!   request id was answered, and `e | group | expires_at_ms | request id`
+//!   (empty) orders those records by when they may be forgotten.
 
 const DATA: u8 = b'd';
 const META: u8 = b'm';
 const HISTORY: u8 = b'h';
+const REQUEST: u8 = b'i';
+const REQUEST_EXPIRY: u8 = b'e';
 
 /// The engine key of a user key in `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
@@ -81,6 +86,60 @@ pub fn history_position(engine_key: &[u8]) -> Option<(u64, u32)> {
     let index = u64::from_be_bytes(engine_key[9..17].try_into().ok()?);
     let seq = u32::from_be_bytes(engine_key[17..21].try_into().ok()?);
     Some((index, seq))
+}
+
+/// The engine key of the record of client request id `id` in `group`.
+pub fn request_key(group: u64, id: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + id.len());
+    k.push(REQUEST);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(id);
+    k
+}
+
+/// `[start, end)` of the keys of namespace `ns` in `group`.
+fn group_range(ns: u8, group: u64) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = vec![ns];
+    lo.extend_from_slice(&group.to_be_bytes());
+    let hi = match group.checked_add(1) {
+        Some(next) => {
+            let mut hi = vec![ns];
+            hi.extend_from_slice(&next.to_be_bytes());
+            hi
+        }
+        None => vec![ns + 1],
+    };
+    (lo, hi)
+}
+
+/// `[start, end)` of `group`'s request records.
+pub fn request_range(group: u64) -> (Vec<u8>, Vec<u8>) {
+    group_range(REQUEST, group)
+}
+
+/// `[start, end)` of `group`'s request expiry queue.
+pub fn request_expiry_range(group: u64) -> (Vec<u8>, Vec<u8>) {
+    group_range(REQUEST_EXPIRY, group)
+}
+
+/// The engine key that queues request id `id`'s record in `group` to be
+/// forgotten at `expires_at_ms`.
+pub fn request_expiry_key(group: u64, expires_at_ms: u64, id: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17 + id.len());
+    k.push(REQUEST_EXPIRY);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(&expires_at_ms.to_be_bytes());
+    k.extend_from_slice(id);
+    k
+}
+
+/// The expiry time and request id an expiry key names.
+pub fn request_expiry(engine_key: &[u8]) -> Option<(u64, &[u8])> {
+    if engine_key.len() < 17 || engine_key[0] != REQUEST_EXPIRY {
+        return None;
+    }
+    let at = u64::from_be_bytes(engine_key[9..17].try_into().ok()?);
+    Some((at, &engine_key[17..]))
 }
 
 /// The exclusive end of the keys that start with a prefix (one

@@ -104,7 +104,7 @@ mod transport;
 #[global_allocator]
 static TEST_ALLOCATOR: strata_arena::LargestAllocation = strata_arena::LargestAllocation;
 
-pub use command::{ApplyResult, Command, Op, Proposal};
+pub use command::{ApplyResult, Command, Dedupe, Op, Proposal};
 pub use config::{PeerConfig, ReadMode};
 pub use error::{LogError, ProposeError, StartError, StorageFailure, StorageFailureKind};
 pub use log_compaction::LogCompaction;

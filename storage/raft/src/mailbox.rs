@@ -25,7 +25,7 @@ use parking_lot::{Mutex, RwLock};
 use raft::eraftpb::{ConfChangeV2, Message};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::command::{ApplyResult, Command, Proposal};
+use crate::command::{ApplyResult, Command, Dedupe, Proposal};
 use crate::error::ProposeError;
 use crate::log_compaction::LogCompaction;
 use crate::metrics::RaftMetrics;
@@ -90,15 +90,29 @@ pub(crate) enum Input {
 impl Input {
     /// A proposal of `command`, encoded here with the sampled `trace` it
     /// was proposed in, which its entry carries.
+    #[cfg(test)]
     pub(crate) fn propose(
         request_id: u64,
         command: Command,
         trace: Option<&TraceParent>,
         tx: ProposeTx,
     ) -> Input {
+        Input::propose_once(request_id, command, None, trace, tx)
+    }
+
+    /// [`propose`](Self::propose), carrying the client's request id when
+    /// there is one (see `state_machine::dedupe`).
+    pub(crate) fn propose_once(
+        request_id: u64,
+        command: Command,
+        dedupe: Option<Dedupe>,
+        trace: Option<&TraceParent>,
+        tx: ProposeTx,
+    ) -> Input {
         let data = Proposal {
             request_id,
             command,
+            dedupe,
         }
         .encode_traced(trace);
         Input::Propose {

@@ -10,7 +10,7 @@ use tokio::sync::{broadcast, oneshot};
 use tracing::Instrument;
 
 use crate::applier::ApplyThread;
-use crate::command::{ApplyResult, Command};
+use crate::command::{ApplyResult, Command, Dedupe};
 use crate::driver::{Driver, LogIoStart, Workers};
 use crate::error::{ProposeError, StartError};
 use crate::fail_stop::fail_stop;
@@ -152,11 +152,27 @@ impl PeerHandle {
     /// It runs inside a `raft.propose` span; in a sampled trace the entry
     /// carries that span, so every member's append and apply spans join it.
     pub async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
-        let span = tracing::info_span!("raft", otel.name = "raft.propose");
-        self.propose_in(command).instrument(span).await
+        self.propose_once(command, None).await
     }
 
-    async fn propose_in(&self, command: Command) -> Result<(u64, ApplyResult), ProposeError> {
+    /// [`propose`](Self::propose), carrying the client's request id when
+    /// the write has one: a write whose id the group already applied is
+    /// answered `ApplyResult::Replayed` (or `IdReused`) and not applied
+    /// again.
+    pub async fn propose_once(
+        &self,
+        command: Command,
+        dedupe: Option<Dedupe>,
+    ) -> Result<(u64, ApplyResult), ProposeError> {
+        let span = tracing::info_span!("raft", otel.name = "raft.propose");
+        self.propose_in(command, dedupe).instrument(span).await
+    }
+
+    async fn propose_in(
+        &self,
+        command: Command,
+        dedupe: Option<Dedupe>,
+    ) -> Result<(u64, ApplyResult), ProposeError> {
         if self.inner.draining() {
             return Err(ProposeError::Stopped);
         }
@@ -173,8 +189,13 @@ impl PeerHandle {
         let request_id = self.inner.next_request_id();
         // Encoded here, on the caller's thread, not the raft thread's.
         let trace = TraceParent::current();
-        self.inner
-            .submit(Input::propose(request_id, command, trace.as_ref(), tx))?;
+        self.inner.submit(Input::propose_once(
+            request_id,
+            command,
+            dedupe,
+            trace.as_ref(),
+            tx,
+        ))?;
         // A stopping driver answers every request posted before it closed
         // its channel; an answer channel closed unanswered means the driver
         // is gone without having taken it, so nothing was proposed.

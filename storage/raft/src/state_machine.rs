@@ -5,6 +5,7 @@
 //! never disagree after a crash. Replaying the raft log from that index
 //! restores anything the engine lost.
 
+mod dedupe;
 mod history;
 mod install;
 
@@ -76,6 +77,7 @@ pub struct StateMachine {
     members_key: Vec<u8>,
     installing_key: Vec<u8>,
     history_from_key: Vec<u8>,
+    request_clock_key: Vec<u8>,
     /// How many raft indexes of changes the history keeps.
     history_entries: u64,
     trim: Mutex<history::Trim>,
@@ -97,6 +99,7 @@ impl StateMachine {
             members_key: keys::meta_key(group, "members"),
             installing_key: keys::meta_key(group, "installing_snapshot"),
             history_from_key: keys::meta_key(group, "history_from"),
+            request_clock_key: keys::meta_key(group, "request_clock_ms"),
             history_entries: DEFAULT_HISTORY_ENTRIES,
             trim: Mutex::new(history::Trim::default()),
             applied_tx: watch::Sender::new(0),
@@ -163,6 +166,7 @@ impl StateMachine {
         };
         let mut batch = WriteBatch::default();
         let mut changes = history::Recorder::new(&mut batch, self.group);
+        let mut requests = dedupe::Requests::default();
         // Writes of this round that later commands in it must see.
         let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
         let mut out = Vec::new();
@@ -175,6 +179,16 @@ impl StateMachine {
             }
             let Some(p) = &entry.proposal else { continue };
             let at = entry.index;
+            if let Some(d) = &p.dedupe
+                && let Some(answer) = self.recall(&mut requests, d)?
+            {
+                out.push(Applied {
+                    index: entry.index,
+                    request_id: p.request_id,
+                    result: answer,
+                });
+                continue;
+            }
             let result = match &p.command {
                 Command::Put { key, value } => {
                     self.stage_put(&mut changes, &mut overlay, at, key, value);
@@ -215,6 +229,9 @@ impl StateMachine {
                     ApplyResult::Cas { succeeded, current }
                 }
             };
+            if let Some(d) = &p.dedupe {
+                self.remember(changes.batch(), &mut requests, d, entry.index, &result)?;
+            }
             out.push(Applied {
                 index: entry.index,
                 request_id: p.request_id,
@@ -222,6 +239,7 @@ impl StateMachine {
             });
         }
         let added = changes.count;
+        self.forget_expired(&mut batch, &mut requests)?;
         let trimmed = self.stage_trim(&mut batch, last.index, added)?;
         batch.put(&self.applied_key, &last.index.to_be_bytes());
         self.engine.write(&batch)?;
@@ -410,6 +428,7 @@ mod tests {
             proposal: Some(Proposal {
                 request_id,
                 command,
+                dedupe: None,
             }),
             conf_state: None,
             members: None,

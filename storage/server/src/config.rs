@@ -176,6 +176,11 @@ pub struct Timing {
     /// the client gets the node's answer rather than the gateway's.
     #[arg(long, env = "STRATA_REQUEST_TIMEOUT_MS", default_value_t = 4000)]
     pub request_timeout_ms: u64,
+    /// How long the group remembers a write's request id (and answers a
+    /// retry with the first outcome), in seconds from when the leader
+    /// proposed it.
+    #[arg(long, env = "STRATA_REQUEST_ID_TTL_S", default_value_t = 600)]
+    pub request_id_ttl_s: u64,
 }
 
 impl Default for Timing {
@@ -186,6 +191,7 @@ impl Default for Timing {
             heartbeat_ticks: 2,
             read_mode: ReadMode::Safe,
             request_timeout_ms: 4000,
+            request_id_ttl_s: 600,
         }
     }
 }

@@ -148,6 +148,29 @@ pub fn scan_bounds(limits: &Limits, req: &ScanRequest) -> Result<ScanBounds, Api
     Ok(ScanBounds { start, end, limit })
 }
 
+/// The longest client request id, in bytes.
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// A write's client request id: `None` when it carries none (empty), else
+/// the id, at most [`MAX_REQUEST_ID_BYTES`] bytes of printable ASCII.
+pub fn request_id(id: &str) -> Result<Option<&str>, ApiError> {
+    if id.is_empty() {
+        return Ok(None);
+    }
+    if id.len() > MAX_REQUEST_ID_BYTES {
+        return Err(ApiError::invalid(format!(
+            "request id has {} bytes; at most {MAX_REQUEST_ID_BYTES}",
+            id.len()
+        )));
+    }
+    if !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::invalid(
+            "request id must be printable ASCII without spaces",
+        ));
+    }
+    Ok(Some(id))
+}
+
 /// The consistency a read asks for; an unknown value is the client's error.
 pub fn consistency(value: i32) -> Result<Consistency, ApiError> {
     Consistency::try_from(value)
@@ -201,16 +224,25 @@ mod tests {
                     op: Some(batch_op::Op::Delete(DeleteOp { key: Bytes::new() })),
                 },
             ],
+            request_id: String::new(),
         };
         let e = batch_ops(&limits, &req).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         assert_eq!(e.message, "operation 1: key must not be empty");
-        let e = batch_ops(&limits, &BatchRequest { ops: vec![] }).unwrap_err();
+        let e = batch_ops(
+            &limits,
+            &BatchRequest {
+                ops: vec![],
+                request_id: String::new(),
+            },
+        )
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidArgument);
         let e = batch_ops(
             &limits,
             &BatchRequest {
                 ops: vec![BatchOp { op: None }],
+                request_id: String::new(),
             },
         )
         .unwrap_err();
@@ -219,6 +251,7 @@ mod tests {
             &limits,
             &BatchRequest {
                 ops: vec![put(b"k", b"v")],
+                request_id: String::new(),
             },
         )
         .unwrap();
@@ -240,6 +273,7 @@ mod tests {
         };
         let req = BatchRequest {
             ops: vec![put(b"a", b""), put(b"b", b""), put(b"c", b"")],
+            request_id: String::new(),
         };
         assert_eq!(
             batch_ops(&limits, &req).unwrap_err().code,
@@ -312,6 +346,7 @@ mod tests {
             key: Bytes::from_static(b"k"),
             expected: Some(Bytes::from_static(b"xx")),
             value: None,
+            request_id: String::new(),
         };
         assert_eq!(
             check_cas(&limits, &req).unwrap_err().code,

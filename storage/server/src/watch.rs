@@ -367,6 +367,7 @@ mod tests {
             proposal: Some(Proposal {
                 request_id: index,
                 command,
+                dedupe: None,
             }),
             conf_state: None,
             members: None,

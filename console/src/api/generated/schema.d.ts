@@ -117,7 +117,7 @@ export interface paths {
          *       matching change through that index has been sent. Sent once the
          *       replay from `from_index` is done, then after every `progress_ms`
          *       without a change.
-         *     - `event: error`, `data:` an Error, and the stream ends: COMPACTED when
+         *     - `event: ended`, `data:` an Error, and the stream ends: COMPACTED when
          *       the watch fell so far behind (its client not reading) that its next
          *       change was trimmed from the history; UNAVAILABLE when the node stops.
          *
@@ -645,6 +645,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
         /**
          * @description What a change did.
@@ -733,6 +739,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
         /**
          * @description Elections this member started for one reason (`strata_raft_elections_total`):
@@ -987,6 +999,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
         /** @description 200 body of the health endpoints. */
         HealthStatus: {
@@ -1406,6 +1424,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
         /**
          * @description Raft role of a node; `unknown` when the node could not be asked.
@@ -1452,6 +1476,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
         /** @description An API request a node answered after its slow-request threshold. */
         SlowRequest: {
@@ -1594,6 +1624,12 @@ export interface components {
              *     known.
              */
             leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
         };
     };
     responses: {
@@ -1783,7 +1819,10 @@ export interface operations {
     putKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504. */
+                "x-strata-request-id"?: string | null;
+            };
             path: {
                 /**
                  * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
@@ -1825,7 +1864,10 @@ export interface operations {
     deleteKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504. */
+                "x-strata-request-id"?: string | null;
+            };
             path: {
                 /**
                  * @description The key: the rest of the path after `/v1/kv/` (it may contain `/`),
@@ -1925,7 +1967,10 @@ export interface operations {
     batch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504. */
+                "x-strata-request-id"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1960,7 +2005,10 @@ export interface operations {
     compareAndSwap: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504. */
+                "x-strata-request-id"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };

@@ -68,12 +68,14 @@ impl StateMachine {
         self.replace_keys(&source)?;
         let info = source.describe()?;
         let (history_from, _) = source.history_bounds()?;
+        let request_clock = source.request_clock()?;
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);
         done.put(&self.members_key, &info.members);
         done.put(&self.history_from_key, &history_from.to_be_bytes());
+        done.put(&self.request_clock_key, &request_clock.to_be_bytes());
         self.engine.write(&done)?;
         self.make_durable()?;
         self.reset_trim();
@@ -115,14 +117,17 @@ impl StateMachine {
         self.make_durable()
     }
 
-    /// Deletes the group's keys and history, then copies `source`'s in.
+    /// Deletes the group's keys, history and request records, then copies
+    /// `source`'s in.
     fn replace_keys(&self, source: &StateMachine) -> Result<(), EngineError> {
         let data = (keys::data_start(self.group), keys::data_end(self.group));
         let history = (
             keys::history_key(self.group, 0, 0),
             keys::history_end(self.group),
         );
-        for (lo, hi) in [data, history] {
+        let requests = keys::request_range(self.group);
+        let expiries = keys::request_expiry_range(self.group);
+        for (lo, hi) in [data, history, requests, expiries] {
             self.replace_range(source, lo, hi)?;
         }
         Ok(())
@@ -198,6 +203,7 @@ mod tests {
             proposal: Some(Proposal {
                 request_id: 1,
                 command,
+                dedupe: None,
             }),
             conf_state: None,
             members: None,

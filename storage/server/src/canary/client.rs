@@ -72,6 +72,7 @@ impl Client {
                 let req = PutRequest {
                     key,
                     value: Bytes::from(model::encode(value)),
+                    request_id: String::new(),
                 };
                 self.core.put(req, Hop::Client).await?;
                 Ok(Ret::Written)
@@ -81,6 +82,7 @@ impl Client {
                     key,
                     expected: expected.map(|v| Bytes::from(model::encode(v))),
                     value: Some(Bytes::from(model::encode(value))),
+                    request_id: String::new(),
                 };
                 let resp = self.core.compare_and_swap(req, Hop::Client).await?;
                 Ok(Ret::Cas {
@@ -100,7 +102,13 @@ impl Client {
                 op: Some(batch_op::Op::Delete(DeleteOp { key: key.into() })),
             })
             .collect();
-        let batch = self.core.batch(BatchRequest { ops }, Hop::Client);
+        let batch = self.core.batch(
+            BatchRequest {
+                ops,
+                ..Default::default()
+            },
+            Hop::Client,
+        );
         match tokio::time::timeout(self.timeout, batch).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::debug!(error = %e.message, "deleting canary keys failed"),

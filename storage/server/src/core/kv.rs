@@ -38,9 +38,9 @@ impl Core {
                     key: req.key.to_vec(),
                     value: req.value.to_vec(),
                 };
-                let (index, _) = self.propose(command).await?;
+                let written = self.propose(command, &req.request_id).await?;
                 Ok(PutResponse {
-                    header: Some(self.header(index)),
+                    header: Some(self.write_header(&written)),
                 })
             }
         }
@@ -54,14 +54,13 @@ impl Core {
                 self.forward(leader, req, delete).await
             }
             Route::Here => {
-                let (index, result) = self
-                    .propose(Command::Delete {
-                        key: req.key.to_vec(),
-                    })
-                    .await?;
-                let deleted = matches!(result, ApplyResult::Deleted { existed: true });
+                let command = Command::Delete {
+                    key: req.key.to_vec(),
+                };
+                let written = self.propose(command, &req.request_id).await?;
+                let deleted = matches!(written.result, ApplyResult::Deleted { existed: true });
                 Ok(DeleteResponse {
-                    header: Some(self.header(index)),
+                    header: Some(self.write_header(&written)),
                     deleted,
                 })
             }
@@ -76,9 +75,9 @@ impl Core {
                 self.forward(leader, req, batch).await
             }
             Route::Here => {
-                let (index, _) = self.propose(Command::Batch(ops)).await?;
+                let written = self.propose(Command::Batch(ops), &req.request_id).await?;
                 Ok(BatchResponse {
-                    header: Some(self.header(index)),
+                    header: Some(self.write_header(&written)),
                 })
             }
         }
@@ -101,15 +100,15 @@ impl Core {
                     expected: req.expected.map(|b| b.to_vec()),
                     value: req.value.map(|b| b.to_vec()),
                 };
-                let (index, result) = self.propose(command).await?;
-                let ApplyResult::Cas { succeeded, current } = result else {
+                let written = self.propose(command, &req.request_id).await?;
+                let ApplyResult::Cas { succeeded, current } = written.result.clone() else {
                     return Err(ApiError::new(
                         ErrorCode::Internal,
                         "compare-and-swap applied as another command",
                     ));
                 };
                 Ok(CompareAndSwapResponse {
-                    header: Some(self.header(index)),
+                    header: Some(self.write_header(&written)),
                     succeeded,
                     current: current.map(Bytes::from),
                 })

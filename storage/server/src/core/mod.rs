@@ -19,13 +19,14 @@ use std::time::Duration;
 use prometheus_client::metrics::counter::Counter;
 
 use strata_proto::v1::ResponseHeader;
-use strata_raft::{ApplyResult, Command, PeerHandle, ProposeError};
+use strata_raft::{ApplyResult, Command, Dedupe, PeerHandle, ProposeError};
 use tonic::transport::Channel;
 
 use crate::channels::MemberChannels;
 use crate::config::{Limits, Timing};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::scan_views::ScanViews;
+use crate::validate;
 
 pub use forward::FORWARDED_HEADER;
 
@@ -51,6 +52,38 @@ pub struct Core {
     stale_reads: bool,
     /// The views scans with more pages to come read from.
     scan_views: ScanViews,
+}
+
+/// How a write ended: applied at `index` with `result`, by this request or,
+/// when `replayed`, by an earlier one under the same request id.
+pub(crate) struct Written {
+    index: u64,
+    result: ApplyResult,
+    replayed: bool,
+}
+
+impl Written {
+    fn of(index: u64, result: ApplyResult, request_id: &str) -> Result<Written, ApiError> {
+        match result {
+            ApplyResult::Replayed { index, result } => Ok(Written {
+                index,
+                result: *result,
+                replayed: true,
+            }),
+            ApplyResult::IdReused { index } => Err(ApiError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "request id {request_id:?} names another write, applied at index {index}; \
+                     nothing was applied: give a new write a new id"
+                ),
+            )),
+            result => Ok(Written {
+                index,
+                result,
+                replayed: false,
+            }),
+        }
+    }
 }
 
 /// Where a write goes.
@@ -117,6 +150,16 @@ impl Core {
             term: st.term,
             index,
             leader_id: st.leader_id,
+            replayed: false,
+        }
+    }
+
+    /// The header of a write's answer: at its index, or at the index of
+    /// the first write under its request id when this one replays it.
+    fn write_header(&self, w: &Written) -> ResponseHeader {
+        ResponseHeader {
+            replayed: w.replayed,
+            ..self.header(w.index)
         }
     }
 
@@ -155,14 +198,27 @@ impl Core {
         Ok(Route::Leader(channel))
     }
 
-    async fn propose(&self, command: Command) -> Result<(u64, ApplyResult), ApiError> {
+    /// Proposes `command` carrying the client's `request_id` (empty: none)
+    /// and waits for its outcome until the request's deadline.
+    async fn propose(&self, command: Command, request_id: &str) -> Result<Written, ApiError> {
+        let dedupe = validate::request_id(request_id)?.map(|id| {
+            Dedupe::new(
+                id.as_bytes().to_vec(),
+                &command,
+                self.timing.request_id_ttl_s.saturating_mul(1000),
+            )
+        });
         // Counted from when the node took the request (`crate::deadline`).
         let deadline = match crate::deadline::before_proposing() {
             Some(deadline) => deadline?,
             None => tokio::time::Instant::now() + self.timing.request_timeout(),
         };
-        match tokio::time::timeout_at(deadline, self.peer.propose(command)).await {
-            Ok(r) => r.map_err(|e| self.propose_error(e, true)),
+        let proposed = self.peer.propose_once(command, dedupe);
+        match tokio::time::timeout_at(deadline, proposed).await {
+            Ok(r) => {
+                let (index, result) = r.map_err(|e| self.propose_error(e, true))?;
+                Written::of(index, result, request_id)
+            }
             Err(_) => {
                 let st = self.peer.status();
                 tracing::warn!(

@@ -50,6 +50,21 @@ fn watch_response(node_id: u64, m: WatchMessage) -> WatchResponse {
     }
 }
 
+/// Metadata that carries a write's request id when its message does not.
+pub const REQUEST_ID_METADATA: &str = "x-strata-request-id";
+
+/// The request id a write's message carries, else its metadata's.
+fn request_id<T>(req: &Request<T>, field: &str) -> String {
+    if !field.is_empty() {
+        return field.to_string();
+    }
+    req.metadata()
+        .get(REQUEST_ID_METADATA)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
 #[tonic::async_trait]
 impl Kv for KvService {
     type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send>>;
@@ -68,7 +83,12 @@ impl Kv for KvService {
 
     async fn put(&self, req: Request<PutRequest>) -> Result<Response<PutResponse>, Status> {
         let hop = hop(&req);
-        Ok(Response::new(self.core.put(req.into_inner(), hop).await?))
+        let id = request_id(&req, &req.get_ref().request_id);
+        let body = PutRequest {
+            request_id: id,
+            ..req.into_inner()
+        };
+        Ok(Response::new(self.core.put(body, hop).await?))
     }
 
     async fn get(&self, req: Request<GetRequest>) -> Result<Response<GetResponse>, Status> {
@@ -80,9 +100,12 @@ impl Kv for KvService {
         req: Request<DeleteRequest>,
     ) -> Result<Response<DeleteResponse>, Status> {
         let hop = hop(&req);
-        Ok(Response::new(
-            self.core.delete(req.into_inner(), hop).await?,
-        ))
+        let id = request_id(&req, &req.get_ref().request_id);
+        let body = DeleteRequest {
+            request_id: id,
+            ..req.into_inner()
+        };
+        Ok(Response::new(self.core.delete(body, hop).await?))
     }
 
     async fn scan(&self, req: Request<ScanRequest>) -> Result<Response<ScanResponse>, Status> {
@@ -91,7 +114,12 @@ impl Kv for KvService {
 
     async fn batch(&self, req: Request<BatchRequest>) -> Result<Response<BatchResponse>, Status> {
         let hop = hop(&req);
-        Ok(Response::new(self.core.batch(req.into_inner(), hop).await?))
+        let id = request_id(&req, &req.get_ref().request_id);
+        let body = BatchRequest {
+            request_id: id,
+            ..req.into_inner()
+        };
+        Ok(Response::new(self.core.batch(body, hop).await?))
     }
 
     async fn compare_and_swap(
@@ -99,8 +127,11 @@ impl Kv for KvService {
         req: Request<CompareAndSwapRequest>,
     ) -> Result<Response<CompareAndSwapResponse>, Status> {
         let hop = hop(&req);
-        Ok(Response::new(
-            self.core.compare_and_swap(req.into_inner(), hop).await?,
-        ))
+        let id = request_id(&req, &req.get_ref().request_id);
+        let body = CompareAndSwapRequest {
+            request_id: id,
+            ..req.into_inner()
+        };
+        Ok(Response::new(self.core.compare_and_swap(body, hop).await?))
     }
 }

@@ -38,6 +38,20 @@ pub struct KeyPath {
     pub key: String,
 }
 
+/// The header that carries a write's client request id.
+pub const REQUEST_ID_HEADER: &str = "x-strata-request-id";
+
+/// A write's client request id from its `x-strata-request-id` header
+/// (empty: none); checked by the service core.
+fn request_id(headers: &HeaderMap) -> Result<String, ApiError> {
+    match headers.get(REQUEST_ID_HEADER) {
+        None => Ok(String::new()),
+        Some(v) => v.to_str().map(str::to_string).map_err(|_| {
+            ApiError::invalid("x-strata-request-id must be printable ASCII without spaces")
+        }),
+    }
+}
+
 /// Adds `x-strata-node` / `x-strata-leader` (and the stale marker) to a response.
 fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Response {
     let headers = resp.headers_mut();
@@ -61,7 +75,7 @@ fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Response {
     path = "/v1/kv/{*key}",
     operation_id = "putKey",
     tag = "kv",
-    params(KeyPath),
+    params(KeyPath, ("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
     request_body(content(
         (inline(RawValue) = "application/octet-stream"),
         (String = "text/plain"),
@@ -85,10 +99,12 @@ pub async fn put(
         uri.path().to_string(),
         content_type(&headers).map(str::to_string),
     );
-    let req = parse_off_the_runtime(body_bytes(body)?, move |body| {
+    let request_id = request_id(&headers)?;
+    let mut req = parse_off_the_runtime(body_bytes(body)?, move |body| {
         parse::put_request(&path, ct.as_deref(), body)
     })
     .await?;
+    req.request_id = request_id;
     let header = ResponseHeader::from(s.core.put(req, Hop::Client).await?.header);
     Ok(tag(
         Json(WriteResult { header }).into_response(),
@@ -161,7 +177,7 @@ pub async fn get(
     path = "/v1/kv/{*key}",
     operation_id = "deleteKey",
     tag = "kv",
-    params(KeyPath),
+    params(KeyPath, ("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
     responses(
         (status = 200, description = "Applied at `index`; `deleted` says whether the key existed.", body = DeleteResult, headers(
             ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
@@ -170,8 +186,13 @@ pub async fn get(
         WriteErrors,
     ),
 )]
-pub async fn delete(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
-    let req = parse::delete_request(uri.path())?;
+pub async fn delete(
+    State(s): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut req = parse::delete_request(uri.path())?;
+    req.request_id = request_id(&headers)?;
     let resp = s.core.delete(req, Hop::Client).await?;
     let header = ResponseHeader::from(resp.header);
     let body = DeleteResult {
@@ -242,6 +263,7 @@ pub async fn scan(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiEr
     path = "/v1/batch",
     operation_id = "batch",
     tag = "kv",
+    params(("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
     request_body(content((BatchJson = "application/json"))),
     responses(
         (status = 200, description = "All operations applied at `index`.", body = WriteResult, headers(
@@ -259,8 +281,9 @@ pub async fn batch(
 ) -> Result<Response, ApiError> {
     let body = json_bytes(&headers, body)?;
     let ct = content_type(&headers).map(str::to_string);
-    let req =
+    let mut req =
         parse_off_the_runtime(body, move |body| parse::batch_request(ct.as_deref(), &body)).await?;
+    req.request_id = request_id(&headers)?;
     let header = ResponseHeader::from(s.core.batch(req, Hop::Client).await?.header);
     Ok(tag(
         Json(WriteResult { header }).into_response(),
@@ -275,6 +298,7 @@ pub async fn batch(
     path = "/v1/cas",
     operation_id = "compareAndSwap",
     tag = "kv",
+    params(("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
     request_body(content((CasJson = "application/json"))),
     responses(
         (status = 200, description = "The comparison ran; `succeeded` says whether it held.", body = CasResult, headers(
@@ -292,8 +316,9 @@ pub async fn cas(
 ) -> Result<Response, ApiError> {
     let body = json_bytes(&headers, body)?;
     let ct = content_type(&headers).map(str::to_string);
-    let (req, encoding) =
+    let (mut req, encoding) =
         parse_off_the_runtime(body, move |body| parse::cas_request(ct.as_deref(), &body)).await?;
+    req.request_id = request_id(&headers)?;
     let resp = s.core.compare_and_swap(req, Hop::Client).await?;
     let header = ResponseHeader::from(resp.header);
     let current: Option<&[u8]> = resp.current.as_deref();

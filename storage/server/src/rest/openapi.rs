@@ -355,9 +355,11 @@ mod tests {
                 "node_id",
                 "term",
                 "index",
-                "leader_id"
+                "leader_id",
+                "replayed"
             ]
         );
+        // `replayed` appears only on a write's replay.
         assert_eq!(get.required.len(), 7);
         assert!(matches!(
             get.additional_properties.as_deref(),
@@ -391,7 +393,8 @@ mod tests {
         assert_eq!(names(&key.parameters), ["key"]);
         let get = key.get.as_ref().unwrap();
         assert_eq!(names(&get.parameters), ["consistency", "encoding"]);
-        assert!(key.put.as_ref().unwrap().parameters.is_none());
+        let put = key.put.as_ref().unwrap();
+        assert_eq!(names(&put.parameters), ["x-strata-request-id"]);
     }
 
     #[test]

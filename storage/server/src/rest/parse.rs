@@ -157,7 +157,11 @@ pub fn put_request(
     } else {
         body
     };
-    Ok(PutRequest { key, value })
+    Ok(PutRequest {
+        key,
+        value,
+        request_id: String::new(),
+    })
 }
 
 /// `GET /v1/kv/{key}?consistency=&encoding=`.
@@ -180,6 +184,7 @@ pub fn get_request(path: &str, query_string: &str) -> Result<(GetRequest, ReplyF
 pub fn delete_request(path: &str) -> Result<DeleteRequest, ApiError> {
     Ok(DeleteRequest {
         key: key_from_path(path)?,
+        request_id: String::new(),
     })
 }
 
@@ -251,7 +256,10 @@ pub fn batch_request(content_type: Option<&str>, body: &[u8]) -> Result<BatchReq
         };
         ops.push(BatchOp { op: Some(op) });
     }
-    Ok(BatchRequest { ops })
+    Ok(BatchRequest {
+        ops,
+        request_id: String::new(),
+    })
 }
 
 /// `POST /v1/cas` with `{"key", "expected"?, "value"?, "encoding"}`; the
@@ -276,6 +284,7 @@ pub fn cas_request(
         key,
         expected,
         value,
+        request_id: String::new(),
     };
     Ok((request, j.encoding))
 }

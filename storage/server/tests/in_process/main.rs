@@ -8,6 +8,7 @@ mod deadlines;
 mod node;
 mod pagination;
 mod peer_net;
+mod request_ids;
 mod router;
 mod snapshot;
 mod stats;

@@ -107,6 +107,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
     kv.put(PutRequest {
         key: "from-grpc".into(),
         value: "g".into(),
+        request_id: String::new(),
     })
     .await
     .unwrap();
@@ -124,6 +125,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
                 key: "from-rest".into(),
             })),
         ],
+        request_id: String::new(),
     })
     .await
     .unwrap();
@@ -132,6 +134,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
             key: "from-grpc".into(),
             expected: Some("g".into()),
             value: Some("g2".into()),
+            request_id: String::new(),
         })
         .await
         .unwrap()
@@ -140,6 +143,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
     let deleted = kv
         .delete(DeleteRequest {
             key: "from-grpc/2".into(),
+            request_id: String::new(),
         })
         .await
         .unwrap()
@@ -163,6 +167,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
         kv.put(PutRequest {
             key: k.into(),
             value: "old".into(),
+            request_id: String::new(),
         })
         .await
         .unwrap();
@@ -182,6 +187,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
     kv.put(PutRequest {
         key: "page/b".into(),
         value: "new".into(),
+        request_id: String::new(),
     })
     .await
     .unwrap();

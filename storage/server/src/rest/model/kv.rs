@@ -24,6 +24,12 @@ pub struct ResponseHeader {
     /// Id of the node holding leadership, when known; 0 when no leader is
     /// known.
     pub leader_id: u64,
+    /// Present (`true`) when the write carried an `x-strata-request-id`
+    /// the group had already applied: the answer is that first write's,
+    /// `index` where it was applied, and nothing was applied again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[schema(nullable = false)]
+    pub replayed: bool,
 }
 
 impl From<Option<pb::ResponseHeader>> for ResponseHeader {
@@ -34,6 +40,7 @@ impl From<Option<pb::ResponseHeader>> for ResponseHeader {
             term: h.term,
             index: h.index,
             leader_id: h.leader_id,
+            replayed: h.replayed,
         }
     }
 }

@@ -1,0 +1,363 @@
+//! Client request ids: a write that carries one (`Dedupe`) is applied once.
+//! The state machine records its answer under the id (`keys::request_key`)
+//! in the same atomic write as the write's data; a later entry with the
+//! same id, while the record lasts, is not applied but answered with the
+//! recorded answer (`ApplyResult::Replayed`), and one whose write differs
+//! (another digest) is refused (`ApplyResult::IdReused`). So a client that
+//! got "outcome unknown" retries with the same id and learns the outcome,
+//! never applying its write twice.
+//!
+//! A record lasts `keep_ms` from its entry's `at_ms`, both chosen by the
+//! proposing leader and carried in the entry, so every replica keeps and
+//! forgets it at the same entry. Time here is the group's request clock:
+//! the largest `at_ms` any applied entry carried (meta key
+//! `request_clock_ms`), which only moves forward. Records are queued by
+//! expiry (`keys::request_expiry_key`) and forgotten a bounded number per
+//! apply round once the clock passes them.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use strata_engine::{EngineError, WriteBatch};
+
+use super::StateMachine;
+use crate::command::{ApplyResult, Dedupe};
+use crate::keys;
+
+/// The most expired records one apply round forgets.
+const FORGET_PER_ROUND: usize = 256;
+
+/// What a write carrying a request id was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Remembered {
+    expires_at_ms: u64,
+    index: u64,
+    digest: u64,
+    result: ApplyResult,
+}
+
+/// The request records of one apply round, written or forgotten in it,
+/// and the request clock as it moves.
+#[derive(Default)]
+pub(super) struct Requests {
+    records: HashMap<Vec<u8>, Option<Remembered>>,
+    clock: Option<u64>,
+    clock_moved: bool,
+}
+
+fn corrupt(what: &str) -> EngineError {
+    EngineError::Corruption {
+        context: format!("request record: {what}"),
+    }
+}
+
+impl Remembered {
+    fn encode(&self) -> Result<Vec<u8>, EngineError> {
+        let mut v = Vec::with_capacity(32);
+        v.extend_from_slice(&self.expires_at_ms.to_be_bytes());
+        v.extend_from_slice(&self.index.to_be_bytes());
+        v.extend_from_slice(&self.digest.to_be_bytes());
+        match &self.result {
+            ApplyResult::Written => v.push(1),
+            ApplyResult::Deleted { existed } => {
+                v.push(2);
+                v.push(u8::from(*existed));
+            }
+            ApplyResult::Cas { succeeded, current } => {
+                v.push(3);
+                v.push(u8::from(*succeeded));
+                if let Some(c) = current {
+                    v.push(1);
+                    v.extend_from_slice(c);
+                } else {
+                    v.push(0);
+                }
+            }
+            ApplyResult::IdReused { .. } | ApplyResult::Replayed { .. } => {
+                return Err(corrupt("an answer that applied nothing is not recorded"));
+            }
+        }
+        Ok(v)
+    }
+
+    fn decode(v: &[u8]) -> Result<Remembered, EngineError> {
+        let u64_at = |at: usize| {
+            v.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| corrupt("cut short"))
+        };
+        let flag = |at: usize| v.get(at).copied().ok_or_else(|| corrupt("cut short"));
+        let result = match flag(24)? {
+            1 => ApplyResult::Written,
+            2 => ApplyResult::Deleted {
+                existed: flag(25)? == 1,
+            },
+            3 => ApplyResult::Cas {
+                succeeded: flag(25)? == 1,
+                current: match flag(26)? {
+                    0 => None,
+                    _ => Some(v[27..].to_vec()),
+                },
+            },
+            _ => return Err(corrupt("unknown answer")),
+        };
+        Ok(Remembered {
+            expires_at_ms: u64_at(0)?,
+            index: u64_at(8)?,
+            digest: u64_at(16)?,
+            result,
+        })
+    }
+}
+
+impl StateMachine {
+    /// The group's request clock before this round.
+    pub(super) fn request_clock(&self) -> Result<u64, EngineError> {
+        match self.engine.get(&self.request_clock_key)? {
+            None => Ok(0),
+            Some(v) => v
+                .as_slice()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| corrupt("request clock")),
+        }
+    }
+
+    fn recalled(&self, round: &Requests, id: &[u8]) -> Result<Option<Remembered>, EngineError> {
+        if let Some(r) = round.records.get(id) {
+            return Ok(r.clone());
+        }
+        self.engine
+            .get(&keys::request_key(self.group, id))?
+            .map(|v| Remembered::decode(&v))
+            .transpose()
+    }
+
+    /// What to answer a write carrying `d` at `index` instead of applying
+    /// it: `None` to apply it (the id is new, or its record expired).
+    pub(super) fn recall(
+        &self,
+        round: &mut Requests,
+        d: &Dedupe,
+    ) -> Result<Option<ApplyResult>, EngineError> {
+        let clock = match round.clock {
+            Some(c) => c,
+            None => self.request_clock()?,
+        };
+        if d.at_ms > clock {
+            round.clock_moved = true;
+        }
+        let clock = clock.max(d.at_ms);
+        round.clock = Some(clock);
+        let Some(r) = self.recalled(round, &d.id)? else {
+            return Ok(None);
+        };
+        if r.expires_at_ms <= clock {
+            return Ok(None);
+        }
+        if r.digest != d.digest {
+            return Ok(Some(ApplyResult::IdReused { index: r.index }));
+        }
+        Ok(Some(ApplyResult::Replayed {
+            index: r.index,
+            result: Box::new(r.result),
+        }))
+    }
+
+    /// Records, into `batch`, that the write carrying `d` was applied at
+    /// `index` with `result`.
+    pub(super) fn remember(
+        &self,
+        batch: &mut WriteBatch,
+        round: &mut Requests,
+        d: &Dedupe,
+        index: u64,
+        result: &ApplyResult,
+    ) -> Result<(), EngineError> {
+        let r = Remembered {
+            expires_at_ms: d.at_ms.saturating_add(d.keep_ms),
+            index,
+            digest: d.digest,
+            result: result.clone(),
+        };
+        batch.put(&keys::request_key(self.group, &d.id), &r.encode()?);
+        batch.put(
+            &keys::request_expiry_key(self.group, r.expires_at_ms, &d.id),
+            b"",
+        );
+        round.records.insert(d.id.clone(), Some(r));
+        Ok(())
+    }
+
+    /// Forgets, into `batch`, up to `FORGET_PER_ROUND` records the request
+    /// clock has passed, and stores the clock if it moved.
+    pub(super) fn forget_expired(
+        &self,
+        batch: &mut WriteBatch,
+        round: &mut Requests,
+    ) -> Result<(), EngineError> {
+        let Some(clock) = round.clock else {
+            return Ok(());
+        };
+        if round.clock_moved {
+            batch.put(&self.request_clock_key, &clock.to_be_bytes());
+        }
+        let (lo, _) = keys::request_expiry_range(self.group);
+        let hi = keys::request_expiry_key(self.group, clock.saturating_add(1), b"");
+        let due = self.engine.scan(
+            Bound::Included(&lo[..]),
+            Bound::Excluded(&hi[..]),
+            FORGET_PER_ROUND,
+        )?;
+        for (k, _) in due {
+            let (expires_at_ms, id) =
+                keys::request_expiry(&k).ok_or_else(|| corrupt("bad expiry key"))?;
+            // The id may have been recorded again since, with a later expiry.
+            if self
+                .recalled(round, id)?
+                .is_some_and(|r| r.expires_at_ms == expires_at_ms)
+            {
+                batch.delete(&keys::request_key(self.group, id));
+                round.records.insert(id.to_vec(), None);
+            }
+            batch.delete(&k);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use strata_engine::{Engine, Options};
+
+    use super::*;
+    use crate::command::{Command, Proposal};
+    use crate::state_machine::Committed;
+
+    fn open(dir: &std::path::Path) -> StateMachine {
+        StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
+    }
+
+    fn deduped(index: u64, id: &str, at_ms: u64, command: Command) -> Committed {
+        let digest = command.digest();
+        Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id: index,
+                command,
+                dedupe: Some(Dedupe {
+                    id: id.into(),
+                    at_ms,
+                    keep_ms: 1000,
+                    digest,
+                }),
+            }),
+            conf_state: None,
+            members: None,
+        }
+    }
+
+    fn cas(expected: Option<&str>, value: &str) -> Command {
+        Command::Cas {
+            key: "counter".into(),
+            expected: expected.map(Into::into),
+            value: Some(value.into()),
+        }
+    }
+
+    // Proves that a write retried with its request id, in the same round or
+    // a later one, and after a restart, is answered with the first answer
+    // and not applied again (a swap applied twice would fail the second
+    // time and show it); that another write under the same id is refused;
+    // and that the id is forgotten once the group's clock passes its
+    // expiry, after which it names a new write.
+    #[test]
+    fn a_retried_write_is_applied_once_and_answered_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = ApplyResult::Cas {
+            succeeded: true,
+            current: None,
+        };
+        {
+            let sm = open(dir.path());
+            let out = sm
+                .apply(&[
+                    deduped(1, "req-1", 10_000, cas(None, "1")),
+                    deduped(2, "req-1", 10_050, cas(None, "1")),
+                ])
+                .unwrap();
+            assert_eq!(out[0].result, first);
+            assert_eq!(
+                out[1].result,
+                ApplyResult::Replayed {
+                    index: 1,
+                    result: Box::new(first.clone())
+                }
+            );
+            sm.make_durable().unwrap();
+        }
+        let sm = open(dir.path());
+        let out = sm
+            .apply(&[
+                deduped(3, "req-1", 10_900, cas(None, "1")),
+                deduped(4, "req-1", 10_900, cas(Some("1"), "2")),
+            ])
+            .unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::Replayed {
+                index: 1,
+                result: Box::new(first.clone())
+            }
+        );
+        assert_eq!(out[1].result, ApplyResult::IdReused { index: 1 });
+        assert_eq!(sm.get(b"counter").unwrap(), Some(b"1".to_vec()));
+        // Past its expiry (10,000 + 1,000 ms) the id is forgotten, record and
+        // queue entry both, and names a new write.
+        let out = sm
+            .apply(&[deduped(5, "req-1", 11_001, cas(Some("1"), "2"))])
+            .unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::Cas {
+                succeeded: true,
+                current: Some(b"1".to_vec())
+            }
+        );
+        assert_eq!(sm.get(b"counter").unwrap(), Some(b"2".to_vec()));
+        let (lo, hi) = keys::request_expiry_range(1);
+        let queued = sm
+            .engine()
+            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), 10)
+            .unwrap();
+        assert_eq!(queued.len(), 1, "the expired queue entry was not dropped");
+    }
+
+    // Proves that records are forgotten by the clock the entries carry, not
+    // by a replica's own: a leader whose clock runs behind cannot revive an
+    // id the group has already forgotten, and the clock never goes back.
+    #[test]
+    fn the_request_clock_only_moves_forward() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        sm.apply(&[deduped(1, "a", 5_000, cas(None, "1"))]).unwrap();
+        sm.apply(&[deduped(2, "b", 7_000, Command::Delete { key: "x".into() })])
+            .unwrap();
+        // A behind clock (4,000) carries "a" again: the group's clock is
+        // 7,000, past a's expiry (6,000), so it is a new write.
+        let out = sm
+            .apply(&[deduped(3, "a", 4_000, cas(Some("1"), "2"))])
+            .unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::Cas {
+                succeeded: true,
+                current: Some(b"1".to_vec())
+            }
+        );
+        assert_eq!(sm.request_clock().unwrap(), 7_000);
+    }
+}
