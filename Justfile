@@ -118,14 +118,14 @@ status:
 # Format what has a formatter: Rust (rustfmt), the chaos harness (gofmt), the console (eslint --fix).
 fmt: setup-console
     cd storage && cargo fmt --all
-    cd chaos && gofmt -w .
+    cd chaos && gofmt -w . ../examples/go
     cd console && npm run lint -- --fix
 
 # Lints: rustfmt and gofmt checks, clippy, TypeScript and eslint.
 lint: setup-console
     cd storage && cargo fmt --all -- --check
     cd storage && cargo clippy --workspace --all-targets -- -D warnings
-    cd chaos && test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need formatting (./dev fmt)" >&2; exit 1; }
+    cd chaos && test -z "$(gofmt -l . ../examples/go)" || { gofmt -l . ../examples/go; echo "gofmt: the files above need formatting (./dev fmt)" >&2; exit 1; }
     cd console && npm run typecheck && npm run lint
 
 # (Debian packages, so root: chromium for test-e2e, docker-compose for test-deploy's compose check,
@@ -192,8 +192,8 @@ test-metrics: setup-monitoring
     STRATA_NODES=http://127.0.0.1:17301,http://127.0.0.1:17302,http://127.0.0.1:17303 \
         "{{venv}}/bin/python" -m unittest discover -s deploy/monitoring -p 'test_*.py' -v
 
-# k6 smoke scenarios (REST and gRPC) against a fresh cluster behind Envoy.
-test-smoke: setup-k6
+# k6 smoke scenarios (REST and gRPC), then the Python, Go and TypeScript examples, against a fresh cluster behind Envoy.
+test-smoke: setup-k6 setup-console
     #!/usr/bin/env bash
     set -euo pipefail
     cd storage && cargo build --bins && cd ..
@@ -203,6 +203,11 @@ test-smoke: setup-k6
         --base-port 17101 --gateway-port 18180 --admin-port 19911
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
+    # The clients of other languages in examples/, each against the same gateway.
+    export STRATA_URL=http://127.0.0.1:18180
+    python3 examples/python/strata_example.py
+    (cd examples/go && go run .)
+    npm run --silent --prefix examples/typescript start
 
 # (Every console/e2e/*.e2e.mjs in turn: membership and node details, elections after kill -9 of the leader,
 # storage after writes and a compaction; a full-page screenshot of each view under .run/e2e/screenshots.)

@@ -1,0 +1,3 @@
+module github.com/strata/examples/go
+
+go 1.24
