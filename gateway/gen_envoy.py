@@ -360,16 +360,18 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         {"match": {"prefix": "/strata.v1.Raft/"},
          "direct_response": {"status": 404, "body": {"inline_string": "the raft transport is internal"}}},
         stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
+        stream_route({"path": "/strata.v1.KV/Backup", "grpc": {}}),
         once_route(grpc_route("/strata.v1.KV/", "nodes")),
         grpc_route("/strata.v1.KV/", "nodes"),
         grpc_route("/strata.v1.Cluster/", "nodes_any"),
         grpc_route("/grpc.health.v1.Health/", "nodes_any"),
         grpc_route("/grpc.reflection.v1.ServerReflection/", "nodes_any"),
         grpc_route("/grpc.reflection.v1alpha.ServerReflection/", "nodes_any"),
-        # Endless responses: the cluster's events and watches over Server-Sent Events, and
-        # the gRPC watch stream. Any node serves them.
+        # Long responses: the cluster's events and watches over Server-Sent Events, the gRPC
+        # watch stream, and backups (REST and gRPC). Any node serves them.
         stream_route({"path": "/v1/cluster/events"}),
         stream_route({"path": "/v1/watch"}),
+        stream_route({"path": "/v1/backup"}),
         once_route(rest_route({"prefix": "/v1/"}, "nodes")),
         rest_route({"prefix": "/v1/"}, "nodes"),
         rest_route({"path": "/openapi.json"}, "nodes"),

@@ -324,7 +324,8 @@ class Routing(unittest.TestCase):
         # timeout, and are tried again only when no connection was made: a started watch that
         # breaks is resumed by its client from the last index it was sent.
         for path, grpc in (("/v1/cluster/events", False), ("/v1/watch", False),
-                           ("/strata.v1.KV/Watch", True)):
+                           ("/strata.v1.KV/Watch", True), ("/v1/backup", False),
+                           ("/strata.v1.KV/Backup", True)):
             with self.subTest(path=path):
                 r = route_for(self.config, path, grpc)["route"]
                 self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))

@@ -255,8 +255,8 @@ type PutRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
-	// Optional: the client's id for this write (1 to 128 bytes, unique per
-	// write). A retry with the same id, while the group remembers it (10
+	// Optional: the client's id for this write (1 to 128 bytes of printable
+	// ASCII, unique per write). A retry with the same id, while the group remembers it (10
 	// minutes by default), is answered with the first attempt's outcome
 	// and never applied twice; another write under a remembered id is
 	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
@@ -475,8 +475,8 @@ func (x *GetResponse) GetValue() []byte {
 type DeleteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	// Optional: the client's id for this write (1 to 128 bytes, unique per
-	// write). A retry with the same id, while the group remembers it (10
+	// Optional: the client's id for this write (1 to 128 bytes of printable
+	// ASCII, unique per write). A retry with the same id, while the group remembers it (10
 	// minutes by default), is answered with the first attempt's outcome
 	// and never applied twice; another write under a remembered id is
 	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
@@ -997,8 +997,8 @@ func (*BatchOp_Delete) isBatchOp_Op() {}
 type BatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ops   []*BatchOp             `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
-	// Optional: the client's id for this write (1 to 128 bytes, unique per
-	// write). A retry with the same id, while the group remembers it (10
+	// Optional: the client's id for this write (1 to 128 bytes of printable
+	// ASCII, unique per write). A retry with the same id, while the group remembers it (10
 	// minutes by default), is answered with the first attempt's outcome
 	// and never applied twice; another write under a remembered id is
 	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
@@ -1102,8 +1102,8 @@ type CompareAndSwapRequest struct {
 	Expected []byte `protobuf:"bytes,2,opt,name=expected,proto3,oneof" json:"expected,omitempty"`
 	// The value to store on success; absent means delete the key.
 	Value []byte `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
-	// Optional: the client's id for this write (1 to 128 bytes, unique per
-	// write). A retry with the same id, while the group remembers it (10
+	// Optional: the client's id for this write (1 to 128 bytes of printable
+	// ASCII, unique per write). A retry with the same id, while the group remembers it (10
 	// minutes by default), is answered with the first attempt's outcome
 	// and never applied twice; another write under a remembered id is
 	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
@@ -1486,6 +1486,87 @@ func (x *WatchResponse) GetIndex() uint64 {
 	return 0
 }
 
+type BackupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRequest) Reset() {
+	*x = BackupRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRequest) ProtoMessage() {}
+
+func (x *BackupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
+func (*BackupRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{21}
+}
+
+type BackupChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The next bytes of the backup; the chunks in order are the whole file.
+	Data          []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupChunk) Reset() {
+	*x = BackupChunk{}
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupChunk) ProtoMessage() {}
+
+func (x *BackupChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
+func (*BackupChunk) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *BackupChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 var File_strata_v1_kv_proto protoreflect.FileDescriptor
 
 const file_strata_v1_kv_proto_rawDesc = "" +
@@ -1587,14 +1668,17 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\rWatchResponse\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12-\n" +
 	"\x06events\x18\x02 \x03(\v2\x15.strata.v1.WatchEventR\x06events\x12\x14\n" +
-	"\x05index\x18\x03 \x01(\x04R\x05index*B\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\"\x0f\n" +
+	"\rBackupRequest\"!\n" +
+	"\vBackupChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data*B\n" +
 	"\vConsistency\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x00\x12\x15\n" +
 	"\x11CONSISTENCY_STALE\x10\x01*9\n" +
 	"\n" +
 	"ChangeKind\x12\x13\n" +
 	"\x0fCHANGE_KIND_PUT\x10\x00\x12\x16\n" +
-	"\x12CHANGE_KIND_DELETE\x10\x012\xb9\x03\n" +
+	"\x12CHANGE_KIND_DELETE\x10\x012\xf7\x03\n" +
 	"\x02KV\x124\n" +
 	"\x03Put\x12\x15.strata.v1.PutRequest\x1a\x16.strata.v1.PutResponse\x124\n" +
 	"\x03Get\x12\x15.strata.v1.GetRequest\x1a\x16.strata.v1.GetResponse\x12=\n" +
@@ -1602,7 +1686,8 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\x04Scan\x12\x16.strata.v1.ScanRequest\x1a\x17.strata.v1.ScanResponse\x12:\n" +
 	"\x05Batch\x12\x17.strata.v1.BatchRequest\x1a\x18.strata.v1.BatchResponse\x12U\n" +
 	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponse\x12<\n" +
-	"\x05Watch\x12\x17.strata.v1.WatchRequest\x1a\x18.strata.v1.WatchResponse0\x01b\x06proto3"
+	"\x05Watch\x12\x17.strata.v1.WatchRequest\x1a\x18.strata.v1.WatchResponse0\x01\x12<\n" +
+	"\x06Backup\x12\x18.strata.v1.BackupRequest\x1a\x16.strata.v1.BackupChunk0\x01b\x06proto3"
 
 var (
 	file_strata_v1_kv_proto_rawDescOnce sync.Once
@@ -1617,7 +1702,7 @@ func file_strata_v1_kv_proto_rawDescGZIP() []byte {
 }
 
 var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_strata_v1_kv_proto_goTypes = []any{
 	(Consistency)(0),               // 0: strata.v1.Consistency
 	(ChangeKind)(0),                // 1: strata.v1.ChangeKind
@@ -1642,6 +1727,8 @@ var file_strata_v1_kv_proto_goTypes = []any{
 	(*WatchRequest)(nil),           // 20: strata.v1.WatchRequest
 	(*WatchEvent)(nil),             // 21: strata.v1.WatchEvent
 	(*WatchResponse)(nil),          // 22: strata.v1.WatchResponse
+	(*BackupRequest)(nil),          // 23: strata.v1.BackupRequest
+	(*BackupChunk)(nil),            // 24: strata.v1.BackupChunk
 }
 var file_strata_v1_kv_proto_depIdxs = []int32{
 	2,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
@@ -1667,15 +1754,17 @@ var file_strata_v1_kv_proto_depIdxs = []int32{
 	16, // 20: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
 	18, // 21: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
 	20, // 22: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
-	5,  // 23: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
-	7,  // 24: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
-	9,  // 25: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
-	12, // 26: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
-	17, // 27: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
-	19, // 28: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
-	22, // 29: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
-	23, // [23:30] is the sub-list for method output_type
-	16, // [16:23] is the sub-list for method input_type
+	23, // 23: strata.v1.KV.Backup:input_type -> strata.v1.BackupRequest
+	5,  // 24: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
+	7,  // 25: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
+	9,  // 26: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
+	12, // 27: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
+	17, // 28: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
+	19, // 29: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
+	22, // 30: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
+	24, // 31: strata.v1.KV.Backup:output_type -> strata.v1.BackupChunk
+	24, // [24:32] is the sub-list for method output_type
+	16, // [16:24] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1707,7 +1796,7 @@ func file_strata_v1_kv_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_kv_proto_rawDesc), len(file_strata_v1_kv_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,12 +16,15 @@ use strata_proto::v1::{
 };
 use tonic::transport::{Channel, Endpoint};
 
+pub use backup::Restored;
 pub use once::REQUEST_ID_METADATA;
+pub use strata_proto::backup as proto_backup;
 pub use strata_proto::v1 as proto;
 pub use watch::{WatchSelector, Watcher};
 
 use once::RequestIds;
 
+mod backup;
 pub mod once;
 mod watch;
 
@@ -36,6 +39,12 @@ pub enum ClientError {
     },
     #[error("{}: {}", .0.code(), .0.message())]
     Status(#[from] tonic::Status),
+    #[error(transparent)]
+    Backup(#[from] strata_proto::backup::BackupError),
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("the cluster holds data (key {key:?}); a backup is restored into an empty cluster")]
+    NotEmpty { key: String },
 }
 
 /// Metadata the node, and the gateway for requests it never sent to a node,

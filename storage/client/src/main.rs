@@ -5,6 +5,7 @@ use std::io::Write;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use strata_client::proto::{ChangeKind, Role};
+use strata_client::proto_backup::BackupInfo;
 use strata_client::{Client, ScanSelector, WatchSelector};
 
 #[derive(Parser)]
@@ -75,6 +76,12 @@ enum Cmd {
         #[arg(long)]
         progress: bool,
     },
+    /// Backups: save the cluster's data to a file, show what a file holds,
+    /// load a file into a new cluster.
+    Snapshot {
+        #[command(subcommand)]
+        action: SnapshotCmd,
+    },
     /// Membership: list, add a learner, promote it, remove a member.
     Member {
         #[command(subcommand)]
@@ -110,6 +117,22 @@ enum MemberCmd {
 }
 
 #[derive(Subcommand)]
+enum SnapshotCmd {
+    /// Save every key, as of one linearizable read, to FILE (written to
+    /// FILE.partial first, renamed once whole).
+    Save { file: std::path::PathBuf },
+    /// Check FILE whole and print its raft index, key count and checksum.
+    Status { file: std::path::PathBuf },
+    /// Load FILE into the cluster at --endpoint, which must hold no key
+    /// (a new cluster) unless --onto-data.
+    Restore {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        onto_data: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum LeaderCmd {
     /// Hand leadership to another voter and wait until it leads.
     Transfer { node_id: u64 },
@@ -118,8 +141,18 @@ enum LeaderCmd {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let client = Client::connect(&cli.endpoint).await?;
     let mut out = std::io::stdout().lock();
+    // Reading a backup file needs no cluster.
+    if let Cmd::Snapshot {
+        action: SnapshotCmd::Status { file },
+    } = &cli.command
+    {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let info = strata_client::proto_backup::read_each(&bytes, |_, _| {})
+            .with_context(|| format!("{} is not a whole backup", file.display()))?;
+        return Ok(describe(&mut out, &info)?);
+    }
+    let client = Client::connect(&cli.endpoint).await?;
     match cli.command {
         Cmd::Put { key, value } => {
             let value = if value == "-" {
@@ -229,6 +262,7 @@ async fn main() -> anyhow::Result<()> {
                 out.flush()?;
             }
         }
+        Cmd::Snapshot { action } => snapshot(&client, action, &mut out).await?,
         Cmd::Member { action } => {
             let members = match action {
                 MemberCmd::List => client.members().await?,
@@ -293,6 +327,45 @@ async fn main() -> anyhow::Result<()> {
                     )?;
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// One line that says what a backup holds.
+fn describe(out: &mut impl Write, info: &BackupInfo) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "index {} keys {} sha256 {}",
+        info.index,
+        info.pairs,
+        info.sha256_hex()
+    )
+}
+
+/// `strata snapshot save|restore` (status is read before connecting).
+async fn snapshot(
+    client: &Client,
+    action: SnapshotCmd,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    match action {
+        SnapshotCmd::Save { file } => {
+            let partial = std::path::PathBuf::from(format!("{}.partial", file.display()));
+            let mut f = std::fs::File::create(&partial)
+                .with_context(|| format!("creating {}", partial.display()))?;
+            let info = client.backup(|chunk| f.write_all(chunk)).await?;
+            f.sync_all()?;
+            std::fs::rename(&partial, &file)?;
+            describe(out, &info)?;
+        }
+        SnapshotCmd::Status { .. } => unreachable!("read before connecting"),
+        SnapshotCmd::Restore { file, onto_data } => {
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let restored = client.restore(&bytes, onto_data).await?;
+            describe(out, &restored.info)?;
+            writeln!(out, "restored in {} batches", restored.batches)?;
         }
     }
     Ok(())

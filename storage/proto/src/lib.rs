@@ -9,3 +9,5 @@ pub mod v1 {
 
 /// Encoded `FileDescriptorSet` of every `strata.v1` file, for gRPC reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("strata_descriptor");
+
+pub mod backup;

@@ -135,6 +135,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Back up every key (the backup format)
+         * @description Every key and value as of one linearizable read, in the backup format
+         *     that `strata snapshot status|restore` read: a header with the raft
+         *     index whose state it holds, the pairs in key order, and a trailer with
+         *     their count and a SHA-256 of everything before it. If the copy fails
+         *     midway the stream ends early, and the file does not read.
+         */
+        get: operations["backup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster/status": {
         parameters: {
             query?: never;
@@ -2092,6 +2116,31 @@ export interface operations {
             410: components["responses"]["Compacted"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    backup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": number[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
         };
     };
     clusterStatus: {

@@ -294,7 +294,8 @@ impl StateMachine {
         Ok((oldest, applied))
     }
 
-    fn applied_in(&self, view: &ReadPoint) -> Result<u64, EngineError> {
+    /// The applied index of the state `view` reads.
+    pub fn applied_in(&self, view: &ReadPoint) -> Result<u64, EngineError> {
         view.get(&self.applied_key)?
             .map(|v| decode_index("applied index", &v))
             .transpose()

@@ -118,7 +118,7 @@ impl Core {
 
     /// Waits until local state reflects every write committed before the
     /// call, unless the read asked for stale data. Returns the applied index.
-    async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
+    pub(crate) async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
         let consistency = validate::consistency(consistency)?;
         let st = self.peer.status();
         if let Some(f) = st.failure {

@@ -68,6 +68,17 @@ fn request_id<T>(req: &Request<T>, field: &str) -> String {
 #[tonic::async_trait]
 impl Kv for KvService {
     type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, Status>> + Send>>;
+    type BackupStream = Pin<Box<dyn Stream<Item = Result<BackupChunk, Status>> + Send>>;
+
+    async fn backup(
+        &self,
+        _req: Request<BackupRequest>,
+    ) -> Result<Response<Self::BackupStream>, Status> {
+        let chunks = crate::backup::start(&self.core).await?;
+        let chunks = ReceiverStream::new(chunks)
+            .map(|c| c.map(|data| BackupChunk { data }).map_err(Status::from));
+        Ok(Response::new(Box::pin(chunks)))
+    }
 
     async fn watch(
         &self,

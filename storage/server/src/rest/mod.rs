@@ -2,6 +2,7 @@
 //! document (`openapi`) is derived from the routes registered in
 //! [`routes`] and the types they read and answer.
 
+pub mod backup;
 pub mod body;
 pub mod canary;
 pub mod cluster;
@@ -62,6 +63,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(kv::batch))
         .routes(routes!(kv::cas))
         .routes(routes!(watch::watch))
+        .routes(routes!(backup::backup))
         .routes(routes!(cluster::status))
         .routes(routes!(cluster::members, cluster::add_member))
         .routes(routes!(cluster::transfer_leader))
