@@ -107,11 +107,17 @@ impl StateMachine {
         }
     }
 
-    /// Keeps the changes of the last `entries` raft indexes (at least one)
-    /// for watchers.
+    /// Keeps the changes of the last `entries` raft indexes for watchers;
+    /// 0 keeps none, and writes none (watches are off, and writes spare
+    /// the history's cost).
     pub fn with_history(mut self, entries: u64) -> Self {
-        self.history_entries = entries.max(1);
+        self.history_entries = entries;
         self
+    }
+
+    /// Whether this replica keeps a change history (and can serve watches).
+    pub fn keeps_history(&self) -> bool {
+        self.history_entries > 0
     }
 
     /// The applied index, changed after every apply round and snapshot
@@ -165,7 +171,7 @@ impl StateMachine {
             return Ok(Vec::new());
         };
         let mut batch = WriteBatch::default();
-        let mut changes = history::Recorder::new(&mut batch, self.group);
+        let mut changes = history::Recorder::new(&mut batch, self.group, self.keeps_history());
         let mut requests = dedupe::Requests::default();
         // Writes of this round that later commands in it must see.
         let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();

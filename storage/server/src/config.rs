@@ -52,7 +52,9 @@ pub struct NodeConfig {
     #[arg(long, env = "STRATA_COMPACT_KEEP_ENTRIES", default_value_t = 5_000)]
     pub compact_keep_entries: u64,
     /// Raft entries of change history kept for watches: a watch can start
-    /// (or resume) from any of the last this many indexes.
+    /// (or resume) from any of the last this many indexes. The history
+    /// costs writes (every change is written twice); 0 keeps none and
+    /// turns watches off.
     #[arg(long, env = "STRATA_WATCH_HISTORY", default_value_t = strata_raft::DEFAULT_HISTORY_ENTRIES)]
     pub watch_history: u64,
     /// Compact the raft log also once its entries weigh this many MiB

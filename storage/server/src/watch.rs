@@ -152,6 +152,12 @@ impl Watches {
     /// Starts a watch. A start index older than the history, and one
     /// watch too many, are refused here, before anything is sent.
     pub fn start(&self, spec: WatchSpec) -> Result<WatchStream, ApiError> {
+        if !self.state_machine.keeps_history() {
+            return Err(ApiError::unavailable(format!(
+                "node {} keeps no change history (--watch-history 0): watch on a node that does",
+                self.node_id
+            )));
+        }
         if *self.stopping.borrow() {
             return Err(ApiError::unavailable(format!(
                 "node {} is shutting down; watch on another node",
@@ -502,6 +508,23 @@ mod tests {
         assert_eq!(
             watches.start(prefix("k", 1, 0)).err().unwrap().code,
             ErrorCode::Unavailable
+        );
+    }
+
+    // Proves that a node that keeps no history refuses watches, saying why.
+    #[tokio::test]
+    async fn a_node_without_history_refuses_watches() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 0);
+        put(&sm, 1, "k");
+        let (_stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm, stopping);
+        let refused = watches.start(prefix("k", 0, 0)).err().unwrap();
+        assert_eq!(refused.code, ErrorCode::Unavailable);
+        assert!(
+            refused.message.contains("--watch-history 0"),
+            "{}",
+            refused.message
         );
     }
 

@@ -5,7 +5,8 @@
 //! order, the same on every replica, survives restarts, and travels inside
 //! snapshots.
 //!
-//! A replica keeps the changes of its last `history_entries` raft indexes.
+//! A replica keeps the changes of its last `history_entries` raft indexes
+//! (none at all, and writes none, when that is 0).
 //! Older ones are deleted a bounded number at a time by later apply rounds
 //! (`stage_trim`); the meta key `history_from` names the oldest index whose
 //! changes are all still held, and a read from before it is refused as
@@ -152,6 +153,8 @@ fn decode_index(what: &str, v: &[u8]) -> Result<u64, EngineError> {
 pub(super) struct Recorder<'a> {
     batch: &'a mut WriteBatch,
     group: u64,
+    /// Whether changes are recorded at all.
+    on: bool,
     index: u64,
     seq: u32,
     /// How many changes this round recorded.
@@ -159,10 +162,11 @@ pub(super) struct Recorder<'a> {
 }
 
 impl<'a> Recorder<'a> {
-    pub(super) fn new(batch: &'a mut WriteBatch, group: u64) -> Self {
+    pub(super) fn new(batch: &'a mut WriteBatch, group: u64, on: bool) -> Self {
         Recorder {
             batch,
             group,
+            on,
             index: 0,
             seq: 0,
             count: 0,
@@ -176,6 +180,9 @@ impl<'a> Recorder<'a> {
 
     /// Records a change made by the entry at `index`.
     pub(super) fn record(&mut self, index: u64, kind: ChangeKind, key: &[u8], value: &[u8]) {
+        if !self.on {
+            return;
+        }
         if index != self.index {
             self.index = index;
             self.seq = 0;
@@ -528,6 +535,29 @@ mod tests {
             }
         }
         assert_eq!(sm.history_bounds().unwrap(), (7, 8));
+    }
+
+    // Proves that a replica told to keep no history writes none, drops what
+    // it held, and says so.
+    #[test]
+    fn a_replica_without_history_writes_none_and_drops_what_it_held() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let sm = open(dir.path(), 100);
+            sm.apply(&[entry(1, put("a", "1"))]).unwrap();
+            sm.make_durable().unwrap();
+        }
+        let sm = open(dir.path(), 0);
+        assert!(!sm.keeps_history());
+        sm.apply(&[entry(2, put("b", "2"))]).unwrap();
+        assert_eq!(sm.get(b"b").unwrap(), Some(b"2".to_vec()));
+        let (lo, hi) = (keys::history_key(1, 0, 0), keys::history_end(1));
+        let held = sm
+            .engine()
+            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), 10)
+            .unwrap();
+        assert!(held.is_empty(), "{} changes held", held.len());
+        assert_eq!(sm.history_bounds().unwrap(), (3, 2));
     }
 
     // Proves that the history survives a restart of the engine, with its
