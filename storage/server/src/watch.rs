@@ -280,12 +280,7 @@ impl WatchTask {
             };
             let mut sent = false;
             for change in page.changes {
-                if change.index >= complete_below {
-                    if self.spec.matches(&change.key) {
-                        partial.push(change);
-                    }
-                    continue;
-                }
+                // A change of a later index completes the one gathered.
                 if partial.first().is_some_and(|p| p.index != change.index) {
                     self.flush(&mut partial).await?;
                     sent = true;
@@ -445,6 +440,49 @@ mod tests {
         put(&sm, 6, "a/4");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(watches.open(), 0, "a dropped watch still runs");
+    }
+
+    // Proves that an entry whose changes span more than one history page
+    // is sent as one message, with nothing of it under the index before:
+    // a page that ends inside an index holds its changes back until the
+    // next page completes it.
+    #[tokio::test]
+    async fn an_index_cut_by_a_page_is_sent_whole_under_its_own_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 1000);
+        put(&sm, 1, "k/first");
+        let wide = Command::Batch(
+            (0..PAGE_CHANGES + 100)
+                .map(|i| strata_raft::Op::Put {
+                    key: format!("k/{i:05}").into(),
+                    value: b"v".to_vec(),
+                })
+                .collect(),
+        );
+        sm.apply(&[Committed {
+            index: 2,
+            proposal: Some(Proposal {
+                request_id: 2,
+                command: wide,
+                dedupe: None,
+            }),
+            conf_state: None,
+            members: None,
+        }])
+        .unwrap();
+        put(&sm, 3, "k/last");
+        let (_stop_tx, stopping) = watch::channel(false);
+        let watches = Watches::new(1, sm.clone(), stopping);
+        let mut s = watches.start(prefix("k/", 1, 0)).unwrap();
+        let mut got = Vec::new();
+        while let WatchMessage::Changes { index, changes } = next(&mut s).await.unwrap() {
+            assert!(
+                changes.iter().all(|c| c.index == index),
+                "a message for index {index} holds changes of another"
+            );
+            got.push((index, changes.len()));
+        }
+        assert_eq!(got, vec![(1, 1), (2, PAGE_CHANGES + 100), (3, 1)]);
     }
 
     // Proves that a watch from before the history is refused at once with

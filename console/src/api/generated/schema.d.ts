@@ -1507,6 +1507,17 @@ export interface components {
              */
             replayed?: boolean;
         };
+        /**
+         * @description One event of the stream as an event source reads it: its name
+         *     (`changes`, `progress` or `ended`), its id (an index through which every
+         *     matching change was sent; none on `ended`) and its data, the JSON text
+         *     of a WatchChanges, a WatchProgress or an Error.
+         */
+        ServerSentEvent: {
+            event: string;
+            id?: string;
+            data: string;
+        };
         /** @description An API request a node answered after its slow-request threshold. */
         SlowRequest: {
             /**
@@ -2109,7 +2120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["ServerSentEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -13,7 +13,9 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::AppState;
 use super::encoding::Encoding;
-use super::model::watch::{ChangeType, WatchChange, WatchChanges, WatchProgress, WatchQuery};
+use super::model::watch::{
+    ChangeType, ServerSentEvent, WatchChange, WatchChanges, WatchProgress, WatchQuery,
+};
 use super::parse;
 use super::responses::WatchErrors;
 use crate::error::{ApiError, ErrorBody};
@@ -51,7 +53,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     tag = "kv",
     params(WatchQuery),
     responses(
-        (status = 200, description = "The event stream.", content((String = "text/event-stream"))),
+        (status = 200, description = "The event stream.", content((ServerSentEvent = "text/event-stream"))),
         WatchErrors,
     ),
     extensions(

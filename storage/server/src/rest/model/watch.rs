@@ -79,3 +79,16 @@ pub struct WatchProgress {
     /// The node serving the watch.
     pub node_id: u64,
 }
+
+/// One event of the stream as an event source reads it: its name
+/// (`changes`, `progress` or `ended`), its id (an index through which every
+/// matching change was sent; none on `ended`) and its data, the JSON text
+/// of a WatchChanges, a WatchProgress or an Error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServerSentEvent {
+    pub event: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub id: Option<String>,
+    pub data: String,
+}
