@@ -201,7 +201,7 @@ impl StateMachine {
                     ApplyResult::Written
                 }
                 Command::Delete { key } => {
-                    let existed = self.stage_delete(&mut changes, &mut overlay, at, key)?;
+                    let existed = self.stage_delete(&mut changes, &mut overlay, at, key, true)?;
                     ApplyResult::Deleted { existed }
                 }
                 Command::Batch(ops) => {
@@ -211,7 +211,7 @@ impl StateMachine {
                                 self.stage_put(&mut changes, &mut overlay, at, key, value)
                             }
                             Op::Delete { key } => {
-                                self.stage_delete(&mut changes, &mut overlay, at, key)?;
+                                self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
                             }
                         }
                     }
@@ -228,7 +228,7 @@ impl StateMachine {
                         match value {
                             Some(v) => self.stage_put(&mut changes, &mut overlay, at, key, v),
                             None => {
-                                self.stage_delete(&mut changes, &mut overlay, at, key)?;
+                                self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
                             }
                         }
                     }
@@ -268,15 +268,17 @@ impl StateMachine {
     }
 
     /// Deletes `key`; returns whether it existed (only then is the delete
-    /// a change in the history).
+    /// a change in the history). The key is read only when that is needed:
+    /// for the answer (`answer`), or for a history that is kept.
     fn stage_delete(
         &self,
         changes: &mut history::Recorder<'_>,
         overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
         index: u64,
         key: &[u8],
+        answer: bool,
     ) -> Result<bool, EngineError> {
-        let existed = self.read(overlay, key)?.is_some();
+        let existed = (answer || changes.is_on()) && self.read(overlay, key)?.is_some();
         changes.batch().delete(&keys::data_key(self.group, key));
         if existed {
             changes.record(index, ChangeKind::Delete, key, b"");

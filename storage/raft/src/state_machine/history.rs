@@ -173,6 +173,11 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// Whether changes are recorded at all.
+    pub(super) fn is_on(&self) -> bool {
+        self.on
+    }
+
     /// The write batch the changes go into, for the data beside them.
     pub(super) fn batch(&mut self) -> &mut WriteBatch {
         self.batch
