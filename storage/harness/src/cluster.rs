@@ -106,8 +106,27 @@ impl Cluster {
             cluster.start_node(id)?;
         }
         cluster.start_envoy()?;
-        cluster.wait_gateway_leader(Duration::from_secs(30)).await?;
+        if let Err(e) = cluster.wait_gateway_leader(Duration::from_secs(30)).await {
+            let envoy = match cluster.envoy.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => format!("envoy exited ({status})"),
+                _ => "envoy is running".to_string(),
+            };
+            return Err(e.context(format!("{envoy}; {}", cluster.log_tail("envoy", 15))));
+        }
         Ok(cluster)
+    }
+
+    /// The last `lines` lines of `<name>.log` in the cluster's directory.
+    fn log_tail(&self, name: &str, lines: usize) -> String {
+        let path = self.dir.path().join(format!("{name}.log"));
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let all: Vec<&str> = text.lines().collect();
+                let tail = all[all.len().saturating_sub(lines)..].join("\n");
+                format!("the end of {}:\n{tail}", path.display())
+            }
+            Err(e) => format!("{} unreadable: {e}", path.display()),
+        }
     }
 
     fn peers(&self) -> Vec<(u64, String)> {

@@ -109,20 +109,41 @@ pub fn jaeger_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("jaeger"))
 }
 
-/// A free port on 127.0.0.1 (bound, then released for the child to take).
-/// The kernel may hand a just-released port out again, so a port is never
-/// returned twice by this process: tests in parallel threads, and the nodes
-/// of one cluster, cannot be given the same one.
+/// A free port on 127.0.0.1 for a child to listen on. It is taken from
+/// below the kernel's ephemeral range (`ip_local_port_range`), where the
+/// outgoing connections of the processes under test get their local ports:
+/// a port from inside it could be taken by a node's connection to a peer in
+/// the moment between this check and the child's bind, and the child would
+/// then fail to start. The port is checked free by binding it, and never
+/// returned twice by this process, so tests in parallel threads, and the
+/// nodes of one cluster, cannot be given the same one.
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
     static GIVEN: std::sync::Mutex<BTreeSet<u16>> = std::sync::Mutex::new(BTreeSet::new());
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free loopback port");
+    let (lo, hi) = listening_ports();
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0u64.. {
+        let mut h = random.build_hasher();
+        h.write_u64(attempt);
+        h.write_u32(std::process::id());
+        let port = lo + (h.finish() % u64::from(hi - lo)) as u16;
         let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-        if given.insert(port) {
-            return port;
+        if given.contains(&port) || TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
         }
+        given.insert(port);
+        return port;
     }
+    unreachable!("the loop returns a port")
+}
+
+/// `[lo, hi)`: the ports tests listen on, the 12,000 below the ephemeral
+/// range (32768 by default on Linux).
+fn listening_ports() -> (u16, u16) {
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .filter(|low| *low >= 14_000)
+        .unwrap_or(32_768);
+    (ephemeral_low - 12_000, ephemeral_low)
 }
