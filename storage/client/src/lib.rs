@@ -12,7 +12,7 @@ use strata_proto::v1::kv_client::KvClient;
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
     KeyRange, KeyValue, PutOp, PutRequest, ResponseHeader, ScanRequest, StatusRequest,
-    StatusResponse, batch_op, scan_request,
+    StatusResponse, TxnRequest, TxnResponse, batch_op, scan_request,
 };
 use tonic::transport::{Channel, Endpoint};
 
@@ -26,6 +26,7 @@ use once::RequestIds;
 
 mod backup;
 pub mod once;
+pub mod txn;
 mod watch;
 
 /// A client error: the transport failed, or the server answered with a status.
@@ -309,6 +310,53 @@ impl Client {
             })
             .await?;
         Ok((r.succeeded, r.current))
+    }
+
+    /// Runs a transaction: when every compare holds, `success`, else
+    /// `failure` (build them with [`txn`]), atomically in one raft entry.
+    pub async fn txn(
+        &self,
+        compare: Vec<proto::Compare>,
+        success: Vec<proto::TxnOp>,
+        failure: Vec<proto::TxnOp>,
+    ) -> Result<TxnResponse, ClientError> {
+        self.write(|request_id| {
+            let req = once::request(
+                TxnRequest {
+                    compare: compare.clone(),
+                    success: success.clone(),
+                    failure: failure.clone(),
+                    request_id: request_id.clone(),
+                },
+                &request_id,
+            );
+            let mut kv = self.kv.clone();
+            async move { kv.txn(req).await }
+        })
+        .await
+    }
+
+    /// Reads a key with the raft indexes that created and last put it.
+    pub async fn get_versioned(
+        &self,
+        key: impl Into<Bytes>,
+    ) -> Result<Option<KeyValue>, ClientError> {
+        let key = key.into();
+        let r = self
+            .kv
+            .clone()
+            .get(GetRequest {
+                key: key.clone(),
+                consistency: Consistency::Linearizable as i32,
+            })
+            .await?
+            .into_inner();
+        Ok(r.found.then_some(KeyValue {
+            key,
+            value: r.value,
+            create_index: r.create_index,
+            mod_index: r.mod_index,
+        }))
     }
 
     /// Watches `selector`'s keys from raft index `from_index` (0: from

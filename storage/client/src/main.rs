@@ -4,9 +4,12 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use strata_client::proto::txn_op_result::Result as OpResult;
 use strata_client::proto::{ChangeKind, Role};
 use strata_client::proto_backup::BackupInfo;
 use strata_client::{Client, ScanSelector, WatchSelector};
+
+mod txn_args;
 
 #[derive(Parser)]
 #[command(name = "strata", version, about = "Command-line client for Strata")]
@@ -75,6 +78,26 @@ enum Cmd {
         /// has been printed.
         #[arg(long)]
         progress: bool,
+    },
+    /// Run a transaction: when every --if holds, the --then operations,
+    /// else the --else ones, atomically. Prints `succeeded` or `failed`
+    /// with the index, then one line per operation that ran.
+    #[command(
+        after_help = "Conditions: 'value(KEY) OP VALUE', 'exists(KEY) = true|false', \
+        'create(KEY) OP INDEX', 'mod(KEY) OP INDEX', with OP one of = != < >.\n\
+        Operations: 'put KEY VALUE', 'del KEY', 'get KEY', 'range START [END [LIMIT]]'.\n\
+        Example: strata txn --if 'mod(acct/a) = 12' --then 'put acct/a 7' --else 'get acct/a'"
+    )]
+    Txn {
+        /// A condition; all must hold.
+        #[arg(long = "if", value_parser = txn_args::compare)]
+        compare: Vec<strata_client::proto::Compare>,
+        /// An operation run when every condition holds.
+        #[arg(long = "then", value_parser = txn_args::op)]
+        success: Vec<strata_client::proto::TxnOp>,
+        /// An operation run when some condition does not hold.
+        #[arg(long = "else", value_parser = txn_args::op)]
+        failure: Vec<strata_client::proto::TxnOp>,
     },
     /// Backups: save the cluster's data to a file, show what a file holds,
     /// load a file into a new cluster.
@@ -262,6 +285,23 @@ async fn main() -> anyhow::Result<()> {
                 out.flush()?;
             }
         }
+        Cmd::Txn {
+            compare,
+            success,
+            failure,
+        } => {
+            let r = client.txn(compare, success, failure).await?;
+            let h = r.header.unwrap_or_default();
+            let verdict = if r.succeeded { "succeeded" } else { "failed" };
+            writeln!(
+                out,
+                "{verdict} index={} term={} node={}",
+                h.index, h.term, h.node_id
+            )?;
+            for result in r.results.into_iter().filter_map(|r| r.result) {
+                print_result(&mut out, result)?;
+            }
+        }
         Cmd::Snapshot { action } => snapshot(&client, action, &mut out).await?,
         Cmd::Member { action } => {
             let members = match action {
@@ -330,6 +370,42 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A transaction's operation result: `put`, `delete deleted|absent`,
+/// `get KEY<TAB>VALUE<TAB>create=C mod=M` (or `get absent`), and for a
+/// range one such line per pair then `range more` when it was cut.
+fn print_result(out: &mut impl Write, result: OpResult) -> std::io::Result<()> {
+    let pair = |out: &mut dyn Write, verb: &str, kv: &strata_client::proto::KeyValue| {
+        write!(out, "{verb} ")?;
+        out.write_all(&kv.key)?;
+        out.write_all(b"\t")?;
+        out.write_all(&kv.value)?;
+        writeln!(out, "\tcreate={} mod={}", kv.create_index, kv.mod_index)
+    };
+    match result {
+        OpResult::Put(_) => writeln!(out, "put"),
+        OpResult::Delete(d) => {
+            writeln!(
+                out,
+                "delete {}",
+                if d.deleted { "deleted" } else { "absent" }
+            )
+        }
+        OpResult::Get(g) => match g.kv {
+            Some(kv) => pair(out, "get", &kv),
+            None => writeln!(out, "get absent"),
+        },
+        OpResult::Range(r) => {
+            for kv in &r.kvs {
+                pair(out, "range", kv)?;
+            }
+            if r.more {
+                writeln!(out, "range more")?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// One line that says what a backup holds.

@@ -5,6 +5,7 @@ use raft_proto::eraftpb::{Entry, MessageType};
 use strata_raft::Message;
 use strata_raft::command::{Command, Op, Proposal};
 use strata_raft::log::record::{self, RecordKind};
+use strata_raft::{Compare, CompareOp, CompareTarget, Txn, TxnOp};
 
 /// Single records of every kind, and each followed by a second record.
 pub fn record_seeds() -> Vec<Vec<u8>> {
@@ -50,6 +51,35 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
             expected: None,
             value: Some(b"new".to_vec()),
         },
+        Command::Txn(Txn {
+            compares: vec![
+                Compare {
+                    key: b"a".to_vec(),
+                    target: CompareTarget::ModIndex(CompareOp::Equal, 3),
+                },
+                Compare {
+                    key: b"b".to_vec(),
+                    target: CompareTarget::Value(CompareOp::Greater, b"5".to_vec()),
+                },
+                Compare {
+                    key: b"c".to_vec(),
+                    target: CompareTarget::Exists(false),
+                },
+            ],
+            success: vec![
+                TxnOp::Put {
+                    key: b"a".to_vec(),
+                    value: b"1".to_vec(),
+                },
+                TxnOp::Delete { key: b"b".to_vec() },
+                TxnOp::Range {
+                    start: b"a".to_vec(),
+                    end: b"b".to_vec(),
+                    limit: 2,
+                },
+            ],
+            failure: vec![TxnOp::Get { key: b"a".to_vec() }],
+        }),
     ];
     let plain: Vec<Vec<u8>> = commands
         .into_iter()

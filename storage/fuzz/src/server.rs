@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::json;
 use strata_proto::v1::{
     BatchRequest, CompareAndSwapRequest, Consistency, DeleteRequest, GetRequest, PutRequest,
-    RaftBatch, ScanRequest, WatchRequest, batch_op, scan_request, watch_request,
+    RaftBatch, ScanRequest, TxnRequest, WatchRequest, batch_op, scan_request, watch_request,
 };
 use strata_raft::Op;
 use strata_server::config::Limits;
@@ -23,7 +23,7 @@ use strata_server::validate;
 use tonic::Code;
 
 /// The REST routes `rest_request` drives, picked by the input's first byte.
-pub const ROUTES: [Route; 7] = [
+pub const ROUTES: [Route; 8] = [
     Route::Put,
     Route::Get,
     Route::Delete,
@@ -31,6 +31,7 @@ pub const ROUTES: [Route; 7] = [
     Route::Batch,
     Route::Cas,
     Route::Watch,
+    Route::Txn,
 ];
 
 /// One REST KV endpoint.
@@ -50,6 +51,8 @@ pub enum Route {
     Cas,
     /// `GET /v1/watch?…`; the body, when any, is its `Last-Event-ID`.
     Watch,
+    /// `POST /v1/txn`
+    Txn,
 }
 
 /// `Content-Type` values `rest_request` picks from (the low 3 bits of the
@@ -177,6 +180,7 @@ pub fn rest_request(data: &[u8]) {
         Route::Batch => rest_batch(content_type, body),
         Route::Cas => rest_cas(content_type, body),
         Route::Watch => rest_watch(head, body),
+        Route::Txn => rest_txn(content_type, body),
     }
 }
 
@@ -509,6 +513,67 @@ pub fn grpc_request(data: &[u8]) {
     decode_round_trip::<BatchRequest>(data).inspect(check_batch);
     decode_round_trip::<CompareAndSwapRequest>(data).inspect(check_cas);
     decode_round_trip::<WatchRequest>(data).inspect(check_watch);
+    decode_round_trip::<TxnRequest>(data).inspect(check_txn);
+}
+
+fn rest_txn(content_type: Option<&str>, body: &[u8]) {
+    if let Some((req, _)) = accepted(parse::txn_request(content_type, body)) {
+        check_txn(&req);
+    }
+}
+
+/// A validated transaction has every part within the limits, and as many
+/// compares and operations in each branch as the request.
+fn check_txn(req: &TxnRequest) {
+    check_request_id(&req.request_id);
+    for l in &limits() {
+        let Some(txn) = accepted(validate::txn(l, req)) else {
+            continue;
+        };
+        assert_eq!(txn.compares.len(), req.compare.len(), "compares lost");
+        assert_eq!(txn.success.len(), req.success.len(), "success ops lost");
+        assert_eq!(txn.failure.len(), req.failure.len(), "failure ops lost");
+        for part in [txn.compares.len(), txn.success.len(), txn.failure.len()] {
+            assert!(part <= l.max_batch_ops, "a part over the limit validated");
+        }
+        for c in &txn.compares {
+            assert_key_fits(l, &c.key);
+            if let strata_raft::CompareTarget::Value(_, v) = &c.target {
+                assert_value_fits(l, v);
+            }
+        }
+        for op in txn.success.iter().chain(&txn.failure) {
+            match op {
+                strata_raft::TxnOp::Put { key, value } => {
+                    assert_key_fits(l, key);
+                    assert_value_fits(l, value);
+                }
+                strata_raft::TxnOp::Delete { key } | strata_raft::TxnOp::Get { key } => {
+                    assert_key_fits(l, key)
+                }
+                strata_raft::TxnOp::Range { start, end, limit } => {
+                    assert!(
+                        end.is_empty() || start <= end,
+                        "a range starts after its end"
+                    );
+                    assert!(
+                        *limit <= strata_raft::MAX_RANGE_KEYS,
+                        "range limit over the most"
+                    );
+                }
+            }
+        }
+        // What validates encodes into a raft entry that decodes to it.
+        let p = strata_raft::Proposal {
+            request_id: 1,
+            command: strata_raft::Command::Txn(txn),
+            dedupe: None,
+        };
+        assert_eq!(
+            strata_raft::Proposal::decode(&p.encode()).expect("a validated txn decodes"),
+            p
+        );
+    }
 }
 
 /// A write's request id is accepted only when short printable ASCII, which

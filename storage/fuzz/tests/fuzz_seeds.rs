@@ -9,7 +9,7 @@ use strata_fuzz::Target;
 use strata_fuzz::server::{Route, rest_input};
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
-    KeyRange, PutOp, PutRequest, RaftBatch, ScanRequest, batch_op, scan_request,
+    KeyRange, PutOp, PutRequest, RaftBatch, ScanRequest, TxnRequest, batch_op, scan_request,
 };
 use strata_raft::command::Proposal;
 use strata_raft::{Message, MessageType};
@@ -84,6 +84,15 @@ fn bytes(s: &str) -> Bytes {
 
 /// Valid requests of every kind; `corpus/` holds exactly these as
 /// `seed-<name>` files (see `write_seed_corpus`).
+/// `mod_index(a) = 3`.
+fn mod_index_compare() -> strata_proto::v1::Compare {
+    strata_proto::v1::Compare {
+        key: bytes("a"),
+        op: strata_proto::v1::CompareOp::Equal as i32,
+        target: Some(strata_proto::v1::compare::Target::ModIndex(3)),
+    }
+}
+
 fn seeds() -> Vec<Seed> {
     const TEXT: u8 = 4;
     const JSON: u8 = 1;
@@ -96,6 +105,13 @@ fn seeds() -> Vec<Seed> {
     };
     vec![
         rest("put-raw", Route::Put, TEXT, "greeting", "hello"),
+        rest(
+            "txn",
+            Route::Txn,
+            JSON,
+            "",
+            r#"{"compare":[{"key":"a","mod_index":3},{"key":"b","op":"greater","value":"5"},{"key":"c","exists":false}],"success":[{"op":"put","key":"a","value":"1"},{"op":"delete","key":"b"},{"op":"range","start":"a","end":"b","limit":2}],"failure":[{"op":"get","key":"a"}]}"#,
+        ),
         rest(
             "put-json-base64",
             Route::Put,
@@ -246,6 +262,24 @@ fn seeds() -> Vec<Seed> {
                 request_id: "cas-1".into(),
             },
         ),
+        grpc(
+            "txn",
+            TxnRequest {
+                compare: vec![mod_index_compare()],
+                success: vec![strata_proto::v1::TxnOp {
+                    op: Some(strata_proto::v1::txn_op::Op::Put(PutOp {
+                        key: bytes("a"),
+                        value: bytes("1"),
+                    })),
+                }],
+                failure: vec![strata_proto::v1::TxnOp {
+                    op: Some(strata_proto::v1::txn_op::Op::Get(strata_proto::v1::GetOp {
+                        key: bytes("a"),
+                    })),
+                }],
+                request_id: "txn-1".into(),
+            },
+        ),
         Seed {
             target: "raft_batch",
             name: "append-and-heartbeat",
@@ -310,6 +344,9 @@ fn accepted(seed: &Seed) -> bool {
                 Route::Watch => parse::watch_request(head, (!body.is_empty()).then_some(body))
                     .and_then(|(r, _)| strata_server::watch::WatchSpec::from_request(&r))
                     .is_ok(),
+                Route::Txn => parse::txn_request(content_type, body.as_bytes())
+                    .and_then(|(r, _)| validate::txn(&limits, &r))
+                    .is_ok(),
             }
         }
         "grpc_request" => match seed.name.split('-').next() {
@@ -323,6 +360,12 @@ fn accepted(seed: &Seed) -> bool {
                 .unwrap_or(false),
             Some("batch") => BatchRequest::decode(&b[..])
                 .map(|r| validate::batch_ops(&limits, &r).is_ok())
+                .unwrap_or(false),
+            Some("txn") => TxnRequest::decode(&b[..])
+                .map(|r| {
+                    validate::txn(&limits, &r).is_ok()
+                        && validate::request_id(&r.request_id).is_ok()
+                })
                 .unwrap_or(false),
             Some("cas") => CompareAndSwapRequest::decode(&b[..])
                 .map(|r| {

@@ -8,11 +8,18 @@
 //! Put:    key | value          Delete: key
 //! Batch:  count u32 | (op_tag u8 | key [| value])*
 //! Cas:    key | has_expected u8 [| expected] | has_value u8 [| value]
+//! Txn:    count u32 | compare* | count u32 | txn_op* | count u32 | txn_op*
+//! compare: key | target u8 (value 1, exists 2, create 3, mod 4) | body
+//!          value: op u8 | bytes   exists: u8   create, mod: op u8 | u64
+//! txn_op:  put 1: key | value   delete 2: key   get 3: key
+//!          range 4: start | end | limit u32
 //! ```
+//! Compare ops: equal 0, not equal 1, less 2, greater 3.
 //! Byte strings are a u32 length followed by the bytes; integers are
 //! little-endian. Decoding checks every length against the buffer.
 
 use crate::trace::TraceParent;
+use crate::txn::{Compare, CompareOp, CompareTarget, Txn, TxnOp, TxnResult};
 
 const VERSION: u8 = 1;
 /// The same, with the proposing request's trace context after the id.
@@ -23,6 +30,15 @@ const TAG_PUT: u8 = 1;
 const TAG_DELETE: u8 = 2;
 const TAG_BATCH: u8 = 3;
 const TAG_CAS: u8 = 4;
+const TAG_TXN: u8 = 5;
+const TXN_PUT: u8 = 1;
+const TXN_DELETE: u8 = 2;
+const TXN_GET: u8 = 3;
+const TXN_RANGE: u8 = 4;
+const TARGET_VALUE: u8 = 1;
+const TARGET_EXISTS: u8 = 2;
+const TARGET_CREATE: u8 = 3;
+const TARGET_MOD: u8 = 4;
 
 /// One write inside a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +66,8 @@ pub enum Command {
         expected: Option<Vec<u8>>,
         value: Option<Vec<u8>>,
     },
+    /// Compares, then one of two branches, atomically (see `crate::txn`).
+    Txn(Txn),
 }
 
 /// What applying a command produced, returned to the proposer.
@@ -63,6 +81,7 @@ pub enum ApplyResult {
         succeeded: bool,
         current: Option<Vec<u8>>,
     },
+    Txn(TxnResult),
     /// Not applied: its request id names another request, applied at
     /// `index`, that the group still remembers.
     IdReused {
@@ -115,7 +134,7 @@ pub struct Proposal {
     pub dedupe: Option<Dedupe>,
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
     out.extend_from_slice(b);
 }
@@ -212,6 +231,10 @@ impl Command {
                 put_opt(out, expected);
                 put_opt(out, value);
             }
+            Command::Txn(txn) => {
+                out.push(TAG_TXN);
+                encode_txn(out, txn);
+            }
         }
     }
 
@@ -294,6 +317,7 @@ impl Proposal {
                 expected: r.opt()?,
                 value: r.opt()?,
             },
+            TAG_TXN => Command::Txn(decode_txn(&mut r)?),
             _ => return Err(DecodeError("unknown command tag")),
         };
         if !r.buf.is_empty() {
@@ -329,21 +353,145 @@ impl Command {
                     + expected.as_ref().map_or(0, Vec::len)
                     + value.as_ref().map_or(0, Vec::len)
             }
+            Command::Txn(txn) => txn.approximate_size(),
         }
     }
+}
+
+fn compare_op_code(op: CompareOp) -> u8 {
+    match op {
+        CompareOp::Equal => 0,
+        CompareOp::NotEqual => 1,
+        CompareOp::Less => 2,
+        CompareOp::Greater => 3,
+    }
+}
+
+fn encode_txn(out: &mut Vec<u8>, txn: &Txn) {
+    out.extend_from_slice(&(txn.compares.len() as u32).to_le_bytes());
+    for c in &txn.compares {
+        put_bytes(out, &c.key);
+        match &c.target {
+            CompareTarget::Value(op, v) => {
+                out.extend_from_slice(&[TARGET_VALUE, compare_op_code(*op)]);
+                put_bytes(out, v);
+            }
+            CompareTarget::Exists(e) => out.extend_from_slice(&[TARGET_EXISTS, u8::from(*e)]),
+            CompareTarget::CreateIndex(op, i) | CompareTarget::ModIndex(op, i) => {
+                let target = if matches!(c.target, CompareTarget::CreateIndex(..)) {
+                    TARGET_CREATE
+                } else {
+                    TARGET_MOD
+                };
+                out.extend_from_slice(&[target, compare_op_code(*op)]);
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+        }
+    }
+    for branch in [&txn.success, &txn.failure] {
+        out.extend_from_slice(&(branch.len() as u32).to_le_bytes());
+        for op in branch {
+            match op {
+                TxnOp::Put { key, value } => {
+                    out.push(TXN_PUT);
+                    put_bytes(out, key);
+                    put_bytes(out, value);
+                }
+                TxnOp::Delete { key } => {
+                    out.push(TXN_DELETE);
+                    put_bytes(out, key);
+                }
+                TxnOp::Get { key } => {
+                    out.push(TXN_GET);
+                    put_bytes(out, key);
+                }
+                TxnOp::Range { start, end, limit } => {
+                    out.push(TXN_RANGE);
+                    put_bytes(out, start);
+                    put_bytes(out, end);
+                    out.extend_from_slice(&limit.to_le_bytes());
+                }
+            }
+        }
+    }
+}
+
+fn decode_txn(r: &mut Reader<'_>) -> Result<Txn, DecodeError> {
+    // Every compare and op takes at least 5 bytes, which bounds each
+    // allocation by the buffer.
+    let count = |r: &mut Reader<'_>| -> Result<usize, DecodeError> {
+        let n = r.u32()? as usize;
+        if n > r.buf.len() / 5 {
+            return Err(DecodeError("transaction count exceeds the buffer"));
+        }
+        Ok(n)
+    };
+    let op = |r: &mut Reader<'_>| -> Result<CompareOp, DecodeError> {
+        Ok(match r.u8()? {
+            0 => CompareOp::Equal,
+            1 => CompareOp::NotEqual,
+            2 => CompareOp::Less,
+            3 => CompareOp::Greater,
+            _ => return Err(DecodeError("unknown compare op")),
+        })
+    };
+    let n = count(r)?;
+    let mut compares = Vec::with_capacity(n);
+    for _ in 0..n {
+        let key = r.bytes()?;
+        let target = match r.u8()? {
+            TARGET_VALUE => CompareTarget::Value(op(r)?, r.bytes()?),
+            TARGET_EXISTS => match r.u8()? {
+                0 => CompareTarget::Exists(false),
+                1 => CompareTarget::Exists(true),
+                _ => return Err(DecodeError("bad exists flag")),
+            },
+            TARGET_CREATE => CompareTarget::CreateIndex(op(r)?, r.u64()?),
+            TARGET_MOD => CompareTarget::ModIndex(op(r)?, r.u64()?),
+            _ => return Err(DecodeError("unknown compare target")),
+        };
+        compares.push(Compare { key, target });
+    }
+    let mut branches = [Vec::new(), Vec::new()];
+    for branch in &mut branches {
+        let n = count(r)?;
+        branch.reserve(n);
+        for _ in 0..n {
+            branch.push(match r.u8()? {
+                TXN_PUT => TxnOp::Put {
+                    key: r.bytes()?,
+                    value: r.bytes()?,
+                },
+                TXN_DELETE => TxnOp::Delete { key: r.bytes()? },
+                TXN_GET => TxnOp::Get { key: r.bytes()? },
+                TXN_RANGE => TxnOp::Range {
+                    start: r.bytes()?,
+                    end: r.bytes()?,
+                    limit: r.u32()?,
+                },
+                _ => return Err(DecodeError("unknown transaction op")),
+            });
+        }
+    }
+    let [success, failure] = branches;
+    Ok(Txn {
+        compares,
+        success,
+        failure,
+    })
 }
 
 /// A command that does not decode: the entry was not written by this code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed command: {0}")]
-pub struct DecodeError(&'static str);
+pub struct DecodeError(pub(crate) &'static str);
 
-struct Reader<'a> {
-    buf: &'a [u8],
+pub(crate) struct Reader<'a> {
+    pub(crate) buf: &'a [u8],
 }
 
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
         if self.buf.len() < n {
             return Err(DecodeError("command cut short"));
         }
@@ -351,24 +499,24 @@ impl Reader<'_> {
         self.buf = tail;
         Ok(head)
     }
-    fn u8(&mut self) -> Result<u8, DecodeError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, DecodeError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn u64(&mut self) -> Result<u64, DecodeError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_le_bytes(a))
     }
-    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let n = self.u32()? as usize;
         Ok(self.take(n)?.to_vec())
     }
-    fn opt(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+    pub(crate) fn opt(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
         match self.u8()? {
             0 => Ok(None),
             1 => Ok(Some(self.bytes()?)),
@@ -382,7 +530,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    pub(crate) fn bytes() -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec(any::<u8>(), 0..40)
     }
 
@@ -405,7 +553,44 @@ mod tests {
                     expected,
                     value
                 }),
+            txn().prop_map(Command::Txn),
         ]
+    }
+
+    fn txn() -> impl Strategy<Value = Txn> {
+        let op = prop_oneof![
+            Just(CompareOp::Equal),
+            Just(CompareOp::NotEqual),
+            Just(CompareOp::Less),
+            Just(CompareOp::Greater),
+        ];
+        let target = prop_oneof![
+            (op.clone(), bytes()).prop_map(|(o, v)| CompareTarget::Value(o, v)),
+            any::<bool>().prop_map(CompareTarget::Exists),
+            (op.clone(), any::<u64>()).prop_map(|(o, i)| CompareTarget::CreateIndex(o, i)),
+            (op, any::<u64>()).prop_map(|(o, i)| CompareTarget::ModIndex(o, i)),
+        ];
+        let compare = (bytes(), target).prop_map(|(key, target)| Compare { key, target });
+        let txn_op = prop_oneof![
+            (bytes(), bytes()).prop_map(|(key, value)| TxnOp::Put { key, value }),
+            bytes().prop_map(|key| TxnOp::Delete { key }),
+            bytes().prop_map(|key| TxnOp::Get { key }),
+            (bytes(), bytes(), any::<u32>()).prop_map(|(start, end, limit)| TxnOp::Range {
+                start,
+                end,
+                limit
+            }),
+        ];
+        (
+            proptest::collection::vec(compare, 0..4),
+            proptest::collection::vec(txn_op.clone(), 0..4),
+            proptest::collection::vec(txn_op, 0..4),
+        )
+            .prop_map(|(compares, success, failure)| Txn {
+                compares,
+                success,
+                failure,
+            })
     }
 
     proptest! {

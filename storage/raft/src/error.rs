@@ -183,4 +183,6 @@ pub enum StartError {
     Raft(#[from] raft::Error),
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error(transparent)]
+    ValueFormat(#[from] crate::state_machine::ValueFormatError),
 }

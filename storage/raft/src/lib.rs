@@ -97,6 +97,7 @@ pub mod state_machine;
 mod status;
 mod trace;
 mod transport;
+pub mod txn;
 
 // The unit tests' allocator notes each thread's largest allocation, so a
 // test can bound what one step of a copy holds (`state_machine::install`).
@@ -119,13 +120,18 @@ pub use snapshot::SnapshotDirs;
 pub use stamp::{Stamp, Stamps};
 pub use state_machine::{
     Change, ChangeKind, Committed, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage,
-    HistoryPosition, KvPair, SnapshotInfo, StateMachine,
+    HistoryPosition, KvPair, SnapshotInfo, StateMachine, ValueFormatError, Versioned,
+    VersionedPair,
 };
 pub use status::{
     ElectionReason, ElectionStart, HandOver, PeerStatus, RaftEvent, RaftEventKind, Role,
 };
 pub use trace::TraceParent;
 pub use transport::Transport;
+pub use txn::{
+    Compare, CompareOp, CompareTarget, MAX_RANGE_BYTES, MAX_RANGE_KEYS, Txn, TxnOp, TxnOpResult,
+    TxnResult,
+};
 
 /// Encodes a raft message for the wire.
 pub fn encode_message(m: &Message) -> Vec<u8> {

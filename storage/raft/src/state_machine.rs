@@ -8,10 +8,13 @@
 mod dedupe;
 mod history;
 mod install;
+mod record;
+mod txn;
 
 pub use history::{
     Change, ChangeKind, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage, HistoryPosition,
 };
+pub use record::Versioned;
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -67,6 +70,12 @@ pub struct Applied {
 
 /// A user key-value pair.
 pub type KvPair = (Vec<u8>, Vec<u8>);
+/// A user key with its value and indexes.
+pub type VersionedPair = (Vec<u8>, Versioned);
+
+/// The writes of one apply round, which later commands in it must see
+/// (`None`: deleted).
+type Overlay = HashMap<Vec<u8>, Option<Versioned>>;
 
 /// The state of one raft group, stored in the shared engine.
 pub struct StateMachine {
@@ -78,6 +87,7 @@ pub struct StateMachine {
     installing_key: Vec<u8>,
     history_from_key: Vec<u8>,
     request_clock_key: Vec<u8>,
+    value_format_key: Vec<u8>,
     /// How many raft indexes of changes the history keeps.
     history_entries: u64,
     trim: Mutex<history::Trim>,
@@ -100,6 +110,7 @@ impl StateMachine {
             installing_key: keys::meta_key(group, "installing_snapshot"),
             history_from_key: keys::meta_key(group, "history_from"),
             request_clock_key: keys::meta_key(group, "request_clock_ms"),
+            value_format_key: keys::meta_key(group, "value_format"),
             history_entries: DEFAULT_HISTORY_ENTRIES,
             trim: Mutex::new(history::Trim::default()),
             applied_tx: watch::Sender::new(0),
@@ -173,8 +184,7 @@ impl StateMachine {
         let mut batch = WriteBatch::default();
         let mut changes = history::Recorder::new(&mut batch, self.group, self.keeps_history());
         let mut requests = dedupe::Requests::default();
-        // Writes of this round that later commands in it must see.
-        let mut overlay: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
+        let mut overlay = Overlay::new();
         let mut out = Vec::new();
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
@@ -197,7 +207,7 @@ impl StateMachine {
             }
             let result = match &p.command {
                 Command::Put { key, value } => {
-                    self.stage_put(&mut changes, &mut overlay, at, key, value);
+                    self.stage_put(&mut changes, &mut overlay, at, key, value)?;
                     ApplyResult::Written
                 }
                 Command::Delete { key } => {
@@ -208,7 +218,7 @@ impl StateMachine {
                     for op in ops {
                         match op {
                             Op::Put { key, value } => {
-                                self.stage_put(&mut changes, &mut overlay, at, key, value)
+                                self.stage_put(&mut changes, &mut overlay, at, key, value)?
                             }
                             Op::Delete { key } => {
                                 self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
@@ -222,17 +232,20 @@ impl StateMachine {
                     expected,
                     value,
                 } => {
-                    let current = self.read(&overlay, key)?;
+                    let current = self.read(&overlay, key)?.map(|v| v.value);
                     let succeeded = current == *expected;
                     if succeeded {
                         match value {
-                            Some(v) => self.stage_put(&mut changes, &mut overlay, at, key, v),
+                            Some(v) => self.stage_put(&mut changes, &mut overlay, at, key, v)?,
                             None => {
                                 self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
                             }
                         }
                     }
                     ApplyResult::Cas { succeeded, current }
+                }
+                Command::Txn(txn) => {
+                    ApplyResult::Txn(self.apply_txn(&mut changes, &mut overlay, at, txn)?)
                 }
             };
             if let Some(d) = &p.dedupe {
@@ -254,17 +267,28 @@ impl StateMachine {
         Ok(out)
     }
 
+    /// Puts `key`: created at `index` unless it exists, changed at `index`.
     fn stage_put(
         &self,
         changes: &mut history::Recorder<'_>,
-        overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        overlay: &mut Overlay,
         index: u64,
         key: &[u8],
         value: &[u8],
-    ) {
-        changes.batch().put(&keys::data_key(self.group, key), value);
+    ) -> Result<(), EngineError> {
+        let create_index = self.read(overlay, key)?.map_or(index, |v| v.create_index);
+        let record = Versioned {
+            value: value.to_vec(),
+            create_index,
+            mod_index: index,
+            lease: 0,
+        };
+        changes
+            .batch()
+            .put(&keys::data_key(self.group, key), &record.encode());
         changes.record(index, ChangeKind::Put, key, value);
-        overlay.insert(key.to_vec(), Some(value.to_vec()));
+        overlay.insert(key.to_vec(), Some(record));
+        Ok(())
     }
 
     /// Deletes `key`; returns whether it existed (only then is the delete
@@ -273,7 +297,7 @@ impl StateMachine {
     fn stage_delete(
         &self,
         changes: &mut history::Recorder<'_>,
-        overlay: &mut HashMap<Vec<u8>, Option<Vec<u8>>>,
+        overlay: &mut Overlay,
         index: u64,
         key: &[u8],
         answer: bool,
@@ -287,14 +311,15 @@ impl StateMachine {
         Ok(existed)
     }
 
-    fn read(
-        &self,
-        overlay: &HashMap<Vec<u8>, Option<Vec<u8>>>,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>, EngineError> {
+    /// `key`'s record as this round's writes so far left it.
+    fn read(&self, overlay: &Overlay, key: &[u8]) -> Result<Option<Versioned>, EngineError> {
         match overlay.get(key) {
             Some(v) => Ok(v.clone()),
-            None => self.engine.get(&keys::data_key(self.group, key)),
+            None => self
+                .engine
+                .get(&keys::data_key(self.group, key))?
+                .map(|stored| Versioned::decode(key, stored))
+                .transpose(),
         }
     }
 
@@ -323,6 +348,7 @@ impl StateMachine {
         batch.put(&self.members_key, members);
         // The entries up to `index` made no changes: all of them are held.
         batch.put(&self.history_from_key, &1u64.to_be_bytes());
+        batch.put(&self.value_format_key, &[record::FORMAT]);
         self.engine.write(&batch)?;
         self.make_durable()
     }
@@ -376,11 +402,17 @@ impl StateMachine {
 
     /// The value of a user key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
-        let key = keys::data_key(self.group, key);
-        match &*self.reads_at.read() {
-            Some(at) => at.get(&key),
-            None => self.engine.get(&key),
-        }
+        Ok(self.get_versioned(key)?.map(|v| v.value))
+    }
+
+    /// A user key's value with the indexes that created and last changed it.
+    pub fn get_versioned(&self, key: &[u8]) -> Result<Option<Versioned>, EngineError> {
+        let engine_key = keys::data_key(self.group, key);
+        let stored = match &*self.reads_at.read() {
+            Some(at) => at.get(&engine_key)?,
+            None => self.engine.get(&engine_key)?,
+        };
+        stored.map(|s| Versioned::decode(key, s)).transpose()
     }
 
     /// User pairs in `[start, end)` (`end = None`: to the end), ascending.
@@ -412,17 +444,77 @@ impl StateMachine {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<KvPair>, EngineError> {
+        Ok(self
+            .scan_versioned_at(view, start, end, limit)?
+            .into_iter()
+            .map(|(k, v)| (k, v.value))
+            .collect())
+    }
+
+    /// [`scan_at`](Self::scan_at), each value with its indexes.
+    pub fn scan_versioned_at(
+        &self,
+        view: &ReadPoint,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<VersionedPair>, EngineError> {
         let lo = keys::data_key(self.group, start);
         let hi = match end {
             Some(e) => keys::data_key(self.group, e),
             None => keys::data_end(self.group),
         };
-        let pairs = view.scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?;
-        Ok(pairs
+        view.scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?
             .into_iter()
-            .map(|(k, v)| (keys::user_key(&k).to_vec(), v))
-            .collect())
+            .map(|(k, v)| {
+                let user = keys::user_key(&k).to_vec();
+                let record = Versioned::decode(&user, v)?;
+                Ok((user, record))
+            })
+            .collect()
     }
+
+    /// Refuses a group whose values were written without the header this
+    /// build reads (`record`), and marks a group that holds no data yet as
+    /// written in this build's format.
+    pub fn check_value_format(&self) -> Result<(), ValueFormatError> {
+        match self.engine.get(&self.value_format_key)? {
+            Some(f) if f == [record::FORMAT] => Ok(()),
+            Some(f) => Err(ValueFormatError::Unknown(f)),
+            None => {
+                let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+                let any = self.engine.scan_bytes(
+                    Bound::Included(&lo[..]),
+                    Bound::Excluded(&hi[..]),
+                    1,
+                    1,
+                )?;
+                if !any.is_empty() {
+                    return Err(ValueFormatError::Unversioned);
+                }
+                let mut batch = WriteBatch::default();
+                batch.put(&self.value_format_key, &[record::FORMAT]);
+                self.engine.write(&batch)?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a group's stored values cannot be read by this build.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueFormatError {
+    #[error(
+        "the data directory holds values written before keys carried their create and mod \
+         indexes, which this build cannot read: back the cluster up with the build that wrote \
+         it (`strata snapshot save FILE`) and restore the file into a new cluster with this one \
+         (`strata snapshot restore FILE`)"
+    )]
+    Unversioned,
+    #[error("the data directory's values are in format {0:?}, which this build does not know")]
+    Unknown(Vec<u8>),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
 }
 
 #[cfg(test)]
@@ -451,7 +543,9 @@ mod tests {
     }
 
     fn open(dir: &std::path::Path) -> StateMachine {
-        StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
+        let sm = StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1);
+        sm.check_value_format().unwrap();
+        sm
     }
 
     #[test]
@@ -606,5 +700,24 @@ mod tests {
             ]
         );
         assert_eq!(follower.interrupted_install().unwrap(), None);
+    }
+
+    #[test]
+    fn values_written_without_their_header_are_refused_at_start_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::open(dir.path(), Options::default()).unwrap());
+        // A value as builds before the header wrote it.
+        let mut old = WriteBatch::default();
+        old.put(&keys::data_key(1, b"k"), b"raw value");
+        engine.write(&old).unwrap();
+        let sm = StateMachine::new(engine.clone(), 1);
+        let err = sm.check_value_format().unwrap_err();
+        assert!(matches!(err, ValueFormatError::Unversioned), "{err}");
+        assert!(err.to_string().contains("strata snapshot save"), "{err}");
+        // A group with no data yet is marked, and stays accepted.
+        let empty = StateMachine::new(engine, 2);
+        empty.check_value_format().unwrap();
+        empty.apply(&[committed(1, 1, put("k", "v"))]).unwrap();
+        empty.check_value_format().unwrap();
     }
 }

@@ -7,10 +7,11 @@
 //! because of the node's own state.
 
 use strata_proto::v1::{
-    BatchRequest, CompareAndSwapRequest, Consistency, ScanRequest, batch_op, scan_request,
+    BatchRequest, CompareAndSwapRequest, Consistency, ScanRequest, TxnRequest, batch_op, compare,
+    scan_request, txn_op,
 };
-use strata_raft::Op;
 use strata_raft::keys::prefix_end;
+use strata_raft::{Compare, CompareOp, CompareTarget, MAX_RANGE_KEYS, Op, Txn, TxnOp};
 
 use crate::config::Limits;
 use crate::error::ApiError;
@@ -88,6 +89,138 @@ pub fn batch_ops(limits: &Limits, req: &BatchRequest) -> Result<Vec<Op>, ApiErro
 
 fn at_op(i: usize, mut e: ApiError) -> ApiError {
     e.message = format!("operation {i}: {}", e.message);
+    e
+}
+
+/// A transaction as the raft command applies it. Each of its compares and
+/// of its two branches has at most `max_batch_ops` entries; every key and
+/// value is within the limits, every compare names a target (and `exists`
+/// only EQUAL or NOT_EQUAL), and every range has its start not after its
+/// end and a limit of at most 1000. The first bad part names its place.
+pub fn txn(limits: &Limits, req: &TxnRequest) -> Result<Txn, ApiError> {
+    for (name, n) in [
+        ("compare", req.compare.len()),
+        ("success", req.success.len()),
+        ("failure", req.failure.len()),
+    ] {
+        if n > limits.max_batch_ops {
+            return Err(ApiError::too_large(format!(
+                "`{name}` has {n} entries; the limit is {}",
+                limits.max_batch_ops
+            )));
+        }
+    }
+    let mut compares = Vec::with_capacity(req.compare.len());
+    for (i, c) in req.compare.iter().enumerate() {
+        let at = |e: ApiError| in_part("compare", i, e);
+        limits.check_key(&c.key).map_err(at)?;
+        let op = match strata_proto::v1::CompareOp::try_from(c.op) {
+            Ok(strata_proto::v1::CompareOp::Equal) => CompareOp::Equal,
+            Ok(strata_proto::v1::CompareOp::NotEqual) => CompareOp::NotEqual,
+            Ok(strata_proto::v1::CompareOp::Less) => CompareOp::Less,
+            Ok(strata_proto::v1::CompareOp::Greater) => CompareOp::Greater,
+            Err(_) => return Err(at(ApiError::invalid(format!("unknown op {}", c.op)))),
+        };
+        let target = match &c.target {
+            Some(compare::Target::Value(v)) => {
+                limits.check_value(v).map_err(at)?;
+                CompareTarget::Value(op, v.to_vec())
+            }
+            Some(compare::Target::Exists(e)) => match op {
+                CompareOp::Equal => CompareTarget::Exists(*e),
+                CompareOp::NotEqual => CompareTarget::Exists(!*e),
+                _ => {
+                    return Err(at(ApiError::invalid(
+                        "`exists` compares only with EQUAL or NOT_EQUAL",
+                    )));
+                }
+            },
+            Some(compare::Target::CreateIndex(n)) => CompareTarget::CreateIndex(op, *n),
+            Some(compare::Target::ModIndex(n)) => CompareTarget::ModIndex(op, *n),
+            None => {
+                return Err(at(ApiError::invalid(
+                    "a compare needs a target: value, exists, create_index or mod_index",
+                )));
+            }
+        };
+        compares.push(Compare {
+            key: c.key.to_vec(),
+            target,
+        });
+    }
+    Ok(Txn {
+        compares,
+        success: txn_branch(limits, "success", &req.success)?,
+        failure: txn_branch(limits, "failure", &req.failure)?,
+    })
+}
+
+fn txn_branch(
+    limits: &Limits,
+    name: &str,
+    ops: &[strata_proto::v1::TxnOp],
+) -> Result<Vec<TxnOp>, ApiError> {
+    let mut out = Vec::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        let at = |e: ApiError| in_part(name, i, e);
+        out.push(match &op.op {
+            Some(txn_op::Op::Put(p)) => {
+                limits.check_key(&p.key).map_err(at)?;
+                limits.check_value(&p.value).map_err(at)?;
+                TxnOp::Put {
+                    key: p.key.to_vec(),
+                    value: p.value.to_vec(),
+                }
+            }
+            Some(txn_op::Op::Delete(d)) => {
+                limits.check_key(&d.key).map_err(at)?;
+                TxnOp::Delete {
+                    key: d.key.to_vec(),
+                }
+            }
+            Some(txn_op::Op::Get(g)) => {
+                limits.check_key(&g.key).map_err(at)?;
+                TxnOp::Get {
+                    key: g.key.to_vec(),
+                }
+            }
+            Some(txn_op::Op::Range(r)) => {
+                for bound in [&r.start, &r.end] {
+                    if bound.len() > limits.max_key_bytes {
+                        return Err(at(ApiError::too_large(format!(
+                            "a range bound is {} bytes; the limit is {}",
+                            bound.len(),
+                            limits.max_key_bytes
+                        ))));
+                    }
+                }
+                if !r.end.is_empty() && r.start > r.end {
+                    return Err(at(ApiError::invalid("range start is after its end")));
+                }
+                if r.limit > MAX_RANGE_KEYS {
+                    return Err(at(ApiError::invalid(format!(
+                        "limit {} is above the maximum {MAX_RANGE_KEYS}",
+                        r.limit
+                    ))));
+                }
+                TxnOp::Range {
+                    start: r.start.to_vec(),
+                    end: r.end.to_vec(),
+                    limit: r.limit,
+                }
+            }
+            None => {
+                return Err(at(ApiError::invalid(
+                    "an operation needs one of put, delete, get or range",
+                )));
+            }
+        });
+    }
+    Ok(out)
+}
+
+fn in_part(part: &str, i: usize, mut e: ApiError) -> ApiError {
+    e.message = format!("{part}[{i}]: {}", e.message);
     e
 }
 

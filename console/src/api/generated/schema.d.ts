@@ -97,6 +97,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/txn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a transaction
+         * @description Checks every compare against the current state; when all hold, runs
+         *     `success`, else `failure`. The branch's operations run in order, each
+         *     seeing the writes before it, and the whole transaction is decided and
+         *     applied atomically in one raft entry, so its reads are linearizable.
+         *     Keys carry the raft index that created them and the one that last put
+         *     them (returned by get, scan and here): compare `mod_index` for
+         *     optimistic concurrency.
+         */
+        post: operations["txn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/watch": {
         parameters: {
             query?: never;
@@ -731,6 +757,11 @@ export interface components {
          */
         CompactionOutcome: "done" | "running" | "failed";
         /**
+         * @description How a key's field compares with the given one (`field OP given`).
+         * @enum {string}
+         */
+        CompareOpJson: "equal" | "not_equal" | "less" | "greater";
+        /**
          * @description `linearizable` (default) uses ReadIndex; `stale` is served from the
          *     answering replica's local state and the response carries
          *     `x-strata-consistency: stale`.
@@ -997,6 +1028,17 @@ export interface components {
             /** @description The value, in `encoding`. */
             value: string;
             /**
+             * Format: int64
+             * @description The raft index of the write that created the key (the first put
+             *     since it last did not exist).
+             */
+            create_index: number;
+            /**
+             * Format: int64
+             * @description The raft index of the write that last put it.
+             */
+            mod_index: number;
+            /**
              * @description `base64` when the request asked for it or when the key or value is
              *     not valid UTF-8; then every byte string in the response is base64.
              */
@@ -1079,6 +1121,16 @@ export interface components {
             key: string;
             /** @description The value, in the result's `encoding`; absent when `keys_only=true`. */
             value?: string;
+            /**
+             * Format: int64
+             * @description The raft index of the write that created the key.
+             */
+            create_index: number;
+            /**
+             * Format: int64
+             * @description The raft index of the write that last put it.
+             */
+            mod_index: number;
         };
         /** @description Tables in one level (`strata_engine_level_files`, `strata_engine_level_bytes`). */
         LevelShape: {
@@ -1586,6 +1638,164 @@ export interface components {
             /** Format: int64 */
             term: number;
         };
+        /**
+         * @description One condition of a transaction: `key`, an `op` (default `equal`) and
+         *     exactly one target: `value` (compared bytewise; never holds for a key
+         *     that does not exist), `exists`, `create_index` or `mod_index` (0 for a
+         *     key that does not exist). `exists` takes only `equal` and `not_equal`.
+         */
+        TxnCompare: {
+            /**
+             * @description A key (byte string in the request's `encoding`). Non-empty; at most
+             *     4 KiB once decoded.
+             */
+            key: string;
+            op?: components["schemas"]["CompareOpJson"];
+            /** @description The value to compare with (in the request's `encoding`). */
+            value?: string | null;
+            /** @description Whether the key exists. */
+            exists?: boolean | null;
+            /**
+             * Format: int64
+             * @description The raft index that created the key.
+             */
+            create_index?: number | null;
+            /**
+             * Format: int64
+             * @description The raft index that last put the key.
+             */
+            mod_index?: number | null;
+        };
+        /** @description Delete `key`; its result says whether it existed. */
+        TxnDeleteOp: {
+            /**
+             * @description The `op` of a delete. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "delete";
+            /** @description Non-empty; at most 4 KiB once decoded. */
+            key: string;
+        };
+        /** @description Read `key` as the operations before it left it. */
+        TxnGetOp: {
+            /**
+             * @description The `op` of a get. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "get";
+            /** @description Non-empty; at most 4 KiB once decoded. */
+            key: string;
+        };
+        /** @description A key with its value and the raft indexes that created and last put it. */
+        TxnKeyValue: {
+            /** @description The key, in the result's `encoding`. */
+            key: string;
+            /** @description The value, in the result's `encoding`. */
+            value: string;
+            /** Format: int64 */
+            create_index: number;
+            /** Format: int64 */
+            mod_index: number;
+        };
+        /** @description One operation of a transaction's branch, tagged by `op`. */
+        TxnOp: components["schemas"]["TxnPutOp"] | components["schemas"]["TxnDeleteOp"] | components["schemas"]["TxnGetOp"] | components["schemas"]["TxnRangeOp"];
+        /** @enum {string} */
+        TxnOpKind: "put" | "delete" | "get" | "range";
+        /** @description What one operation of the branch that ran produced, tagged by `op`. */
+        TxnOpResultJson: {
+            op: components["schemas"]["TxnOpKind"];
+            /** @description For `delete`: whether the key existed. */
+            deleted?: boolean;
+            /** @description For `get`: whether the key exists. */
+            found?: boolean;
+            /** @description For `get` of a key that exists: the pair. */
+            kv?: components["schemas"]["TxnKeyValue"];
+            /** @description For `range`: the pairs, in ascending byte order of key. */
+            kvs?: components["schemas"]["TxnKeyValue"][];
+            /** @description For `range`: whether keys of the range were left out by its limit. */
+            more?: boolean;
+        };
+        /** @description Store `value` under `key`. */
+        TxnPutOp: {
+            /**
+             * @description The `op` of a put. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "put";
+            /** @description Non-empty; at most 4 KiB once decoded. */
+            key: string;
+            /** @description May be empty; at most 1 MiB once decoded. */
+            value: string;
+        };
+        /** @description Read the keys in `[start, end)` as the operations before it left them. */
+        TxnRangeOp: {
+            /**
+             * @description The `op` of a range. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            op: "range";
+            /** @description Inclusive start; default the first key. */
+            start?: string | null;
+            /** @description Exclusive end; absent or empty means the end of the key space. */
+            end?: string | null;
+            /**
+             * Format: int32
+             * @description At most this many pairs; absent or 0 means 1000, the most. A range
+             *     also stops at about 4 MiB of keys and values.
+             */
+            limit?: number | null;
+        };
+        /** @description Body of POST /v1/txn. */
+        TxnRequest: {
+            /** @description All must hold for `success` to run; none: `success` runs. */
+            compare?: components["schemas"]["TxnCompare"][];
+            /** @description Run, in order, when every compare holds. */
+            success?: components["schemas"]["TxnOp"][];
+            /** @description Run, in order, when some compare does not hold. */
+            failure?: components["schemas"]["TxnOp"][];
+            /**
+             * @description Encoding of every key, value and range bound in the request, and of
+             *     the byte strings of the answer; default `utf8`.
+             */
+            encoding?: components["schemas"]["Encoding"];
+        };
+        /** @description Result of POST /v1/txn. Returned with 200 whichever branch ran. */
+        TxnResult: {
+            /** @description Whether every compare held (and `success` ran). */
+            succeeded: boolean;
+            /** @description One per operation of the branch that ran, in order. */
+            results: components["schemas"]["TxnOpResultJson"][];
+            /** @description Encoding of every key and value in `results`. */
+            encoding: components["schemas"]["Encoding"];
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
+        };
         /** @description A window that was not linearizable. */
         Violation: {
             /** @description The window's name (`<start of the node's canary>-<number>`). */
@@ -1832,8 +2042,12 @@ export interface operations {
                 headers: {
                     /** @description `stale` when the read was served from local state. */
                     "x-strata-consistency"?: "stale";
+                    /** @description With a raw value: the raft index of the write that created the key. */
+                    "x-strata-create-index"?: string;
                     /** @description Id of the leader, when known. */
                     "x-strata-leader"?: string;
+                    /** @description With a raw value: the raft index of the write that last put the key. */
+                    "x-strata-mod-index"?: string;
                     /** @description Id of the node that answered. */
                     "x-strata-node"?: string;
                     [name: string]: unknown;
@@ -2064,6 +2278,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CasResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+            507: components["responses"]["StorageFull"];
+        };
+    };
+    txn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The client's id for this transaction (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer, reads included (`replayed: true`), and is never applied twice; another request under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a request carrying one is also retried after a 504. */
+                "x-strata-request-id"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TxnRequest"];
+            };
+        };
+        responses: {
+            /** @description The transaction ran at `index`; `succeeded` says which branch. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TxnResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -31,6 +31,7 @@ pub(super) fn recover(
     )?;
     let identity = Identity::open(config.log_fs.clone(), &config.log_dir, store.opened_empty())?;
     finish_interrupted_install(state_machine, &mut store)?;
+    state_machine.check_value_format()?;
     // Snapshots staged but never installed (raft found them stale, or
     // the node stopped first) are of no further use.
     dirs.remove_incoming();

@@ -23,6 +23,7 @@ use strata_engine::{EngineError, WriteBatch};
 use super::StateMachine;
 use crate::command::{ApplyResult, Dedupe};
 use crate::keys;
+use crate::txn::TxnResult;
 
 /// The most expired records one apply round forgets.
 const FORGET_PER_ROUND: usize = 256;
@@ -73,6 +74,10 @@ impl Remembered {
                     v.push(0);
                 }
             }
+            ApplyResult::Txn(result) => {
+                v.push(4);
+                result.encode_into(&mut v);
+            }
             ApplyResult::IdReused { .. } | ApplyResult::Replayed { .. } => {
                 return Err(corrupt("an answer that applied nothing is not recorded"));
             }
@@ -100,6 +105,10 @@ impl Remembered {
                     _ => Some(v[27..].to_vec()),
                 },
             },
+            4 => ApplyResult::Txn(
+                TxnResult::decode(v.get(25..).unwrap_or_default())
+                    .map_err(|e| corrupt(&e.to_string()))?,
+            ),
             _ => return Err(corrupt("unknown answer")),
         };
         Ok(Remembered {

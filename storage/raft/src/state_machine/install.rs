@@ -98,6 +98,10 @@ impl StateMachine {
             .ok_or_else(|| refuse("no manifest: it was never received whole".into()))?;
         let source =
             StateMachine::new(Arc::new(Engine::open(dir, Options::default())?), self.group);
+        source.check_value_format().map_err(|e| match e {
+            super::ValueFormatError::Engine(e) => e,
+            other => refuse(other.to_string()),
+        })?;
         let info = source.describe()?;
         if (info.index, info.keys) != (manifest.index, manifest.keys) {
             return Err(refuse(format!(
@@ -194,7 +198,9 @@ mod tests {
     use crate::state_machine::Committed;
 
     fn open(dir: &Path) -> StateMachine {
-        StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
+        let sm = StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1);
+        sm.check_value_format().unwrap();
+        sm
     }
 
     fn committed(index: u64, command: Command) -> Committed {

@@ -7,10 +7,11 @@ use strata_engine::EngineError;
 use strata_proto::v1::kv_client::KvClient;
 use strata_proto::v1::{
     BatchRequest, BatchResponse, CompareAndSwapRequest, CompareAndSwapResponse, Consistency,
-    DeleteRequest, DeleteResponse, GetRequest, GetResponse, KeyValue, PutRequest, PutResponse,
-    ScanRequest, ScanResponse,
+    DeleteRequest, DeleteResponse, DeleteResult, GetRequest, GetResponse, GetResult, KeyValue,
+    PutRequest, PutResponse, PutResult, RangeResult, ScanRequest, ScanResponse, TxnOpResult,
+    TxnRequest, TxnResponse, txn_op_result,
 };
-use strata_raft::{ApplyResult, Command, ProposeError};
+use strata_raft::{ApplyResult, Command, ProposeError, TxnOpResult as Applied, Versioned};
 use tonic::transport::Channel;
 
 use super::{Core, Hop, Route};
@@ -116,6 +117,43 @@ impl Core {
         }
     }
 
+    pub async fn txn(&self, req: TxnRequest, hop: Hop) -> Result<TxnResponse, ApiError> {
+        let txn = validate::txn(&self.limits, &req)?;
+        match self.route(hop)? {
+            Route::Leader(leader) => {
+                let forward = |ch, r| async move { self.kv_client(ch).txn(r).await };
+                self.forward(leader, req, forward).await
+            }
+            Route::Here => {
+                let written = self.propose(Command::Txn(txn), &req.request_id).await?;
+                let ApplyResult::Txn(result) = written.result.clone() else {
+                    return Err(ApiError::new(
+                        ErrorCode::Internal,
+                        "a transaction applied as another command",
+                    ));
+                };
+                let branch = if result.succeeded {
+                    &req.success
+                } else {
+                    &req.failure
+                };
+                let results = result
+                    .results
+                    .into_iter()
+                    .zip(branch)
+                    .map(|(r, op)| TxnOpResult {
+                        result: Some(txn_op_result(r, op)),
+                    })
+                    .collect();
+                Ok(TxnResponse {
+                    header: Some(self.write_header(&written)),
+                    succeeded: result.succeeded,
+                    results,
+                })
+            }
+        }
+    }
+
     /// Waits until local state reflects every write committed before the
     /// call, unless the read asked for stale data. Returns the applied index.
     pub(crate) async fn read_barrier(&self, consistency: i32) -> Result<u64, ApiError> {
@@ -141,15 +179,20 @@ impl Core {
     pub async fn get(&self, req: GetRequest) -> Result<GetResponse, ApiError> {
         self.limits.check_key(&req.key)?;
         let index = self.read_barrier(req.consistency).await?;
-        let value = self
+        let found = self
             .peer
             .state_machine()
-            .get(&req.key)
+            .get_versioned(&req.key)
             .map_err(engine_error)?;
+        let (create_index, mod_index) = found
+            .as_ref()
+            .map_or((0, 0), |v| (v.create_index, v.mod_index));
         Ok(GetResponse {
             header: Some(self.header(index)),
-            found: value.is_some(),
-            value: value.map(Bytes::from).unwrap_or_default(),
+            found: found.is_some(),
+            value: found.map(|v| Bytes::from(v.value)).unwrap_or_default(),
+            create_index,
+            mod_index,
         })
     }
 
@@ -175,7 +218,7 @@ impl Core {
             }
         };
         let mut pairs = state_machine
-            .scan_at(&view, &start, end.as_deref(), limit + 1)
+            .scan_versioned_at(&view, &start, end.as_deref(), limit + 1)
             .map_err(engine_error)?;
         let kept = token.as_ref().map(|t| t.view());
         let next_page_token = if pairs.len() > limit {
@@ -193,13 +236,11 @@ impl Core {
         };
         let kvs = pairs
             .into_iter()
-            .map(|(k, v)| KeyValue {
-                key: Bytes::from(k),
-                value: if req.keys_only {
-                    Bytes::new()
-                } else {
-                    Bytes::from(v)
-                },
+            .map(|(k, mut v)| {
+                if req.keys_only {
+                    v.value = Vec::new();
+                }
+                key_value(k, v)
             })
             .collect();
         Ok(ScanResponse {
@@ -207,6 +248,39 @@ impl Core {
             kvs,
             next_page_token,
         })
+    }
+}
+
+/// One operation's result as the API returns it (`op`: the operation).
+fn txn_op_result(applied: Applied, op: &strata_proto::v1::TxnOp) -> txn_op_result::Result {
+    use txn_op_result::Result as R;
+    match applied {
+        Applied::Put => R::Put(PutResult {}),
+        Applied::Delete { existed } => R::Delete(DeleteResult { deleted: existed }),
+        Applied::Get { found } => {
+            let key = match &op.op {
+                Some(strata_proto::v1::txn_op::Op::Get(g)) => g.key.to_vec(),
+                _ => Vec::new(),
+            };
+            R::Get(GetResult {
+                found: found.is_some(),
+                kv: found.map(|v| key_value(key, v)),
+            })
+        }
+        Applied::Range { pairs, more } => R::Range(RangeResult {
+            kvs: pairs.into_iter().map(|(k, v)| key_value(k, v)).collect(),
+            more,
+        }),
+    }
+}
+
+/// A key's pair as the API returns it.
+fn key_value(key: Vec<u8>, v: Versioned) -> KeyValue {
+    KeyValue {
+        key: Bytes::from(key),
+        value: Bytes::from(v.value),
+        create_index: v.create_index,
+        mod_index: v.mod_index,
     }
 }
 

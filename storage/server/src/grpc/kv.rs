@@ -145,4 +145,14 @@ impl Kv for KvService {
         };
         Ok(Response::new(self.core.compare_and_swap(body, hop).await?))
     }
+
+    async fn txn(&self, req: Request<TxnRequest>) -> Result<Response<TxnResponse>, Status> {
+        let hop = hop(&req);
+        let id = request_id(&req, &req.get_ref().request_id);
+        let body = TxnRequest {
+            request_id: id,
+            ..req.into_inner()
+        };
+        Ok(Response::new(self.core.txn(body, hop).await?))
+    }
 }

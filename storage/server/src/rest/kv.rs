@@ -43,7 +43,7 @@ pub const REQUEST_ID_HEADER: &str = "x-strata-request-id";
 
 /// A write's client request id from its `x-strata-request-id` header
 /// (empty: none); checked by the service core.
-fn request_id(headers: &HeaderMap) -> Result<String, ApiError> {
+pub(super) fn request_id(headers: &HeaderMap) -> Result<String, ApiError> {
     match headers.get(REQUEST_ID_HEADER) {
         None => Ok(String::new()),
         Some(v) => v.to_str().map(str::to_string).map_err(|_| {
@@ -52,8 +52,13 @@ fn request_id(headers: &HeaderMap) -> Result<String, ApiError> {
     }
 }
 
+/// The raw value's headers naming the raft indexes that created the key
+/// and last put it.
+pub const CREATE_INDEX_HEADER: &str = "x-strata-create-index";
+pub const MOD_INDEX_HEADER: &str = "x-strata-mod-index";
+
 /// Adds `x-strata-node` / `x-strata-leader` (and the stale marker) to a response.
-fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Response {
+pub(super) fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Response {
     let headers = resp.headers_mut();
     headers.insert("x-strata-node", HeaderValue::from(h.node_id));
     if h.leader_id != 0 {
@@ -131,6 +136,8 @@ pub async fn put(
             ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
             ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
             ("x-strata-consistency" = inline(Stale), description = "`stale` when the read was served from local state."),
+            ("x-strata-create-index" = inline(Decimal), description = "With a raw value: the raft index of the write that created the key."),
+            ("x-strata-mod-index" = inline(Decimal), description = "With a raw value: the raft index of the write that last put the key."),
         )),
         (status = 404, response = NotFound),
         ReadErrors,
@@ -161,12 +168,18 @@ pub async fn get(
         Json(GetResult {
             key: encoding.encode(&key),
             value: encoding.encode(&resp.value),
+            create_index: resp.create_index,
+            mod_index: resp.mod_index,
             encoding,
             header,
         })
         .into_response()
     } else {
-        RawValue(resp.value).into_response()
+        let mut raw = RawValue(resp.value).into_response();
+        let headers = raw.headers_mut();
+        headers.insert(CREATE_INDEX_HEADER, HeaderValue::from(resp.create_index));
+        headers.insert(MOD_INDEX_HEADER, HeaderValue::from(resp.mod_index));
+        raw
     };
     Ok(tag(out, &header, format.stale))
 }
@@ -246,6 +259,8 @@ pub async fn scan(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiEr
         .map(|kv| KeyValue {
             key: encoding.encode(&kv.key),
             value: (!keys_only).then(|| encoding.encode(&kv.value)),
+            create_index: kv.create_index,
+            mod_index: kv.mod_index,
         })
         .collect();
     let body = ScanResult {

@@ -14,6 +14,7 @@ pub mod model;
 pub mod openapi;
 pub mod parse;
 pub mod responses;
+pub mod txn;
 pub mod watch;
 
 use std::sync::Arc;
@@ -62,6 +63,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(kv::scan))
         .routes(routes!(kv::batch))
         .routes(routes!(kv::cas))
+        .routes(routes!(txn::txn))
         .routes(routes!(watch::watch))
         .routes(routes!(backup::backup))
         .routes(routes!(cluster::status))

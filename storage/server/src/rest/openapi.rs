@@ -351,6 +351,8 @@ mod tests {
             [
                 "key",
                 "value",
+                "create_index",
+                "mod_index",
                 "encoding",
                 "node_id",
                 "term",
@@ -360,7 +362,7 @@ mod tests {
             ]
         );
         // `replayed` appears only on a write's replay.
-        assert_eq!(get.required.len(), 7);
+        assert_eq!(get.required.len(), 9);
         assert!(matches!(
             get.additional_properties.as_deref(),
             Some(AdditionalProperties::FreeForm(false))

@@ -9,14 +9,16 @@ use bytes::Bytes;
 use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use strata_proto::v1::{
-    BatchOp, BatchRequest, CompareAndSwapRequest, DeleteOp, DeleteRequest, GetRequest, KeyRange,
-    PutOp, PutRequest, ScanRequest, WatchRequest, batch_op, scan_request, watch_request,
+    BatchOp, BatchRequest, Compare, CompareAndSwapRequest, CompareOp, DeleteOp, DeleteRequest,
+    GetOp, GetRequest, KeyRange, PutOp, PutRequest, RangeOp, ScanRequest, TxnOp, TxnRequest,
+    WatchRequest, batch_op, compare, scan_request, txn_op, watch_request,
 };
 
 use super::encoding::{Encoding, decode_page_token};
 use super::model::kv_request::{
     BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, ReadQuery, ScanQuery,
 };
+use super::model::txn::{CompareJson, CompareOpJson, TxnJson, TxnOpJson, TxnOpKind};
 use super::model::watch::WatchQuery;
 use crate::error::{ApiError, ErrorCode};
 
@@ -287,6 +289,124 @@ pub fn cas_request(
         request_id: String::new(),
     };
     Ok((request, j.encoding))
+}
+
+/// `POST /v1/txn` with `{"compare", "success", "failure", "encoding"}`:
+/// each compare has exactly one target, and each operation exactly the
+/// fields its `op` takes. The encoding also renders the reply.
+pub fn txn_request(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<(TxnRequest, Encoding), ApiError> {
+    let j: TxnJson = json(content_type, body)?;
+    let enc = j.encoding;
+    let compare = j
+        .compare
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| txn_compare(enc, i, c))
+        .collect::<Result<_, _>>()?;
+    let success = txn_ops(enc, "success", j.success)?;
+    let failure = txn_ops(enc, "failure", j.failure)?;
+    let request = TxnRequest {
+        compare,
+        success,
+        failure,
+        request_id: String::new(),
+    };
+    Ok((request, enc))
+}
+
+fn txn_compare(enc: Encoding, i: usize, c: CompareJson) -> Result<Compare, ApiError> {
+    let place = format!("compare[{i}]");
+    let key = Bytes::from(enc.decode(&c.key, &format!("{place}.key"))?);
+    let mut targets = Vec::new();
+    if let Some(v) = &c.value {
+        let v = enc.decode(v, &format!("{place}.value"))?;
+        targets.push(compare::Target::Value(Bytes::from(v)));
+    }
+    if let Some(e) = c.exists {
+        targets.push(compare::Target::Exists(e));
+    }
+    if let Some(n) = c.create_index {
+        targets.push(compare::Target::CreateIndex(n));
+    }
+    if let Some(n) = c.mod_index {
+        targets.push(compare::Target::ModIndex(n));
+    }
+    if targets.len() != 1 {
+        return Err(ApiError::invalid(format!(
+            "{place}: a compare needs exactly one of value, exists, create_index and \
+             mod_index; it has {}",
+            targets.len()
+        )));
+    }
+    let op = match c.op {
+        CompareOpJson::Equal => CompareOp::Equal,
+        CompareOpJson::NotEqual => CompareOp::NotEqual,
+        CompareOpJson::Less => CompareOp::Less,
+        CompareOpJson::Greater => CompareOp::Greater,
+    };
+    Ok(Compare {
+        key,
+        op: op as i32,
+        target: targets.pop(),
+    })
+}
+
+fn txn_ops(enc: Encoding, branch: &str, ops: Vec<TxnOpJson>) -> Result<Vec<TxnOp>, ApiError> {
+    let mut out = Vec::with_capacity(ops.len());
+    for (i, o) in ops.into_iter().enumerate() {
+        let place = format!("{branch}[{i}]");
+        let field = |name: &str, v: Option<&String>| -> Result<Option<Bytes>, ApiError> {
+            v.map(|v| enc.decode(v, &format!("{place}.{name}")).map(Bytes::from))
+                .transpose()
+        };
+        let refuse = |what: &str| ApiError::invalid(format!("{place}: {what}"));
+        let only = |allowed: &[&str]| -> Result<(), ApiError> {
+            let given = [
+                ("key", o.key.is_some()),
+                ("value", o.value.is_some()),
+                ("start", o.start.is_some()),
+                ("end", o.end.is_some()),
+                ("limit", o.limit.is_some()),
+            ];
+            match given.iter().find(|(n, set)| *set && !allowed.contains(n)) {
+                Some((n, _)) => Err(refuse(&format!("{:?} takes no `{n}`", o.op).to_lowercase())),
+                None => Ok(()),
+            }
+        };
+        let key = || {
+            field("key", o.key.as_ref())?
+                .ok_or_else(|| refuse(&format!("{:?} needs a key", o.op).to_lowercase()))
+        };
+        let op = match o.op {
+            TxnOpKind::Put => {
+                only(&["key", "value"])?;
+                let value = field("value", o.value.as_ref())?
+                    .ok_or_else(|| refuse("a put needs a value"))?;
+                txn_op::Op::Put(PutOp { key: key()?, value })
+            }
+            TxnOpKind::Delete => {
+                only(&["key"])?;
+                txn_op::Op::Delete(DeleteOp { key: key()? })
+            }
+            TxnOpKind::Get => {
+                only(&["key"])?;
+                txn_op::Op::Get(GetOp { key: key()? })
+            }
+            TxnOpKind::Range => {
+                only(&["start", "end", "limit"])?;
+                txn_op::Op::Range(RangeOp {
+                    start: field("start", o.start.as_ref())?.unwrap_or_default(),
+                    end: field("end", o.end.as_ref())?.unwrap_or_default(),
+                    limit: o.limit.unwrap_or(0),
+                })
+            }
+        };
+        out.push(TxnOp { op: Some(op) });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

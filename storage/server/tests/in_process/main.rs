@@ -14,3 +14,4 @@ mod router;
 mod snapshot;
 mod stats;
 mod support;
+mod txn;

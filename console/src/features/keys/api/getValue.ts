@@ -8,12 +8,21 @@ export interface StoredValue {
   /** The raft index the read was served at, and who served it. */
   index: number;
   nodeId: number;
+  /** The raft indexes of the write that created the key and of the one that last put it. */
+  createIndex: number;
+  modIndex: number;
 }
 
 /** GET /v1/kv/{key} (linearizable), the value decoded from base64. */
 export async function getValue(key: Uint8Array, signal?: AbortSignal): Promise<StoredValue> {
   const result = await sendJson<GetResult>('GET', `/v1/kv/${keyPath(key)}?encoding=base64`, undefined, signal);
-  return { value: bytesFromBase64(result.value), index: result.index, nodeId: result.node_id };
+  return {
+    value: bytesFromBase64(result.value),
+    index: result.index,
+    nodeId: result.node_id,
+    createIndex: result.create_index,
+    modIndex: result.mod_index,
+  };
 }
 
 export function valueQuery(key: Uint8Array) {

@@ -57,6 +57,9 @@ describe('KeysPage', () => {
     expect(value).toHaveAttribute('data-kind', 'json');
     expect(value.textContent).toBe('{\n  "name": "Alice",\n  "roles": [\n    "admin",\n    "ops"\n  ]\n}');
     expect(screen.getByTestId('value-kind')).toHaveTextContent('JSON');
+    expect(screen.getByTestId('value-versions')).toHaveTextContent(
+      `created at index ${recorded.getJson.body.create_index}, last put at index ${recorded.getJson.body.mod_index}`,
+    );
     expect(api.requests('GET', '/v1/kv/users%2Falice')).toHaveLength(1);
   });
 

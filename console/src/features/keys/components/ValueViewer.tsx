@@ -47,6 +47,10 @@ export function ValueViewer({ keyBytes, onDeleted }: ValueViewerProps) {
             {KIND_LABEL[view.kind]}
           </Pill>
           <span>{formatCount(value.data.value.length)} bytes</span>
+          <span data-testid="value-versions">
+            created at index {formatCount(value.data.createIndex)}, last put at index{' '}
+            {formatCount(value.data.modIndex)}
+          </span>
           <span>
             read at index {formatCount(value.data.index)} from node {value.data.nodeId}
           </span>

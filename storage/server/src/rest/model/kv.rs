@@ -79,6 +79,11 @@ pub struct GetResult {
     pub key: String,
     /// The value, in `encoding`.
     pub value: String,
+    /// The raft index of the write that created the key (the first put
+    /// since it last did not exist).
+    pub create_index: u64,
+    /// The raft index of the write that last put it.
+    pub mod_index: u64,
     /// `base64` when the request asked for it or when the key or value is
     /// not valid UTF-8; then every byte string in the response is base64.
     pub encoding: Encoding,
@@ -106,6 +111,10 @@ pub struct KeyValue {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub value: Option<String>,
+    /// The raft index of the write that created the key.
+    pub create_index: u64,
+    /// The raft index of the write that last put it.
+    pub mod_index: u64,
 }
 
 /// Result of GET /v1/kv (scan).

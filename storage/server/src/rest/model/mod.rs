@@ -9,4 +9,5 @@ pub mod kv;
 pub mod kv_request;
 pub mod snapshot;
 pub mod stats;
+pub mod txn;
 pub mod watch;
