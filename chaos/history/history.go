@@ -22,6 +22,9 @@ const (
 	Get Kind = "get"
 	Put Kind = "put"
 	Cas Kind = "cas"
+	// Txn is a transaction (Op.Txn, answered in Op.Succeeded and
+	// Op.Answer).
+	Txn Kind = "txn"
 )
 
 // Outcome says whether an operation took effect.
@@ -72,6 +75,14 @@ type Op struct {
 	RequestID string `json:"request_id,omitempty"`
 	// Attempts counts the sends of an op with a request id.
 	Attempts int `json:"attempts,omitempty"`
+	// Replayed says the answer was the one the group remembered under the
+	// request id: an earlier send had been applied.
+	Replayed bool `json:"replayed,omitempty"`
+	// Txn is a transaction's request; Answer is the rest of its answer
+	// (nil until one came). Each send gets a new Answer, so that recorded
+	// copies of an op never share a changing one.
+	Txn    *TxnRequest `json:"txn,omitempty"`
+	Answer *TxnAnswer  `json:"answer,omitempty"`
 }
 
 // compactAbove is the length above which a value is recorded by digest.

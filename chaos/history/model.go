@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -21,6 +22,7 @@ type input struct {
 	Value          string
 	Expected       string
 	ExpectedAbsent bool
+	Txn            *TxnRequest
 }
 
 type output struct {
@@ -28,6 +30,24 @@ type output struct {
 	Found     bool
 	Got       string
 	Succeeded bool
+	// Index and Results are a transaction's answer (TxnAnswer).
+	Index   uint64
+	Results []TxnResult
+}
+
+// txnPartition is the partition every transaction is in: the keys
+// transactions touch (the bank's accounts) are touched by nothing else,
+// and a transaction may touch any of them, so their state is one
+// (accounts). It is not a key any client writes.
+const txnPartition = "\x00txn"
+
+// partitionOf is the partition an operation belongs to: its key, or
+// txnPartition.
+func partitionOf(in input) string {
+	if in.Kind == Txn {
+		return txnPartition
+	}
+	return in.Key
 }
 
 // step is the sequential specification of one key. Gets must see the
@@ -73,13 +93,14 @@ func describe(r register) string {
 }
 
 // Model is the Porcupine model of a key-value store with get, put and CAS,
-// partitioned by key.
+// partitioned by key (state: register), and transactions, all in one
+// partition (state: accounts). The initial state is nil: nothing exists.
 var Model = porcupine.Model{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
 		var keys []string
 		for _, op := range h {
-			k := op.Input.(input).Key
+			k := partitionOf(op.Input.(input))
 			if _, ok := byKey[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -92,14 +113,32 @@ var Model = porcupine.Model{
 		}
 		return out
 	},
-	Init: func() interface{} { return register{} },
+	Init: func() interface{} { return nil },
 	Step: func(state, in, out interface{}) (bool, interface{}) {
-		return step(state.(register), in.(input), out.(output))
+		i := in.(input)
+		if i.Kind == Txn {
+			st, _ := state.(accounts)
+			return stepTxn(st, i.Txn, out.(output))
+		}
+		st, _ := state.(register)
+		return step(st, i, out.(output))
+	},
+	Equal: func(a, b interface{}) bool {
+		if x, ok := a.(accounts); ok {
+			y, ok := b.(accounts)
+			return ok && maps.Equal(x, y)
+		}
+		if _, ok := b.(accounts); ok {
+			return false
+		}
+		return a == b
 	},
 	DescribeOperation: func(in, out interface{}) string {
 		i, o := in.(input), out.(output)
 		res := ""
 		switch {
+		case i.Kind == Txn:
+			return fmt.Sprintf("%s -> %s", i.Txn, describeTxnResult(o))
 		case o.Unknown:
 			res = "?"
 		case i.Kind == Get && !o.Found:
@@ -124,7 +163,15 @@ var Model = porcupine.Model{
 			return fmt.Sprintf("cas(%s, %s -> %q) -> %s", i.Key, exp, i.Value, res)
 		}
 	},
-	DescribeState: func(state interface{}) string { return describe(state.(register)) },
+	DescribeState: func(state interface{}) string {
+		switch st := state.(type) {
+		case accounts:
+			return describeAccounts(st)
+		case register:
+			return describe(st)
+		}
+		return "(nothing)"
+	},
 }
 
 // Result is the outcome of a linearizability check.
@@ -138,9 +185,9 @@ type Result struct {
 }
 
 // ToPorcupine turns recorded operations into Porcupine's. Operations that
-// definitely failed, and reads that did not complete, are left out (they
-// had no effect). Ambiguous writes keep an infinite return time: after
-// every other operation.
+// definitely failed, and reads (gets, read-only transactions) that did not
+// complete, are left out (they had no effect). Ambiguous writes keep an
+// infinite return time: after every other operation.
 func ToPorcupine(ops []Op) []porcupine.Operation {
 	var maxT int64
 	for _, op := range ops {
@@ -151,19 +198,24 @@ func ToPorcupine(ops []Op) []porcupine.Operation {
 	infinite := maxT + int64(time.Hour)
 	var out []porcupine.Operation
 	for _, op := range ops {
-		if op.Result == Failed || (op.Result == Unknown && op.Kind == Get) {
+		readOnly := op.Kind == Get || (op.Kind == Txn && op.Txn.ReadOnly())
+		if op.Result == Failed || (op.Result == Unknown && readOnly) {
 			continue
 		}
 		ret := op.Return
 		if op.Result == Unknown {
 			ret = infinite
 		}
+		o := output{Unknown: op.Result == Unknown, Found: op.Found, Got: op.Got, Succeeded: op.Succeeded}
+		if op.Answer != nil && !o.Unknown {
+			o.Index, o.Results = op.Answer.Index, op.Answer.Results
+		}
 		out = append(out, porcupine.Operation{
 			ClientId: op.Client,
 			Input: input{Kind: op.Kind, Key: op.Key, Value: op.Value, Expected: op.Expected,
-				ExpectedAbsent: op.ExpectedAbsent},
+				ExpectedAbsent: op.ExpectedAbsent, Txn: op.Txn},
 			Call:   op.Call,
-			Output: output{Unknown: op.Result == Unknown, Found: op.Found, Got: op.Got, Succeeded: op.Succeeded},
+			Output: o,
 			Return: ret,
 		})
 	}

@@ -69,6 +69,58 @@ func (Consistency) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_kv_proto_rawDescGZIP(), []int{0}
 }
 
+type CompareOp int32
+
+const (
+	CompareOp_COMPARE_OP_EQUAL     CompareOp = 0
+	CompareOp_COMPARE_OP_NOT_EQUAL CompareOp = 1
+	CompareOp_COMPARE_OP_LESS      CompareOp = 2
+	CompareOp_COMPARE_OP_GREATER   CompareOp = 3
+)
+
+// Enum value maps for CompareOp.
+var (
+	CompareOp_name = map[int32]string{
+		0: "COMPARE_OP_EQUAL",
+		1: "COMPARE_OP_NOT_EQUAL",
+		2: "COMPARE_OP_LESS",
+		3: "COMPARE_OP_GREATER",
+	}
+	CompareOp_value = map[string]int32{
+		"COMPARE_OP_EQUAL":     0,
+		"COMPARE_OP_NOT_EQUAL": 1,
+		"COMPARE_OP_LESS":      2,
+		"COMPARE_OP_GREATER":   3,
+	}
+)
+
+func (x CompareOp) Enum() *CompareOp {
+	p := new(CompareOp)
+	*p = x
+	return p
+}
+
+func (x CompareOp) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CompareOp) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_kv_proto_enumTypes[1].Descriptor()
+}
+
+func (CompareOp) Type() protoreflect.EnumType {
+	return &file_strata_v1_kv_proto_enumTypes[1]
+}
+
+func (x CompareOp) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CompareOp.Descriptor instead.
+func (CompareOp) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{1}
+}
+
 type ChangeKind int32
 
 const (
@@ -99,11 +151,11 @@ func (x ChangeKind) String() string {
 }
 
 func (ChangeKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_strata_v1_kv_proto_enumTypes[1].Descriptor()
+	return file_strata_v1_kv_proto_enumTypes[2].Descriptor()
 }
 
 func (ChangeKind) Type() protoreflect.EnumType {
-	return &file_strata_v1_kv_proto_enumTypes[1]
+	return &file_strata_v1_kv_proto_enumTypes[2]
 }
 
 func (x ChangeKind) Number() protoreflect.EnumNumber {
@@ -112,7 +164,7 @@ func (x ChangeKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ChangeKind.Descriptor instead.
 func (ChangeKind) EnumDescriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{2}
 }
 
 // ResponseHeader says which node answered and at which raft position.
@@ -200,9 +252,14 @@ func (x *ResponseHeader) GetReplayed() bool {
 }
 
 type KeyValue struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// The raft index of the write that created the key (the first put since
+	// it last did not exist).
+	CreateIndex uint64 `protobuf:"varint,3,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
+	// The raft index of the write that last put it.
+	ModIndex      uint64 `protobuf:"varint,4,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -249,6 +306,20 @@ func (x *KeyValue) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *KeyValue) GetCreateIndex() uint64 {
+	if x != nil {
+		return x.CreateIndex
+	}
+	return 0
+}
+
+func (x *KeyValue) GetModIndex() uint64 {
+	if x != nil {
+		return x.ModIndex
+	}
+	return 0
 }
 
 type PutRequest struct {
@@ -413,10 +484,14 @@ func (x *GetRequest) GetConsistency() Consistency {
 }
 
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
-	Found         bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
-	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Found  bool                   `protobuf:"varint,2,opt,name=found,proto3" json:"found,omitempty"`
+	Value  []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// The raft index of the write that created the key; 0 when not found.
+	CreateIndex uint64 `protobuf:"varint,4,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
+	// The raft index of the write that last put it; 0 when not found.
+	ModIndex      uint64 `protobuf:"varint,5,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -470,6 +545,20 @@ func (x *GetResponse) GetValue() []byte {
 		return x.Value
 	}
 	return nil
+}
+
+func (x *GetResponse) GetCreateIndex() uint64 {
+	if x != nil {
+		return x.CreateIndex
+	}
+	return 0
+}
+
+func (x *GetResponse) GetModIndex() uint64 {
+	if x != nil {
+		return x.ModIndex
+	}
+	return 0
 }
 
 type DeleteRequest struct {
@@ -1231,6 +1320,802 @@ func (x *CompareAndSwapResponse) GetCurrent() []byte {
 	return nil
 }
 
+// One condition of a transaction, on one key. A key that does not exist
+// has no value (a compare on its value never holds: compare `exists`
+// instead) and create and mod index 0.
+type Compare struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// How the key's field compares with the given one (`field OP given`).
+	// With `exists`, only EQUAL and NOT_EQUAL.
+	Op CompareOp `protobuf:"varint,2,opt,name=op,proto3,enum=strata.v1.CompareOp" json:"op,omitempty"`
+	// Types that are valid to be assigned to Target:
+	//
+	//	*Compare_Value
+	//	*Compare_Exists
+	//	*Compare_CreateIndex
+	//	*Compare_ModIndex
+	Target        isCompare_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Compare) Reset() {
+	*x = Compare{}
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Compare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Compare) ProtoMessage() {}
+
+func (x *Compare) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Compare.ProtoReflect.Descriptor instead.
+func (*Compare) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Compare) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Compare) GetOp() CompareOp {
+	if x != nil {
+		return x.Op
+	}
+	return CompareOp_COMPARE_OP_EQUAL
+}
+
+func (x *Compare) GetTarget() isCompare_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *Compare) GetValue() []byte {
+	if x != nil {
+		if x, ok := x.Target.(*Compare_Value); ok {
+			return x.Value
+		}
+	}
+	return nil
+}
+
+func (x *Compare) GetExists() bool {
+	if x != nil {
+		if x, ok := x.Target.(*Compare_Exists); ok {
+			return x.Exists
+		}
+	}
+	return false
+}
+
+func (x *Compare) GetCreateIndex() uint64 {
+	if x != nil {
+		if x, ok := x.Target.(*Compare_CreateIndex); ok {
+			return x.CreateIndex
+		}
+	}
+	return 0
+}
+
+func (x *Compare) GetModIndex() uint64 {
+	if x != nil {
+		if x, ok := x.Target.(*Compare_ModIndex); ok {
+			return x.ModIndex
+		}
+	}
+	return 0
+}
+
+type isCompare_Target interface {
+	isCompare_Target()
+}
+
+type Compare_Value struct {
+	// The value, compared bytewise.
+	Value []byte `protobuf:"bytes,3,opt,name=value,proto3,oneof"`
+}
+
+type Compare_Exists struct {
+	// Whether the key exists.
+	Exists bool `protobuf:"varint,4,opt,name=exists,proto3,oneof"`
+}
+
+type Compare_CreateIndex struct {
+	CreateIndex uint64 `protobuf:"varint,5,opt,name=create_index,json=createIndex,proto3,oneof"`
+}
+
+type Compare_ModIndex struct {
+	ModIndex uint64 `protobuf:"varint,6,opt,name=mod_index,json=modIndex,proto3,oneof"`
+}
+
+func (*Compare_Value) isCompare_Target() {}
+
+func (*Compare_Exists) isCompare_Target() {}
+
+func (*Compare_CreateIndex) isCompare_Target() {}
+
+func (*Compare_ModIndex) isCompare_Target() {}
+
+type GetOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetOp) Reset() {
+	*x = GetOp{}
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOp) ProtoMessage() {}
+
+func (x *GetOp) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOp.ProtoReflect.Descriptor instead.
+func (*GetOp) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetOp) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type RangeOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Inclusive start.
+	Start []byte `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// Exclusive end; empty means "to the end of the key space".
+	End []byte `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	// At most this many pairs (0: 1000, the most); a range also stops at
+	// about 4 MiB of keys and values. `more` says when it stopped early.
+	Limit         uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeOp) Reset() {
+	*x = RangeOp{}
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeOp) ProtoMessage() {}
+
+func (x *RangeOp) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeOp.ProtoReflect.Descriptor instead.
+func (*RangeOp) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RangeOp) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *RangeOp) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+func (x *RangeOp) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type TxnOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Op:
+	//
+	//	*TxnOp_Put
+	//	*TxnOp_Delete
+	//	*TxnOp_Get
+	//	*TxnOp_Range
+	Op            isTxnOp_Op `protobuf_oneof:"op"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnOp) Reset() {
+	*x = TxnOp{}
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnOp) ProtoMessage() {}
+
+func (x *TxnOp) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnOp.ProtoReflect.Descriptor instead.
+func (*TxnOp) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *TxnOp) GetOp() isTxnOp_Op {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *TxnOp) GetPut() *PutOp {
+	if x != nil {
+		if x, ok := x.Op.(*TxnOp_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *TxnOp) GetDelete() *DeleteOp {
+	if x != nil {
+		if x, ok := x.Op.(*TxnOp_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *TxnOp) GetGet() *GetOp {
+	if x != nil {
+		if x, ok := x.Op.(*TxnOp_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *TxnOp) GetRange() *RangeOp {
+	if x != nil {
+		if x, ok := x.Op.(*TxnOp_Range); ok {
+			return x.Range
+		}
+	}
+	return nil
+}
+
+type isTxnOp_Op interface {
+	isTxnOp_Op()
+}
+
+type TxnOp_Put struct {
+	Put *PutOp `protobuf:"bytes,1,opt,name=put,proto3,oneof"`
+}
+
+type TxnOp_Delete struct {
+	Delete *DeleteOp `protobuf:"bytes,2,opt,name=delete,proto3,oneof"`
+}
+
+type TxnOp_Get struct {
+	Get *GetOp `protobuf:"bytes,3,opt,name=get,proto3,oneof"`
+}
+
+type TxnOp_Range struct {
+	Range *RangeOp `protobuf:"bytes,4,opt,name=range,proto3,oneof"`
+}
+
+func (*TxnOp_Put) isTxnOp_Op() {}
+
+func (*TxnOp_Delete) isTxnOp_Op() {}
+
+func (*TxnOp_Get) isTxnOp_Op() {}
+
+func (*TxnOp_Range) isTxnOp_Op() {}
+
+type TxnRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Compare []*Compare             `protobuf:"bytes,1,rep,name=compare,proto3" json:"compare,omitempty"`
+	Success []*TxnOp               `protobuf:"bytes,2,rep,name=success,proto3" json:"success,omitempty"`
+	Failure []*TxnOp               `protobuf:"bytes,3,rep,name=failure,proto3" json:"failure,omitempty"`
+	// Optional: the client's id for this transaction (1 to 128 bytes of
+	// printable ASCII, unique per request). A retry with the same id, while
+	// the group remembers it (10 minutes by default), is answered with the
+	// first attempt's outcome, reads included, and never applied twice;
+	// another request under a remembered id is INVALID_ARGUMENT. Also read
+	// from the `x-strata-request-id` metadata.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnRequest) Reset() {
+	*x = TxnRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnRequest) ProtoMessage() {}
+
+func (x *TxnRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
+func (*TxnRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *TxnRequest) GetCompare() []*Compare {
+	if x != nil {
+		return x.Compare
+	}
+	return nil
+}
+
+func (x *TxnRequest) GetSuccess() []*TxnOp {
+	if x != nil {
+		return x.Success
+	}
+	return nil
+}
+
+func (x *TxnRequest) GetFailure() []*TxnOp {
+	if x != nil {
+		return x.Failure
+	}
+	return nil
+}
+
+func (x *TxnRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type PutResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutResult) Reset() {
+	*x = PutResult{}
+	mi := &file_strata_v1_kv_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutResult) ProtoMessage() {}
+
+func (x *PutResult) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutResult.ProtoReflect.Descriptor instead.
+func (*PutResult) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{23}
+}
+
+type DeleteResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the key existed before the delete.
+	Deleted       bool `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteResult) Reset() {
+	*x = DeleteResult{}
+	mi := &file_strata_v1_kv_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteResult) ProtoMessage() {}
+
+func (x *DeleteResult) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteResult.ProtoReflect.Descriptor instead.
+func (*DeleteResult) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DeleteResult) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+type GetResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Found bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	// The pair (with its indexes) when found.
+	Kv            *KeyValue `protobuf:"bytes,2,opt,name=kv,proto3" json:"kv,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResult) Reset() {
+	*x = GetResult{}
+	mi := &file_strata_v1_kv_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResult) ProtoMessage() {}
+
+func (x *GetResult) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResult.ProtoReflect.Descriptor instead.
+func (*GetResult) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetResult) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
+func (x *GetResult) GetKv() *KeyValue {
+	if x != nil {
+		return x.Kv
+	}
+	return nil
+}
+
+type RangeResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kvs   []*KeyValue            `protobuf:"bytes,1,rep,name=kvs,proto3" json:"kvs,omitempty"`
+	// Whether keys of the range were left out (by the limit).
+	More          bool `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeResult) Reset() {
+	*x = RangeResult{}
+	mi := &file_strata_v1_kv_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeResult) ProtoMessage() {}
+
+func (x *RangeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeResult.ProtoReflect.Descriptor instead.
+func (*RangeResult) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RangeResult) GetKvs() []*KeyValue {
+	if x != nil {
+		return x.Kvs
+	}
+	return nil
+}
+
+func (x *RangeResult) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+type TxnOpResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*TxnOpResult_Put
+	//	*TxnOpResult_Delete
+	//	*TxnOpResult_Get
+	//	*TxnOpResult_Range
+	Result        isTxnOpResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnOpResult) Reset() {
+	*x = TxnOpResult{}
+	mi := &file_strata_v1_kv_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnOpResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnOpResult) ProtoMessage() {}
+
+func (x *TxnOpResult) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnOpResult.ProtoReflect.Descriptor instead.
+func (*TxnOpResult) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *TxnOpResult) GetResult() isTxnOpResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *TxnOpResult) GetPut() *PutResult {
+	if x != nil {
+		if x, ok := x.Result.(*TxnOpResult_Put); ok {
+			return x.Put
+		}
+	}
+	return nil
+}
+
+func (x *TxnOpResult) GetDelete() *DeleteResult {
+	if x != nil {
+		if x, ok := x.Result.(*TxnOpResult_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+func (x *TxnOpResult) GetGet() *GetResult {
+	if x != nil {
+		if x, ok := x.Result.(*TxnOpResult_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *TxnOpResult) GetRange() *RangeResult {
+	if x != nil {
+		if x, ok := x.Result.(*TxnOpResult_Range); ok {
+			return x.Range
+		}
+	}
+	return nil
+}
+
+type isTxnOpResult_Result interface {
+	isTxnOpResult_Result()
+}
+
+type TxnOpResult_Put struct {
+	Put *PutResult `protobuf:"bytes,1,opt,name=put,proto3,oneof"`
+}
+
+type TxnOpResult_Delete struct {
+	Delete *DeleteResult `protobuf:"bytes,2,opt,name=delete,proto3,oneof"`
+}
+
+type TxnOpResult_Get struct {
+	Get *GetResult `protobuf:"bytes,3,opt,name=get,proto3,oneof"`
+}
+
+type TxnOpResult_Range struct {
+	Range *RangeResult `protobuf:"bytes,4,opt,name=range,proto3,oneof"`
+}
+
+func (*TxnOpResult_Put) isTxnOpResult_Result() {}
+
+func (*TxnOpResult_Delete) isTxnOpResult_Result() {}
+
+func (*TxnOpResult_Get) isTxnOpResult_Result() {}
+
+func (*TxnOpResult_Range) isTxnOpResult_Result() {}
+
+type TxnResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// Whether every compare held (and `success` ran).
+	Succeeded bool `protobuf:"varint,2,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	// One result per operation of the branch that ran, in order.
+	Results       []*TxnOpResult `protobuf:"bytes,3,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnResponse) Reset() {
+	*x = TxnResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnResponse) ProtoMessage() {}
+
+func (x *TxnResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnResponse.ProtoReflect.Descriptor instead.
+func (*TxnResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TxnResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *TxnResponse) GetSucceeded() bool {
+	if x != nil {
+		return x.Succeeded
+	}
+	return false
+}
+
+func (x *TxnResponse) GetResults() []*TxnOpResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Which keys: one key, a prefix, or [start, end); none: every key.
@@ -1253,7 +2138,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	mi := &file_strata_v1_kv_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +2150,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	mi := &file_strata_v1_kv_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +2163,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{18}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WatchRequest) GetSelector() isWatchRequest_Selector {
@@ -1366,7 +2251,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	mi := &file_strata_v1_kv_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +2263,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	mi := &file_strata_v1_kv_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +2276,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{19}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WatchEvent) GetKind() ChangeKind {
@@ -1437,7 +2322,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	mi := &file_strata_v1_kv_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +2334,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	mi := &file_strata_v1_kv_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +2347,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{20}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchResponse) GetNodeId() uint64 {
@@ -1494,7 +2379,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	mi := &file_strata_v1_kv_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +2391,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	mi := &file_strata_v1_kv_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +2404,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{21}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{32}
 }
 
 type BackupChunk struct {
@@ -1532,7 +2417,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	mi := &file_strata_v1_kv_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +2429,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	mi := &file_strata_v1_kv_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +2442,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{22}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -1577,10 +2462,12 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\x04R\bleaderId\x12\x1a\n" +
-	"\breplayed\x18\x05 \x01(\bR\breplayed\"2\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"r\n" +
 	"\bKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"S\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12!\n" +
+	"\fcreate_index\x18\x03 \x01(\x04R\vcreateIndex\x12\x1b\n" +
+	"\tmod_index\x18\x04 \x01(\x04R\bmodIndex\"S\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
@@ -1592,11 +2479,13 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\n" +
 	"GetRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x128\n" +
-	"\vconsistency\x18\x02 \x01(\x0e2\x16.strata.v1.ConsistencyR\vconsistency\"l\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x16.strata.v1.ConsistencyR\vconsistency\"\xac\x01\n" +
 	"\vGetResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"@\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12!\n" +
+	"\fcreate_index\x18\x04 \x01(\x04R\vcreateIndex\x12\x1b\n" +
+	"\tmod_index\x18\x05 \x01(\x04R\bmodIndex\"@\n" +
 	"\rDeleteRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
 	"\n" +
@@ -1649,7 +2538,53 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\tsucceeded\x18\x02 \x01(\bR\tsucceeded\x12\x1d\n" +
 	"\acurrent\x18\x03 \x01(\fH\x00R\acurrent\x88\x01\x01B\n" +
 	"\n" +
-	"\b_current\"\xc6\x01\n" +
+	"\b_current\"\xc1\x01\n" +
+	"\aCompare\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12$\n" +
+	"\x02op\x18\x02 \x01(\x0e2\x14.strata.v1.CompareOpR\x02op\x12\x16\n" +
+	"\x05value\x18\x03 \x01(\fH\x00R\x05value\x12\x18\n" +
+	"\x06exists\x18\x04 \x01(\bH\x00R\x06exists\x12#\n" +
+	"\fcreate_index\x18\x05 \x01(\x04H\x00R\vcreateIndex\x12\x1d\n" +
+	"\tmod_index\x18\x06 \x01(\x04H\x00R\bmodIndexB\b\n" +
+	"\x06target\"\x19\n" +
+	"\x05GetOp\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\"G\n" +
+	"\aRangeOp\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"\xb4\x01\n" +
+	"\x05TxnOp\x12$\n" +
+	"\x03put\x18\x01 \x01(\v2\x10.strata.v1.PutOpH\x00R\x03put\x12-\n" +
+	"\x06delete\x18\x02 \x01(\v2\x13.strata.v1.DeleteOpH\x00R\x06delete\x12$\n" +
+	"\x03get\x18\x03 \x01(\v2\x10.strata.v1.GetOpH\x00R\x03get\x12*\n" +
+	"\x05range\x18\x04 \x01(\v2\x12.strata.v1.RangeOpH\x00R\x05rangeB\x04\n" +
+	"\x02op\"\xb1\x01\n" +
+	"\n" +
+	"TxnRequest\x12,\n" +
+	"\acompare\x18\x01 \x03(\v2\x12.strata.v1.CompareR\acompare\x12*\n" +
+	"\asuccess\x18\x02 \x03(\v2\x10.strata.v1.TxnOpR\asuccess\x12*\n" +
+	"\afailure\x18\x03 \x03(\v2\x10.strata.v1.TxnOpR\afailure\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"\v\n" +
+	"\tPutResult\"(\n" +
+	"\fDeleteResult\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\bR\adeleted\"F\n" +
+	"\tGetResult\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\x12#\n" +
+	"\x02kv\x18\x02 \x01(\v2\x13.strata.v1.KeyValueR\x02kv\"H\n" +
+	"\vRangeResult\x12%\n" +
+	"\x03kvs\x18\x01 \x03(\v2\x13.strata.v1.KeyValueR\x03kvs\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\"\xce\x01\n" +
+	"\vTxnOpResult\x12(\n" +
+	"\x03put\x18\x01 \x01(\v2\x14.strata.v1.PutResultH\x00R\x03put\x121\n" +
+	"\x06delete\x18\x02 \x01(\v2\x17.strata.v1.DeleteResultH\x00R\x06delete\x12(\n" +
+	"\x03get\x18\x03 \x01(\v2\x14.strata.v1.GetResultH\x00R\x03get\x12.\n" +
+	"\x05range\x18\x04 \x01(\v2\x16.strata.v1.RangeResultH\x00R\x05rangeB\b\n" +
+	"\x06result\"\x90\x01\n" +
+	"\vTxnResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x1c\n" +
+	"\tsucceeded\x18\x02 \x01(\bR\tsucceeded\x120\n" +
+	"\aresults\x18\x03 \x03(\v2\x16.strata.v1.TxnOpResultR\aresults\"\xc6\x01\n" +
 	"\fWatchRequest\x12\x12\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x12\x18\n" +
 	"\x06prefix\x18\x02 \x01(\fH\x00R\x06prefix\x12+\n" +
@@ -1674,18 +2609,24 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\fR\x04data*B\n" +
 	"\vConsistency\x12\x1c\n" +
 	"\x18CONSISTENCY_LINEARIZABLE\x10\x00\x12\x15\n" +
-	"\x11CONSISTENCY_STALE\x10\x01*9\n" +
+	"\x11CONSISTENCY_STALE\x10\x01*h\n" +
+	"\tCompareOp\x12\x14\n" +
+	"\x10COMPARE_OP_EQUAL\x10\x00\x12\x18\n" +
+	"\x14COMPARE_OP_NOT_EQUAL\x10\x01\x12\x13\n" +
+	"\x0fCOMPARE_OP_LESS\x10\x02\x12\x16\n" +
+	"\x12COMPARE_OP_GREATER\x10\x03*9\n" +
 	"\n" +
 	"ChangeKind\x12\x13\n" +
 	"\x0fCHANGE_KIND_PUT\x10\x00\x12\x16\n" +
-	"\x12CHANGE_KIND_DELETE\x10\x012\xf7\x03\n" +
+	"\x12CHANGE_KIND_DELETE\x10\x012\xad\x04\n" +
 	"\x02KV\x124\n" +
 	"\x03Put\x12\x15.strata.v1.PutRequest\x1a\x16.strata.v1.PutResponse\x124\n" +
 	"\x03Get\x12\x15.strata.v1.GetRequest\x1a\x16.strata.v1.GetResponse\x12=\n" +
 	"\x06Delete\x12\x18.strata.v1.DeleteRequest\x1a\x19.strata.v1.DeleteResponse\x127\n" +
 	"\x04Scan\x12\x16.strata.v1.ScanRequest\x1a\x17.strata.v1.ScanResponse\x12:\n" +
 	"\x05Batch\x12\x17.strata.v1.BatchRequest\x1a\x18.strata.v1.BatchResponse\x12U\n" +
-	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponse\x12<\n" +
+	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponse\x124\n" +
+	"\x03Txn\x12\x15.strata.v1.TxnRequest\x1a\x16.strata.v1.TxnResponse\x12<\n" +
 	"\x05Watch\x12\x17.strata.v1.WatchRequest\x1a\x18.strata.v1.WatchResponse0\x01\x12<\n" +
 	"\x06Backup\x12\x18.strata.v1.BackupRequest\x1a\x16.strata.v1.BackupChunk0\x01b\x06proto3"
 
@@ -1701,73 +2642,103 @@ func file_strata_v1_kv_proto_rawDescGZIP() []byte {
 	return file_strata_v1_kv_proto_rawDescData
 }
 
-var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_strata_v1_kv_proto_goTypes = []any{
 	(Consistency)(0),               // 0: strata.v1.Consistency
-	(ChangeKind)(0),                // 1: strata.v1.ChangeKind
-	(*ResponseHeader)(nil),         // 2: strata.v1.ResponseHeader
-	(*KeyValue)(nil),               // 3: strata.v1.KeyValue
-	(*PutRequest)(nil),             // 4: strata.v1.PutRequest
-	(*PutResponse)(nil),            // 5: strata.v1.PutResponse
-	(*GetRequest)(nil),             // 6: strata.v1.GetRequest
-	(*GetResponse)(nil),            // 7: strata.v1.GetResponse
-	(*DeleteRequest)(nil),          // 8: strata.v1.DeleteRequest
-	(*DeleteResponse)(nil),         // 9: strata.v1.DeleteResponse
-	(*KeyRange)(nil),               // 10: strata.v1.KeyRange
-	(*ScanRequest)(nil),            // 11: strata.v1.ScanRequest
-	(*ScanResponse)(nil),           // 12: strata.v1.ScanResponse
-	(*PutOp)(nil),                  // 13: strata.v1.PutOp
-	(*DeleteOp)(nil),               // 14: strata.v1.DeleteOp
-	(*BatchOp)(nil),                // 15: strata.v1.BatchOp
-	(*BatchRequest)(nil),           // 16: strata.v1.BatchRequest
-	(*BatchResponse)(nil),          // 17: strata.v1.BatchResponse
-	(*CompareAndSwapRequest)(nil),  // 18: strata.v1.CompareAndSwapRequest
-	(*CompareAndSwapResponse)(nil), // 19: strata.v1.CompareAndSwapResponse
-	(*WatchRequest)(nil),           // 20: strata.v1.WatchRequest
-	(*WatchEvent)(nil),             // 21: strata.v1.WatchEvent
-	(*WatchResponse)(nil),          // 22: strata.v1.WatchResponse
-	(*BackupRequest)(nil),          // 23: strata.v1.BackupRequest
-	(*BackupChunk)(nil),            // 24: strata.v1.BackupChunk
+	(CompareOp)(0),                 // 1: strata.v1.CompareOp
+	(ChangeKind)(0),                // 2: strata.v1.ChangeKind
+	(*ResponseHeader)(nil),         // 3: strata.v1.ResponseHeader
+	(*KeyValue)(nil),               // 4: strata.v1.KeyValue
+	(*PutRequest)(nil),             // 5: strata.v1.PutRequest
+	(*PutResponse)(nil),            // 6: strata.v1.PutResponse
+	(*GetRequest)(nil),             // 7: strata.v1.GetRequest
+	(*GetResponse)(nil),            // 8: strata.v1.GetResponse
+	(*DeleteRequest)(nil),          // 9: strata.v1.DeleteRequest
+	(*DeleteResponse)(nil),         // 10: strata.v1.DeleteResponse
+	(*KeyRange)(nil),               // 11: strata.v1.KeyRange
+	(*ScanRequest)(nil),            // 12: strata.v1.ScanRequest
+	(*ScanResponse)(nil),           // 13: strata.v1.ScanResponse
+	(*PutOp)(nil),                  // 14: strata.v1.PutOp
+	(*DeleteOp)(nil),               // 15: strata.v1.DeleteOp
+	(*BatchOp)(nil),                // 16: strata.v1.BatchOp
+	(*BatchRequest)(nil),           // 17: strata.v1.BatchRequest
+	(*BatchResponse)(nil),          // 18: strata.v1.BatchResponse
+	(*CompareAndSwapRequest)(nil),  // 19: strata.v1.CompareAndSwapRequest
+	(*CompareAndSwapResponse)(nil), // 20: strata.v1.CompareAndSwapResponse
+	(*Compare)(nil),                // 21: strata.v1.Compare
+	(*GetOp)(nil),                  // 22: strata.v1.GetOp
+	(*RangeOp)(nil),                // 23: strata.v1.RangeOp
+	(*TxnOp)(nil),                  // 24: strata.v1.TxnOp
+	(*TxnRequest)(nil),             // 25: strata.v1.TxnRequest
+	(*PutResult)(nil),              // 26: strata.v1.PutResult
+	(*DeleteResult)(nil),           // 27: strata.v1.DeleteResult
+	(*GetResult)(nil),              // 28: strata.v1.GetResult
+	(*RangeResult)(nil),            // 29: strata.v1.RangeResult
+	(*TxnOpResult)(nil),            // 30: strata.v1.TxnOpResult
+	(*TxnResponse)(nil),            // 31: strata.v1.TxnResponse
+	(*WatchRequest)(nil),           // 32: strata.v1.WatchRequest
+	(*WatchEvent)(nil),             // 33: strata.v1.WatchEvent
+	(*WatchResponse)(nil),          // 34: strata.v1.WatchResponse
+	(*BackupRequest)(nil),          // 35: strata.v1.BackupRequest
+	(*BackupChunk)(nil),            // 36: strata.v1.BackupChunk
 }
 var file_strata_v1_kv_proto_depIdxs = []int32{
-	2,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
+	3,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
 	0,  // 1: strata.v1.GetRequest.consistency:type_name -> strata.v1.Consistency
-	2,  // 2: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
-	2,  // 3: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
-	10, // 4: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
+	3,  // 2: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
+	3,  // 3: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
+	11, // 4: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
 	0,  // 5: strata.v1.ScanRequest.consistency:type_name -> strata.v1.Consistency
-	2,  // 6: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
-	3,  // 7: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
-	13, // 8: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
-	14, // 9: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
-	15, // 10: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
-	2,  // 11: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
-	2,  // 12: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
-	10, // 13: strata.v1.WatchRequest.range:type_name -> strata.v1.KeyRange
-	1,  // 14: strata.v1.WatchEvent.kind:type_name -> strata.v1.ChangeKind
-	21, // 15: strata.v1.WatchResponse.events:type_name -> strata.v1.WatchEvent
-	4,  // 16: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
-	6,  // 17: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
-	8,  // 18: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
-	11, // 19: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
-	16, // 20: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
-	18, // 21: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
-	20, // 22: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
-	23, // 23: strata.v1.KV.Backup:input_type -> strata.v1.BackupRequest
-	5,  // 24: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
-	7,  // 25: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
-	9,  // 26: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
-	12, // 27: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
-	17, // 28: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
-	19, // 29: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
-	22, // 30: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
-	24, // 31: strata.v1.KV.Backup:output_type -> strata.v1.BackupChunk
-	24, // [24:32] is the sub-list for method output_type
-	16, // [16:24] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	3,  // 6: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
+	4,  // 7: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
+	14, // 8: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
+	15, // 9: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
+	16, // 10: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
+	3,  // 11: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
+	3,  // 12: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
+	1,  // 13: strata.v1.Compare.op:type_name -> strata.v1.CompareOp
+	14, // 14: strata.v1.TxnOp.put:type_name -> strata.v1.PutOp
+	15, // 15: strata.v1.TxnOp.delete:type_name -> strata.v1.DeleteOp
+	22, // 16: strata.v1.TxnOp.get:type_name -> strata.v1.GetOp
+	23, // 17: strata.v1.TxnOp.range:type_name -> strata.v1.RangeOp
+	21, // 18: strata.v1.TxnRequest.compare:type_name -> strata.v1.Compare
+	24, // 19: strata.v1.TxnRequest.success:type_name -> strata.v1.TxnOp
+	24, // 20: strata.v1.TxnRequest.failure:type_name -> strata.v1.TxnOp
+	4,  // 21: strata.v1.GetResult.kv:type_name -> strata.v1.KeyValue
+	4,  // 22: strata.v1.RangeResult.kvs:type_name -> strata.v1.KeyValue
+	26, // 23: strata.v1.TxnOpResult.put:type_name -> strata.v1.PutResult
+	27, // 24: strata.v1.TxnOpResult.delete:type_name -> strata.v1.DeleteResult
+	28, // 25: strata.v1.TxnOpResult.get:type_name -> strata.v1.GetResult
+	29, // 26: strata.v1.TxnOpResult.range:type_name -> strata.v1.RangeResult
+	3,  // 27: strata.v1.TxnResponse.header:type_name -> strata.v1.ResponseHeader
+	30, // 28: strata.v1.TxnResponse.results:type_name -> strata.v1.TxnOpResult
+	11, // 29: strata.v1.WatchRequest.range:type_name -> strata.v1.KeyRange
+	2,  // 30: strata.v1.WatchEvent.kind:type_name -> strata.v1.ChangeKind
+	33, // 31: strata.v1.WatchResponse.events:type_name -> strata.v1.WatchEvent
+	5,  // 32: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
+	7,  // 33: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
+	9,  // 34: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
+	12, // 35: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
+	17, // 36: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
+	19, // 37: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
+	25, // 38: strata.v1.KV.Txn:input_type -> strata.v1.TxnRequest
+	32, // 39: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
+	35, // 40: strata.v1.KV.Backup:input_type -> strata.v1.BackupRequest
+	6,  // 41: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
+	8,  // 42: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
+	10, // 43: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
+	13, // 44: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
+	18, // 45: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
+	20, // 46: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
+	31, // 47: strata.v1.KV.Txn:output_type -> strata.v1.TxnResponse
+	34, // 48: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
+	36, // 49: strata.v1.KV.Backup:output_type -> strata.v1.BackupChunk
+	41, // [41:50] is the sub-list for method output_type
+	32, // [32:41] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_kv_proto_init() }
@@ -1786,6 +2757,24 @@ func file_strata_v1_kv_proto_init() {
 	file_strata_v1_kv_proto_msgTypes[16].OneofWrappers = []any{}
 	file_strata_v1_kv_proto_msgTypes[17].OneofWrappers = []any{}
 	file_strata_v1_kv_proto_msgTypes[18].OneofWrappers = []any{
+		(*Compare_Value)(nil),
+		(*Compare_Exists)(nil),
+		(*Compare_CreateIndex)(nil),
+		(*Compare_ModIndex)(nil),
+	}
+	file_strata_v1_kv_proto_msgTypes[21].OneofWrappers = []any{
+		(*TxnOp_Put)(nil),
+		(*TxnOp_Delete)(nil),
+		(*TxnOp_Get)(nil),
+		(*TxnOp_Range)(nil),
+	}
+	file_strata_v1_kv_proto_msgTypes[27].OneofWrappers = []any{
+		(*TxnOpResult_Put)(nil),
+		(*TxnOpResult_Delete)(nil),
+		(*TxnOpResult_Get)(nil),
+		(*TxnOpResult_Range)(nil),
+	}
+	file_strata_v1_kv_proto_msgTypes[29].OneofWrappers = []any{
 		(*WatchRequest_Key)(nil),
 		(*WatchRequest_Prefix)(nil),
 		(*WatchRequest_Range)(nil),
@@ -1795,8 +2784,8 @@ func file_strata_v1_kv_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_kv_proto_rawDesc), len(file_strata_v1_kv_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   23,
+			NumEnums:      3,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

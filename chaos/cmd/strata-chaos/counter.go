@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/strata/chaos/history"
 )
@@ -33,13 +32,6 @@ type counters struct {
 	// settling one for; Unsettled those still ambiguous after every send.
 	Settled, Unsettled atomic.Int64
 }
-
-// settleAttempts bounds how often a CAS with an ambiguous answer is sent
-// again under its request id; settleDelay is the pause between sends.
-const (
-	settleAttempts = 20
-	settleDelay    = 250 * time.Millisecond
-)
 
 // counterTally is what the clients know about one counter.
 type counterTally struct {
@@ -105,29 +97,18 @@ func (cs *counters) increment(c int, kv kvStore, rec *history.Recorder, key stri
 	return true
 }
 
-// settle sends op (a CAS with a request id) until an answer settles it or
-// settleAttempts sends were made, and records it once, from its first call
-// to its last answer: under one id, every send is the same operation.
-// False when the recorder is full.
+// settle sends op (a CAS with a request id) until an answer settles it
+// (see settle) and counts it as settled late or unsettled. False when the
+// recorder is full.
 func (cs *counters) settle(kv kvStore, rec *history.Recorder, op *history.Op) bool {
-	op.Via = kv.Kind()
-	op.Call = rec.Now()
-	for op.Attempts = 1; ; op.Attempts++ {
-		kv.Cas(op)
-		if op.Result != history.Unknown || op.Attempts >= settleAttempts {
-			break
-		}
-		time.Sleep(settleDelay)
+	late, ok := settle(kv, rec, op, kv.Cas)
+	switch {
+	case late:
+		cs.Settled.Add(1)
+	case op.Result == history.Unknown:
+		cs.Unsettled.Add(1)
 	}
-	op.Return = rec.Now()
-	if op.Attempts > 1 {
-		if op.Result == history.Unknown {
-			cs.Unsettled.Add(1)
-		} else {
-			cs.Settled.Add(1)
-		}
-	}
-	return rec.Add(history.Compact(*op))
+	return ok
 }
 
 // check compares each counter's final linearizable read with its tally and

@@ -24,6 +24,8 @@ type linearOpts struct {
 	listKeys int
 	// counterKeys are incremented by read + CAS (double-application check).
 	counterKeys int
+	// bankAccounts are the bank workload's accounts (transactions; 0: off).
+	bankAccounts int
 	// grpcClients of the clients speak gRPC, the others REST.
 	grpcClients int
 	// readMode is the nodes' --read-mode (safe or lease).
@@ -62,6 +64,8 @@ type runResult struct {
 	Settled   int64  `json:"settled"`
 	Unsettled int64  `json:"unsettled"`
 	ReadMode  string `json:"read_mode"`
+	// Bank is what the bank workload did (nil: off).
+	Bank *bankReport `json:"bank,omitempty"`
 	// Canary is what the nodes' own consistency canaries checked.
 	Canary canaryCounts `json:"canary"`
 }
@@ -75,6 +79,7 @@ func cmdLinear(args []string) int {
 	fs.IntVar(&o.regKeys, "reg-keys", 4, "register keys (get/put/cas)")
 	fs.IntVar(&o.listKeys, "list-keys", 2, "list-append keys (CAS read-modify-write)")
 	fs.IntVar(&o.counterKeys, "counter-keys", 2, "counter keys (read + CAS increments; must equal the acknowledged ones)")
+	fs.IntVar(&o.bankAccounts, "bank-accounts", 4, "bank accounts (transfers and audits in transactions; the total must hold; 0: off)")
 	fs.IntVar(&o.grpcClients, "grpc-clients", -1, "how many of the clients speak gRPC (default: half, rounded down)")
 	fs.StringVar(&o.readMode, "read-mode", "safe", "the nodes' --read-mode: safe or lease")
 	fs.IntVar(&o.maxOps, "max-ops", 20000, "bound on recorded operations per run")
@@ -94,15 +99,22 @@ func cmdLinear(args []string) int {
 	if o.readMode != "safe" && o.readMode != "lease" {
 		fatalf("-read-mode must be safe or lease, not %q", o.readMode)
 	}
+	if o.bankAccounts == 1 || o.bankAccounts < 0 {
+		fatalf("-bank-accounts must be 0 (off) or at least 2, not %d", o.bankAccounts)
+	}
 	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients (%d gRPC, %d REST), read mode %s, faults %s; run dir %s\n",
 		o.runs, o.duration, o.clients, o.grpcClients, o.clients-o.grpcClients, o.readMode, o.faults, o.runDir)
 	failed, duplicates, settled, unsettled := 0, 0, int64(0), int64(0)
+	transfers, audits := int64(0), int64(0)
 	var results []runResult
 	for i := 0; i < o.runs; i++ {
 		r := o.run(i, o.seed+int64(i))
 		results = append(results, r)
 		duplicates += r.Duplicates
 		settled, unsettled = settled+r.Settled, unsettled+r.Unsettled
+		if r.Bank != nil {
+			transfers, audits = transfers+r.Bank.Transfers, audits+r.Bank.Audits
+		}
 		status := "ok"
 		if len(r.Violations) > 0 {
 			status = "VIOLATION"
@@ -112,6 +124,7 @@ func cmdLinear(args []string) int {
 			i, r.Seed, status, r.Ops, r.Outcomes, r.Via, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict,
 			r.Duplicates, r.Settled, r.Unsettled, r.DurationSec)
 		fmt.Printf("  canary: %s\n", r.Canary)
+		fmt.Printf("  bank: %s\n", r.Bank)
 		for _, f := range r.Faults {
 			fmt.Printf("  fault %s\n", f)
 		}
@@ -124,8 +137,8 @@ func cmdLinear(args []string) int {
 	}
 	summary := filepath.Join(o.runDir, "summary.json")
 	writeJSON(summary, results)
-	fmt.Printf("summary: %d run(s), %d with violations, %d duplicates, %d unknown outcomes settled by request id, %d not; %s\n",
-		o.runs, failed, duplicates, settled, unsettled, summary)
+	fmt.Printf("summary: %d run(s), %d with violations, %d duplicates, %d unknown outcomes settled by request id, %d not; bank: %d transfers, %d audits checked; %s\n",
+		o.runs, failed, duplicates, settled, unsettled, transfers, audits, summary)
 	if failed > 0 {
 		return 1
 	}
@@ -167,6 +180,14 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	var wg sync.WaitGroup
 	w := &workload{rec: rec, acked: &ackedAppends{elems: map[string]map[string]bool{}}, counters: newCounters(),
 		extra: map[string]bool{}}
+	if o.bankAccounts > 0 {
+		// The accounts are opened before any client or fault starts.
+		w.bank = newBank(o.bankAccounts)
+		if err := w.bank.open(o.clients, kv, rec); err != nil {
+			res.Violations = append(res.Violations, "bank: "+err.Error())
+			w.bank = nil
+		}
+	}
 	for c := 0; c < o.clients; c++ {
 		var store kvStore = kv
 		if c < o.grpcClients {
@@ -204,6 +225,9 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 		res.Violations = append(res.Violations, "nodes did not converge after healing: "+err.Error())
 	}
 	final := o.finalReads(kv, w)
+	if w.bank != nil {
+		res.Violations = append(res.Violations, w.bank.finish(o.clients, kv, rec, state)...)
+	}
 	if dead := cl.Exited(); len(dead) > 0 {
 		res.Violations = append(res.Violations, fmt.Sprintf("nodes %v exited on their own", dead))
 	}
@@ -239,6 +263,9 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	res.Duplicates = appendDups + counterDups
 	res.Counters = w.counters.snapshot()
 	res.Settled, res.Unsettled = w.counters.Settled.Load(), w.counters.Unsettled.Load()
+	if w.bank != nil {
+		res.Bank = w.bank.report()
+	}
 	res.DurationSec = time.Since(start).Seconds()
 	writeResult(res.Dir, res)
 	return res
@@ -253,7 +280,9 @@ type workload struct {
 	rec      *history.Recorder
 	acked    *ackedAppends
 	counters *counters
-	batches  atomic.Int64
+	// bank is the transaction workload (nil: off).
+	bank    *bank
+	batches atomic.Int64
 	// extra are further keys written during the run (by the max-size
 	// nemesis) that the final reads cover.
 	mu    sync.Mutex
@@ -269,7 +298,8 @@ func (w *workload) addKey(k string) {
 // client issues random operations through kv until stop: on register keys
 // get, put, CAS and batches of puts; on list keys appends, each a read
 // followed by CAS attempts; on counter keys increments, each a read
-// followed by CAS attempts.
+// followed by CAS attempts; on the bank's accounts transfers and audits,
+// all transactions.
 func (o *linearOpts) client(c int, rng *rand.Rand, kv kvStore, w *workload, stop chan struct{}) {
 	seq := 0
 	for {
@@ -279,7 +309,7 @@ func (o *linearOpts) client(c int, rng *rand.Rand, kv kvStore, w *workload, stop
 		default:
 		}
 		seq++
-		switch r := rng.Intn(10); {
+		switch r := rng.Intn(12); {
 		case o.listKeys > 0 && r < 4:
 			if !o.appendOnce(c, rng, kv, w, listKey(rng.Intn(o.listKeys)), fmt.Sprintf("%d.%d", c, seq)) {
 				return
@@ -287,6 +317,11 @@ func (o *linearOpts) client(c int, rng *rand.Rand, kv kvStore, w *workload, stop
 			continue
 		case o.counterKeys > 0 && r < 6:
 			if !w.counters.increment(c, kv, w.rec, counterKey(rng.Intn(o.counterKeys))) {
+				return
+			}
+			continue
+		case w.bank != nil && r < 8:
+			if !w.bank.step(c, rng, kv, w.rec) {
 				return
 			}
 			continue

@@ -16,6 +16,9 @@ type kvStore interface {
 	Cas(op *history.Op)
 	// Batch applies every op (all puts) atomically in one request.
 	Batch(ops []history.Op)
+	// Txn runs op.Txn (with op.RequestID, when set) and fills in
+	// op.Succeeded, op.Answer and op.Replayed.
+	Txn(op *history.Op)
 }
 
 // retryAttempts bounds how often one operation is sent; retryDelay is the
@@ -30,9 +33,9 @@ const (
 // retry: only an answer that proves nothing was applied (REST: the node's
 // 503 UNAVAILABLE; gRPC: UNAVAILABLE marked x-strata-retryable: true) is
 // sent again, after the retry-after hint; an ambiguous answer never is.
-// A CAS is resent unchanged; a put's resend carries a distinct value, so
-// that a refused attempt that took effect anyway stays visible to the
-// checker instead of being hidden by its twin.
+// A CAS or a transaction is resent unchanged; a put's resend carries a
+// distinct value, so that a refused attempt that took effect anyway stays
+// visible to the checker instead of being hidden by its twin.
 func issue(kv kvStore, rec *history.Recorder, op *history.Op) bool {
 	value := op.Value
 	for attempt := 0; ; attempt++ {
@@ -48,6 +51,8 @@ func issue(kv kvStore, rec *history.Recorder, op *history.Op) bool {
 			kv.Put(op)
 		case history.Cas:
 			kv.Cas(op)
+		case history.Txn:
+			kv.Txn(op)
 		}
 		op.Return = rec.Now()
 		if !rec.Add(history.Compact(*op)) {
@@ -61,6 +66,7 @@ func issue(kv kvStore, rec *history.Recorder, op *history.Op) bool {
 		}
 		time.Sleep(retryDelay)
 		op.Result, op.Note, op.Found, op.Got, op.Succeeded = "", "", false, "", false
+		op.Answer, op.Replayed = nil, false
 	}
 }
 
