@@ -568,10 +568,28 @@ def answer_mappers(answer: Answer, matches: dict) -> list[dict]:
     return [grpc, rest]
 
 
+# A write that carries a request id is sent again after an attempt that may have reached a node (a
+# reset, a 504). When a later attempt then reaches no node, the reply carries only that attempt's
+# flag (UH, UF, ...), which proves that this attempt applied nothing, not that the first one did
+# not: such a reply is "outcome unknown". Envoy numbers the attempts in x-envoy-attempt-count (the
+# virtual host's include_request_attempt_count), which it writes into the request the reply's
+# filters read.
+ATTEMPT_COUNT_HEADER = "x-envoy-attempt-count"
+RETRIED_WITH_A_REQUEST_ID = {"and_filter": {"filters": [
+    {"header_filter": {"header": {"name": REQUEST_ID_HEADER, "present_match": True}}},
+    {"header_filter": {"header": {"name": ATTEMPT_COUNT_HEADER,
+                                  "string_match": {"safe_regex": {"regex": "^([2-9]|[1-9][0-9]+)$"}}}}},
+]}}
+
+
 def local_reply_config() -> dict:
     """Replies Envoy makes itself, in the contract's terms: each flag's answer from RESPONSE_FLAGS,
-    then the unflagged ones by status, every body in the REST error shape ({"code","message"})."""
-    mappers = []
+    then the unflagged ones by status, every body in the REST error shape ({"code","message"}).
+    First of all, a request id's write retried after an attempt that may have reached a node is
+    never "not applied"."""
+    not_applied = [name for name, flag in RESPONSE_FLAGS.items() if flag.answer == NOT_APPLIED]
+    mappers = answer_mappers(OUTCOME_UNKNOWN, {"and_filter": {"filters": [
+        RETRIED_WITH_A_REQUEST_ID, {"response_flag_filter": {"flags": not_applied}}]}})
     for answer in ANSWER_PRECEDENCE:
         flags = [name for name, flag in RESPONSE_FLAGS.items() if flag.answer == answer]
         mappers += answer_mappers(answer, {"response_flag_filter": {"flags": flags}})
@@ -651,6 +669,8 @@ def build(args: argparse.Namespace) -> dict:
                 "name": "strata",
                 "domains": ["*"],
                 "request_body_buffer_limit": REQUEST_BUFFER_BYTES,
+                # Numbers each attempt in x-envoy-attempt-count (see RETRIED_WITH_A_REQUEST_ID).
+                "include_request_attempt_count": True,
                 "routes": with_load_runner(routes(args.console)) if args.load_runner else routes(args.console),
             }],
         },

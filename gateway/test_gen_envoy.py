@@ -95,18 +95,26 @@ ENVOY_FLAGS = {"LH", "UH", "UT", "LR", "UR", "UF", "UC", "UO", "NR", "DI", "FI",
 HTTP_TO_GRPC = {400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14}
 
 
-def filter_matches(f: dict, flags: set[str], status: int, grpc: bool) -> bool:
-    """Envoy's access-log filter semantics, for the filters local_reply_config uses."""
+def filter_matches(f: dict, flags: set[str], status: int, grpc: bool, request: dict | None = None) -> bool:
+    """Envoy's access-log filter semantics, for the filters local_reply_config uses; `request` holds
+    the request's headers besides its content type."""
+    request = request or {}
     if "and_filter" in f:
-        return all(filter_matches(g, flags, status, grpc) for g in f["and_filter"]["filters"])
+        return all(filter_matches(g, flags, status, grpc, request) for g in f["and_filter"]["filters"])
     if "or_filter" in f:
-        return any(filter_matches(g, flags, status, grpc) for g in f["or_filter"]["filters"])
+        return any(filter_matches(g, flags, status, grpc, request) for g in f["or_filter"]["filters"])
     if "response_flag_filter" in f:
         return bool(flags & set(f["response_flag_filter"]["flags"]))
     if "header_filter" in f:
         h = f["header_filter"]["header"]
-        assert h == {"name": "content-type", "string_match": {"prefix": "application/grpc"}}, h
-        return grpc
+        if h["name"] == "content-type":
+            assert h == {"name": "content-type", "string_match": {"prefix": "application/grpc"}}, h
+            return grpc
+        value = request.get(h["name"])
+        if h.get("present_match"):
+            return value is not None
+        regex = h["string_match"]["safe_regex"]["regex"]
+        return value is not None and re.fullmatch(regex, value) is not None
     if "status_code_filter" in f:
         cmp = f["status_code_filter"]["comparison"]
         assert cmp["op"] == "EQ", cmp
@@ -114,14 +122,14 @@ def filter_matches(f: dict, flags: set[str], status: int, grpc: bool) -> bool:
     raise AssertionError(f"a filter this test does not model: {f}")
 
 
-def local_reply(config: dict, flags: set[str], status: int, grpc: bool) -> dict:
+def local_reply(config: dict, flags: set[str], status: int, grpc: bool, request: dict | None = None) -> dict:
     """What a client gets when Envoy answers by itself with `status` and `flags`: the first mapper
     whose filter matches sets the status, adds headers and the body; a gRPC client sees the
     grpc-status header if a mapper set one, else Envoy's mapping of the HTTP status, and the body as
     grpc-message."""
     headers, code = {}, None
     for m in hcm(config)["local_reply_config"]["mappers"]:
-        if filter_matches(m["filter"], flags, status, grpc):
+        if filter_matches(m["filter"], flags, status, grpc, request):
             status = m.get("status_code", status)
             headers = {h["header"]["key"]: h["header"]["value"] for h in m.get("headers_to_add", [])}
             code = m.get("body_format_override", {}).get("json_format", {}).get("code")
@@ -415,6 +423,26 @@ class LocalReplies(unittest.TestCase):
             with self.subTest(flags=sorted(flags)):
                 self.assert_answer(flags, 503, gen_envoy.NOT_APPLIED)
 
+    def test_a_write_with_a_request_id_retried_is_never_not_applied(self):
+        # Proves a write carrying x-strata-request-id that the gateway sent more than once (after a
+        # reset or a 504 that may have left it applied) is "outcome unknown" however its last
+        # attempt ended, over REST and gRPC; its first attempt, and a retried write without an id
+        # (retried only after attempts that applied nothing), keep "not applied".
+        retried = {"x-strata-request-id": "w-1", "x-envoy-attempt-count": "2"}
+        for flags in ({"UH"}, {"UF"}, {"UF", "URX"}, {"UO"}):
+            for request in (retried, dict(retried, **{"x-envoy-attempt-count": "12"})):
+                for grpc in (False, True):
+                    with self.subTest(flags=sorted(flags), request=request, grpc=grpc):
+                        reply = local_reply(self.config, flags, 503, grpc, request)
+                        self.assertEqual(reply["code"], "OUTCOME_UNKNOWN")
+                        self.assertEqual(reply["headers"], {})
+            for request in ({"x-strata-request-id": "w-1", "x-envoy-attempt-count": "1"},
+                            {"x-envoy-attempt-count": "3"}, {"x-strata-request-id": "w-1"}):
+                with self.subTest(flags=sorted(flags), request=request):
+                    self.assertEqual(local_reply(self.config, flags, 503, False, request)["code"], "UNAVAILABLE")
+        vhost = hcm(self.config)["route_config"]["virtual_hosts"][0]
+        self.assertTrue(vhost["include_request_attempt_count"])
+
     def test_outcome_unknown_wins_over_every_other_answer(self):
         # Proves that when a reply carries flags with different answers (a retried request, a
         # timeout during a retry's back-off), the client is told the safe one.
@@ -449,7 +477,8 @@ class LocalReplies(unittest.TestCase):
 
     def test_flags_that_cannot_occur_stay_out_of_the_config(self):
         # Proves the config maps each flag the table answers exactly twice (a gRPC and a REST
-        # mapper) and none it calls impossible (those fall back to their status, answered above).
+        # mapper; the "not applied" ones twice more, for a retried write with a request id) and
+        # none it calls impossible (those fall back to their status, answered above).
         def flag_lists(f: dict):
             if "response_flag_filter" in f:
                 yield f["response_flag_filter"]["flags"]
@@ -459,8 +488,9 @@ class LocalReplies(unittest.TestCase):
 
         mapped = Counter(flag for m in hcm(self.config)["local_reply_config"]["mappers"]
                          for flags in flag_lists(m["filter"]) for flag in flags)
-        answered = [n for n, flag in gen_envoy.RESPONSE_FLAGS.items() if flag.answer is not None]
-        self.assertEqual(mapped, Counter({n: 2 for n in answered}))
+        answered = {n: 4 if flag.answer == gen_envoy.NOT_APPLIED else 2
+                    for n, flag in gen_envoy.RESPONSE_FLAGS.items() if flag.answer is not None}
+        self.assertEqual(mapped, Counter(answered))
 
     def test_reliability_doc_carries_the_current_table(self):
         # Proves docs/reliability.md shows what the generator does, row for row.

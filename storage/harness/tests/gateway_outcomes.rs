@@ -308,3 +308,101 @@ async fn write_no_node_can_take_is_unavailable_and_marked_retryable() {
     assert_eq!(body["code"], "UNAVAILABLE", "{body}");
     assert_eq!(retryable.as_deref(), Some("true"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_with_a_request_id_retried_after_a_cut_is_never_called_not_applied() {
+    // Proves: a write carrying a request id, which the gateway sends again
+    // after its first attempt was cut at the leader (the leader may commit
+    // it), is answered OUTCOME_UNKNOWN when the later attempts find no node
+    // to take it (connection refused, no healthy host): flags that on their
+    // own earn "not applied", since they say only that the last attempt
+    // reached nobody. Both front ends.
+    let mut c = Cluster::start_with_args(3, SLOW_ELECTIONS).await.unwrap();
+    let client = Client::connect(&c.gateway_url()).await.unwrap();
+    client.put("warm-up", "v").await.unwrap();
+
+    let (http, url) = (
+        c.http().clone(),
+        format!("{}/v1/kv/cut-once-rest", c.gateway_url()),
+    );
+    let put = async move {
+        let resp = http
+            .put(url)
+            .header("x-strata-request-id", "cut-once-rest-1")
+            .body("v")
+            .send()
+            .await
+            .expect("the gateway answers");
+        let retryable = resp
+            .headers()
+            .get("x-strata-retryable")
+            .map(|v| v.to_str().unwrap_or_default().to_string());
+        (
+            resp.status(),
+            retryable,
+            resp.json().await.unwrap_or(Value::Null),
+        )
+    };
+    let answer = send_then_stop_every_node(&mut c, put).await;
+    assert_rest_outcome_unknown(answer);
+
+    for id in c.node_ids() {
+        c.start_node(id).unwrap();
+    }
+    c.wait_gateway_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let mut kv = strata_client::proto::kv_client::KvClient::connect(c.gateway_url())
+        .await
+        .unwrap();
+    let put = async move {
+        let req = strata_client::once::request(
+            strata_client::proto::PutRequest {
+                key: "cut-once-grpc".into(),
+                value: "v".into(),
+                request_id: "cut-once-grpc-1".into(),
+            },
+            "cut-once-grpc-1",
+        );
+        kv.put(req).await.map(|_| ()).map_err(ClientError::Status)
+    };
+    let answer = send_then_stop_every_node(&mut c, put).await;
+    assert_grpc_outcome_unknown(grpc_status(answer));
+}
+
+/// Sends `request` so that it reaches the leader while the followers are
+/// paused (the leader holds it, waiting for a quorum), then kills every
+/// node: the gateway's first attempt is cut, and every later one is
+/// refused. Returns the answer.
+async fn send_then_stop_every_node<T: Send + 'static>(
+    c: &mut Cluster,
+    request: impl Future<Output = T> + Send + 'static,
+) -> T {
+    let leader = wait_gateway_routes_to_leader(c).await;
+    let followers: Vec<u64> = c
+        .node_ids()
+        .into_iter()
+        .filter(|&id| id != leader)
+        .collect();
+    for &id in &followers {
+        c.pause(id).unwrap();
+    }
+    let started = Instant::now();
+    let answer = tokio::spawn(request);
+    while envoy_stat(c, LEADER_REQUESTS_ACTIVE).await != Some(1) {
+        assert!(
+            started.elapsed() < REACH_THE_LEADER_WITHIN,
+            "the write did not reach the leader in time; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    c.kill(leader).unwrap();
+    for &id in &followers {
+        c.kill(id).unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(30), answer)
+        .await
+        .expect("the gateway answers")
+        .unwrap()
+}
