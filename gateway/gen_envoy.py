@@ -363,6 +363,11 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         stream_route({"path": "/strata.v1.KV/Backup", "grpc": {}}),
         once_route(grpc_route("/strata.v1.KV/", "nodes")),
         grpc_route("/strata.v1.KV/", "nodes"),
+        # A keep-alive stream lasts as long as its client keeps the lease; the node it reaches
+        # sends each keep-alive on to the leader.
+        stream_route({"path": "/strata.v1.Lease/KeepAlive", "grpc": {}}),
+        once_route(grpc_route("/strata.v1.Lease/", "nodes")),
+        grpc_route("/strata.v1.Lease/", "nodes"),
         grpc_route("/strata.v1.Cluster/", "nodes_any"),
         grpc_route("/grpc.health.v1.Health/", "nodes_any"),
         grpc_route("/grpc.reflection.v1.ServerReflection/", "nodes_any"),

@@ -234,6 +234,9 @@ class Routing(unittest.TestCase):
         cases = [
             ("/strata.v1.KV/Put", True, "nodes"),
             ("/strata.v1.KV/Watch", True, "nodes_any"),
+            ("/strata.v1.Lease/Grant", True, "nodes"),
+            ("/strata.v1.Lease/KeepAlive", True, "nodes_any"),
+            ("/v1/leases/7/keepalive", False, "nodes"),
             ("/strata.v1.Cluster/Status", True, "nodes_any"),
             ("/grpc.health.v1.Health/Check", True, "nodes_any"),
             ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", True, "nodes_any"),

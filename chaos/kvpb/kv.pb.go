@@ -167,6 +167,621 @@ func (ChangeKind) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_kv_proto_rawDescGZIP(), []int{2}
 }
 
+type LeaseGrantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At least 1000 (1 s), at most 31,536,000,000 (a year).
+	TtlMs uint64 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Optional: the lease's id, 1 to 2^53 - 1 (ALREADY_EXISTS if taken; the
+	// largest integer a JSON number carries exactly); 0: the cluster picks
+	// the smallest free id from the grant's raft index on.
+	Id uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// Optional, as for a put: a retry with the same id gets the first answer.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseGrantRequest) Reset() {
+	*x = LeaseGrantRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseGrantRequest) ProtoMessage() {}
+
+func (x *LeaseGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseGrantRequest.ProtoReflect.Descriptor instead.
+func (*LeaseGrantRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *LeaseGrantRequest) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *LeaseGrantRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseGrantRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type LeaseGrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	TtlMs         uint64                 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseGrantResponse) Reset() {
+	*x = LeaseGrantResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseGrantResponse) ProtoMessage() {}
+
+func (x *LeaseGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseGrantResponse.ProtoReflect.Descriptor instead.
+func (*LeaseGrantResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *LeaseGrantResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *LeaseGrantResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseGrantResponse) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type LeaseRevokeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	RequestId     string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRevokeRequest) Reset() {
+	*x = LeaseRevokeRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRevokeRequest) ProtoMessage() {}
+
+func (x *LeaseRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRevokeRequest.ProtoReflect.Descriptor instead.
+func (*LeaseRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LeaseRevokeRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseRevokeRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type LeaseRevokeResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// How many keys under the lease were deleted.
+	KeysDeleted   uint64 `protobuf:"varint,2,opt,name=keys_deleted,json=keysDeleted,proto3" json:"keys_deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseRevokeResponse) Reset() {
+	*x = LeaseRevokeResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseRevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseRevokeResponse) ProtoMessage() {}
+
+func (x *LeaseRevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseRevokeResponse.ProtoReflect.Descriptor instead.
+func (*LeaseRevokeResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LeaseRevokeResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *LeaseRevokeResponse) GetKeysDeleted() uint64 {
+	if x != nil {
+		return x.KeysDeleted
+	}
+	return 0
+}
+
+type LeaseKeepAliveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseKeepAliveRequest) Reset() {
+	*x = LeaseKeepAliveRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseKeepAliveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseKeepAliveRequest) ProtoMessage() {}
+
+func (x *LeaseKeepAliveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseKeepAliveRequest.ProtoReflect.Descriptor instead.
+func (*LeaseKeepAliveRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *LeaseKeepAliveRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type LeaseKeepAliveResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Id     uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The lease's TTL, counted again from now; 0 when the lease does not
+	// exist (it ended): its keys are gone.
+	TtlMs         uint64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseKeepAliveResponse) Reset() {
+	*x = LeaseKeepAliveResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseKeepAliveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseKeepAliveResponse) ProtoMessage() {}
+
+func (x *LeaseKeepAliveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseKeepAliveResponse.ProtoReflect.Descriptor instead.
+func (*LeaseKeepAliveResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LeaseKeepAliveResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *LeaseKeepAliveResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseKeepAliveResponse) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type LeaseTimeToLiveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Also list the keys under the lease.
+	Keys          bool `protobuf:"varint,2,opt,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseTimeToLiveRequest) Reset() {
+	*x = LeaseTimeToLiveRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseTimeToLiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseTimeToLiveRequest) ProtoMessage() {}
+
+func (x *LeaseTimeToLiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseTimeToLiveRequest.ProtoReflect.Descriptor instead.
+func (*LeaseTimeToLiveRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LeaseTimeToLiveRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseTimeToLiveRequest) GetKeys() bool {
+	if x != nil {
+		return x.Keys
+	}
+	return false
+}
+
+type LeaseTimeToLiveResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Id     uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	// The TTL it was granted with.
+	TtlMs uint64 `protobuf:"varint,3,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// How long until the leader ends it without a keep-alive.
+	RemainingMs   uint64   `protobuf:"varint,4,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	Keys          [][]byte `protobuf:"bytes,5,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseTimeToLiveResponse) Reset() {
+	*x = LeaseTimeToLiveResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseTimeToLiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseTimeToLiveResponse) ProtoMessage() {}
+
+func (x *LeaseTimeToLiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseTimeToLiveResponse.ProtoReflect.Descriptor instead.
+func (*LeaseTimeToLiveResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LeaseTimeToLiveResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *LeaseTimeToLiveResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseTimeToLiveResponse) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *LeaseTimeToLiveResponse) GetRemainingMs() uint64 {
+	if x != nil {
+		return x.RemainingMs
+	}
+	return 0
+}
+
+func (x *LeaseTimeToLiveResponse) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+type LeaseListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseListRequest) Reset() {
+	*x = LeaseListRequest{}
+	mi := &file_strata_v1_kv_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseListRequest) ProtoMessage() {}
+
+func (x *LeaseListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseListRequest.ProtoReflect.Descriptor instead.
+func (*LeaseListRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{8}
+}
+
+type LeaseStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	TtlMs         uint64                 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	RemainingMs   uint64                 `protobuf:"varint,3,opt,name=remaining_ms,json=remainingMs,proto3" json:"remaining_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseStatus) Reset() {
+	*x = LeaseStatus{}
+	mi := &file_strata_v1_kv_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseStatus) ProtoMessage() {}
+
+func (x *LeaseStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseStatus.ProtoReflect.Descriptor instead.
+func (*LeaseStatus) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LeaseStatus) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LeaseStatus) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *LeaseStatus) GetRemainingMs() uint64 {
+	if x != nil {
+		return x.RemainingMs
+	}
+	return 0
+}
+
+type LeaseListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	Leases        []*LeaseStatus         `protobuf:"bytes,2,rep,name=leases,proto3" json:"leases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseListResponse) Reset() {
+	*x = LeaseListResponse{}
+	mi := &file_strata_v1_kv_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseListResponse) ProtoMessage() {}
+
+func (x *LeaseListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_kv_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseListResponse.ProtoReflect.Descriptor instead.
+func (*LeaseListResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *LeaseListResponse) GetHeader() *ResponseHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *LeaseListResponse) GetLeases() []*LeaseStatus {
+	if x != nil {
+		return x.Leases
+	}
+	return nil
+}
+
 // ResponseHeader says which node answered and at which raft position.
 type ResponseHeader struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -188,7 +803,7 @@ type ResponseHeader struct {
 
 func (x *ResponseHeader) Reset() {
 	*x = ResponseHeader{}
-	mi := &file_strata_v1_kv_proto_msgTypes[0]
+	mi := &file_strata_v1_kv_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +815,7 @@ func (x *ResponseHeader) String() string {
 func (*ResponseHeader) ProtoMessage() {}
 
 func (x *ResponseHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[0]
+	mi := &file_strata_v1_kv_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +828,7 @@ func (x *ResponseHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResponseHeader.ProtoReflect.Descriptor instead.
 func (*ResponseHeader) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{0}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResponseHeader) GetNodeId() uint64 {
@@ -259,14 +874,16 @@ type KeyValue struct {
 	// it last did not exist).
 	CreateIndex uint64 `protobuf:"varint,3,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
 	// The raft index of the write that last put it.
-	ModIndex      uint64 `protobuf:"varint,4,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
+	ModIndex uint64 `protobuf:"varint,4,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
+	// The lease the key is under; 0 for none.
+	Lease         uint64 `protobuf:"varint,5,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *KeyValue) Reset() {
 	*x = KeyValue{}
-	mi := &file_strata_v1_kv_proto_msgTypes[1]
+	mi := &file_strata_v1_kv_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +895,7 @@ func (x *KeyValue) String() string {
 func (*KeyValue) ProtoMessage() {}
 
 func (x *KeyValue) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[1]
+	mi := &file_strata_v1_kv_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +908,7 @@ func (x *KeyValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyValue.ProtoReflect.Descriptor instead.
 func (*KeyValue) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KeyValue) GetKey() []byte {
@@ -322,6 +939,13 @@ func (x *KeyValue) GetModIndex() uint64 {
 	return 0
 }
 
+func (x *KeyValue) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
 type PutRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -331,14 +955,21 @@ type PutRequest struct {
 	// minutes by default), is answered with the first attempt's outcome
 	// and never applied twice; another write under a remembered id is
 	// INVALID_ARGUMENT. Also read from the `x-strata-request-id` metadata.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional: put the key under this lease (see the Lease service); when
+	// the lease ends, the key is deleted. The lease must exist (NOT_FOUND
+	// otherwise). A put without a lease takes the key off any lease.
+	Lease uint64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
+	// Optional: grant a lease of this TTL (at least 1000) and put the key
+	// under it, in one entry; the answer names the lease. Not with `lease`.
+	TtlMs         uint64 `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutRequest) Reset() {
 	*x = PutRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[2]
+	mi := &file_strata_v1_kv_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +981,7 @@ func (x *PutRequest) String() string {
 func (*PutRequest) ProtoMessage() {}
 
 func (x *PutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[2]
+	mi := &file_strata_v1_kv_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +994,7 @@ func (x *PutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutRequest.ProtoReflect.Descriptor instead.
 func (*PutRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PutRequest) GetKey() []byte {
@@ -387,16 +1018,32 @@ func (x *PutRequest) GetRequestId() string {
 	return ""
 }
 
+func (x *PutRequest) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
+func (x *PutRequest) GetTtlMs() uint64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
 type PutResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Header        *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Header *ResponseHeader        `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// The lease the key was put under (0: none).
+	Lease         uint64 `protobuf:"varint,2,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutResponse) Reset() {
 	*x = PutResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[3]
+	mi := &file_strata_v1_kv_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +1055,7 @@ func (x *PutResponse) String() string {
 func (*PutResponse) ProtoMessage() {}
 
 func (x *PutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[3]
+	mi := &file_strata_v1_kv_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +1068,7 @@ func (x *PutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResponse.ProtoReflect.Descriptor instead.
 func (*PutResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutResponse) GetHeader() *ResponseHeader {
@@ -429,6 +1076,13 @@ func (x *PutResponse) GetHeader() *ResponseHeader {
 		return x.Header
 	}
 	return nil
+}
+
+func (x *PutResponse) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
 }
 
 type GetRequest struct {
@@ -441,7 +1095,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[4]
+	mi := &file_strata_v1_kv_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -453,7 +1107,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[4]
+	mi := &file_strata_v1_kv_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -466,7 +1120,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetRequest) GetKey() []byte {
@@ -491,14 +1145,16 @@ type GetResponse struct {
 	// The raft index of the write that created the key; 0 when not found.
 	CreateIndex uint64 `protobuf:"varint,4,opt,name=create_index,json=createIndex,proto3" json:"create_index,omitempty"`
 	// The raft index of the write that last put it; 0 when not found.
-	ModIndex      uint64 `protobuf:"varint,5,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
+	ModIndex uint64 `protobuf:"varint,5,opt,name=mod_index,json=modIndex,proto3" json:"mod_index,omitempty"`
+	// The lease the key is under; 0 for none or when not found.
+	Lease         uint64 `protobuf:"varint,6,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetResponse) Reset() {
 	*x = GetResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[5]
+	mi := &file_strata_v1_kv_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -510,7 +1166,7 @@ func (x *GetResponse) String() string {
 func (*GetResponse) ProtoMessage() {}
 
 func (x *GetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[5]
+	mi := &file_strata_v1_kv_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -523,7 +1179,7 @@ func (x *GetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResponse.ProtoReflect.Descriptor instead.
 func (*GetResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetResponse) GetHeader() *ResponseHeader {
@@ -561,6 +1217,13 @@ func (x *GetResponse) GetModIndex() uint64 {
 	return 0
 }
 
+func (x *GetResponse) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
 type DeleteRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -576,7 +1239,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[6]
+	mi := &file_strata_v1_kv_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +1251,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[6]
+	mi := &file_strata_v1_kv_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +1264,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteRequest) GetKey() []byte {
@@ -629,7 +1292,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[7]
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +1304,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[7]
+	mi := &file_strata_v1_kv_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +1317,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteResponse) GetHeader() *ResponseHeader {
@@ -683,7 +1346,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_strata_v1_kv_proto_msgTypes[8]
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +1358,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[8]
+	mi := &file_strata_v1_kv_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +1371,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -747,7 +1410,7 @@ type ScanRequest struct {
 
 func (x *ScanRequest) Reset() {
 	*x = ScanRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[9]
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +1422,7 @@ func (x *ScanRequest) String() string {
 func (*ScanRequest) ProtoMessage() {}
 
 func (x *ScanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[9]
+	mi := &file_strata_v1_kv_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +1435,7 @@ func (x *ScanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRequest.ProtoReflect.Descriptor instead.
 func (*ScanRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{9}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScanRequest) GetSelector() isScanRequest_Selector {
@@ -856,7 +1519,7 @@ type ScanResponse struct {
 
 func (x *ScanResponse) Reset() {
 	*x = ScanResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[10]
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +1531,7 @@ func (x *ScanResponse) String() string {
 func (*ScanResponse) ProtoMessage() {}
 
 func (x *ScanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[10]
+	mi := &file_strata_v1_kv_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +1544,7 @@ func (x *ScanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanResponse.ProtoReflect.Descriptor instead.
 func (*ScanResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{10}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ScanResponse) GetHeader() *ResponseHeader {
@@ -906,16 +1569,20 @@ func (x *ScanResponse) GetNextPageToken() []byte {
 }
 
 type PutOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
-	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// In a transaction: put the key under this lease (0: none), which must
+	// exist, else the whole transaction is NOT_FOUND and nothing applies. A
+	// batch takes no lease (INVALID_ARGUMENT).
+	Lease         uint64 `protobuf:"varint,3,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PutOp) Reset() {
 	*x = PutOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[11]
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1594,7 @@ func (x *PutOp) String() string {
 func (*PutOp) ProtoMessage() {}
 
 func (x *PutOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[11]
+	mi := &file_strata_v1_kv_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1607,7 @@ func (x *PutOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutOp.ProtoReflect.Descriptor instead.
 func (*PutOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{11}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutOp) GetKey() []byte {
@@ -957,6 +1624,13 @@ func (x *PutOp) GetValue() []byte {
 	return nil
 }
 
+func (x *PutOp) GetLease() uint64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
+}
+
 type DeleteOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -966,7 +1640,7 @@ type DeleteOp struct {
 
 func (x *DeleteOp) Reset() {
 	*x = DeleteOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[12]
+	mi := &file_strata_v1_kv_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1652,7 @@ func (x *DeleteOp) String() string {
 func (*DeleteOp) ProtoMessage() {}
 
 func (x *DeleteOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[12]
+	mi := &file_strata_v1_kv_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1665,7 @@ func (x *DeleteOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOp.ProtoReflect.Descriptor instead.
 func (*DeleteOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{12}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeleteOp) GetKey() []byte {
@@ -1014,7 +1688,7 @@ type BatchOp struct {
 
 func (x *BatchOp) Reset() {
 	*x = BatchOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[13]
+	mi := &file_strata_v1_kv_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1026,7 +1700,7 @@ func (x *BatchOp) String() string {
 func (*BatchOp) ProtoMessage() {}
 
 func (x *BatchOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[13]
+	mi := &file_strata_v1_kv_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1039,7 +1713,7 @@ func (x *BatchOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchOp.ProtoReflect.Descriptor instead.
 func (*BatchOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{13}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BatchOp) GetOp() isBatchOp_Op {
@@ -1098,7 +1772,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[14]
+	mi := &file_strata_v1_kv_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1784,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[14]
+	mi := &file_strata_v1_kv_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1797,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{14}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BatchRequest) GetOps() []*BatchOp {
@@ -1149,7 +1823,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[15]
+	mi := &file_strata_v1_kv_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1835,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[15]
+	mi := &file_strata_v1_kv_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1848,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{15}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BatchResponse) GetHeader() *ResponseHeader {
@@ -1203,7 +1877,7 @@ type CompareAndSwapRequest struct {
 
 func (x *CompareAndSwapRequest) Reset() {
 	*x = CompareAndSwapRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[16]
+	mi := &file_strata_v1_kv_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1889,7 @@ func (x *CompareAndSwapRequest) String() string {
 func (*CompareAndSwapRequest) ProtoMessage() {}
 
 func (x *CompareAndSwapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[16]
+	mi := &file_strata_v1_kv_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1902,7 @@ func (x *CompareAndSwapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSwapRequest.ProtoReflect.Descriptor instead.
 func (*CompareAndSwapRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{16}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CompareAndSwapRequest) GetKey() []byte {
@@ -1271,7 +1945,7 @@ type CompareAndSwapResponse struct {
 
 func (x *CompareAndSwapResponse) Reset() {
 	*x = CompareAndSwapResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[17]
+	mi := &file_strata_v1_kv_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1957,7 @@ func (x *CompareAndSwapResponse) String() string {
 func (*CompareAndSwapResponse) ProtoMessage() {}
 
 func (x *CompareAndSwapResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[17]
+	mi := &file_strata_v1_kv_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1970,7 @@ func (x *CompareAndSwapResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompareAndSwapResponse.ProtoReflect.Descriptor instead.
 func (*CompareAndSwapResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{17}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CompareAndSwapResponse) GetHeader() *ResponseHeader {
@@ -1335,6 +2009,7 @@ type Compare struct {
 	//	*Compare_Exists
 	//	*Compare_CreateIndex
 	//	*Compare_ModIndex
+	//	*Compare_Lease
 	Target        isCompare_Target `protobuf_oneof:"target"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1342,7 +2017,7 @@ type Compare struct {
 
 func (x *Compare) Reset() {
 	*x = Compare{}
-	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	mi := &file_strata_v1_kv_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +2029,7 @@ func (x *Compare) String() string {
 func (*Compare) ProtoMessage() {}
 
 func (x *Compare) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[18]
+	mi := &file_strata_v1_kv_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +2042,7 @@ func (x *Compare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Compare.ProtoReflect.Descriptor instead.
 func (*Compare) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{18}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Compare) GetKey() []byte {
@@ -1427,6 +2102,15 @@ func (x *Compare) GetModIndex() uint64 {
 	return 0
 }
 
+func (x *Compare) GetLease() uint64 {
+	if x != nil {
+		if x, ok := x.Target.(*Compare_Lease); ok {
+			return x.Lease
+		}
+	}
+	return 0
+}
+
 type isCompare_Target interface {
 	isCompare_Target()
 }
@@ -1449,6 +2133,11 @@ type Compare_ModIndex struct {
 	ModIndex uint64 `protobuf:"varint,6,opt,name=mod_index,json=modIndex,proto3,oneof"`
 }
 
+type Compare_Lease struct {
+	// The lease the key is under (0: none).
+	Lease uint64 `protobuf:"varint,7,opt,name=lease,proto3,oneof"`
+}
+
 func (*Compare_Value) isCompare_Target() {}
 
 func (*Compare_Exists) isCompare_Target() {}
@@ -1456,6 +2145,8 @@ func (*Compare_Exists) isCompare_Target() {}
 func (*Compare_CreateIndex) isCompare_Target() {}
 
 func (*Compare_ModIndex) isCompare_Target() {}
+
+func (*Compare_Lease) isCompare_Target() {}
 
 type GetOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1466,7 +2157,7 @@ type GetOp struct {
 
 func (x *GetOp) Reset() {
 	*x = GetOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	mi := &file_strata_v1_kv_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +2169,7 @@ func (x *GetOp) String() string {
 func (*GetOp) ProtoMessage() {}
 
 func (x *GetOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[19]
+	mi := &file_strata_v1_kv_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +2182,7 @@ func (x *GetOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOp.ProtoReflect.Descriptor instead.
 func (*GetOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{19}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetOp) GetKey() []byte {
@@ -1516,7 +2207,7 @@ type RangeOp struct {
 
 func (x *RangeOp) Reset() {
 	*x = RangeOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	mi := &file_strata_v1_kv_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +2219,7 @@ func (x *RangeOp) String() string {
 func (*RangeOp) ProtoMessage() {}
 
 func (x *RangeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[20]
+	mi := &file_strata_v1_kv_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +2232,7 @@ func (x *RangeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeOp.ProtoReflect.Descriptor instead.
 func (*RangeOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{20}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RangeOp) GetStart() []byte {
@@ -1580,7 +2271,7 @@ type TxnOp struct {
 
 func (x *TxnOp) Reset() {
 	*x = TxnOp{}
-	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	mi := &file_strata_v1_kv_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +2283,7 @@ func (x *TxnOp) String() string {
 func (*TxnOp) ProtoMessage() {}
 
 func (x *TxnOp) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[21]
+	mi := &file_strata_v1_kv_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +2296,7 @@ func (x *TxnOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnOp.ProtoReflect.Descriptor instead.
 func (*TxnOp) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{21}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TxnOp) GetOp() isTxnOp_Op {
@@ -1697,7 +2388,7 @@ type TxnRequest struct {
 
 func (x *TxnRequest) Reset() {
 	*x = TxnRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	mi := &file_strata_v1_kv_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +2400,7 @@ func (x *TxnRequest) String() string {
 func (*TxnRequest) ProtoMessage() {}
 
 func (x *TxnRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[22]
+	mi := &file_strata_v1_kv_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +2413,7 @@ func (x *TxnRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnRequest.ProtoReflect.Descriptor instead.
 func (*TxnRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{22}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TxnRequest) GetCompare() []*Compare {
@@ -1761,7 +2452,7 @@ type PutResult struct {
 
 func (x *PutResult) Reset() {
 	*x = PutResult{}
-	mi := &file_strata_v1_kv_proto_msgTypes[23]
+	mi := &file_strata_v1_kv_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +2464,7 @@ func (x *PutResult) String() string {
 func (*PutResult) ProtoMessage() {}
 
 func (x *PutResult) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[23]
+	mi := &file_strata_v1_kv_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +2477,7 @@ func (x *PutResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutResult.ProtoReflect.Descriptor instead.
 func (*PutResult) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{23}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{34}
 }
 
 type DeleteResult struct {
@@ -1799,7 +2490,7 @@ type DeleteResult struct {
 
 func (x *DeleteResult) Reset() {
 	*x = DeleteResult{}
-	mi := &file_strata_v1_kv_proto_msgTypes[24]
+	mi := &file_strata_v1_kv_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +2502,7 @@ func (x *DeleteResult) String() string {
 func (*DeleteResult) ProtoMessage() {}
 
 func (x *DeleteResult) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[24]
+	mi := &file_strata_v1_kv_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +2515,7 @@ func (x *DeleteResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResult.ProtoReflect.Descriptor instead.
 func (*DeleteResult) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{24}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeleteResult) GetDeleted() bool {
@@ -1845,7 +2536,7 @@ type GetResult struct {
 
 func (x *GetResult) Reset() {
 	*x = GetResult{}
-	mi := &file_strata_v1_kv_proto_msgTypes[25]
+	mi := &file_strata_v1_kv_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2548,7 @@ func (x *GetResult) String() string {
 func (*GetResult) ProtoMessage() {}
 
 func (x *GetResult) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[25]
+	mi := &file_strata_v1_kv_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2561,7 @@ func (x *GetResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResult.ProtoReflect.Descriptor instead.
 func (*GetResult) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{25}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetResult) GetFound() bool {
@@ -1898,7 +2589,7 @@ type RangeResult struct {
 
 func (x *RangeResult) Reset() {
 	*x = RangeResult{}
-	mi := &file_strata_v1_kv_proto_msgTypes[26]
+	mi := &file_strata_v1_kv_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2601,7 @@ func (x *RangeResult) String() string {
 func (*RangeResult) ProtoMessage() {}
 
 func (x *RangeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[26]
+	mi := &file_strata_v1_kv_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2614,7 @@ func (x *RangeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeResult.ProtoReflect.Descriptor instead.
 func (*RangeResult) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{26}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RangeResult) GetKvs() []*KeyValue {
@@ -1955,7 +2646,7 @@ type TxnOpResult struct {
 
 func (x *TxnOpResult) Reset() {
 	*x = TxnOpResult{}
-	mi := &file_strata_v1_kv_proto_msgTypes[27]
+	mi := &file_strata_v1_kv_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2658,7 @@ func (x *TxnOpResult) String() string {
 func (*TxnOpResult) ProtoMessage() {}
 
 func (x *TxnOpResult) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[27]
+	mi := &file_strata_v1_kv_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2671,7 @@ func (x *TxnOpResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnOpResult.ProtoReflect.Descriptor instead.
 func (*TxnOpResult) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{27}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TxnOpResult) GetResult() isTxnOpResult_Result {
@@ -2067,7 +2758,7 @@ type TxnResponse struct {
 
 func (x *TxnResponse) Reset() {
 	*x = TxnResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[28]
+	mi := &file_strata_v1_kv_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2770,7 @@ func (x *TxnResponse) String() string {
 func (*TxnResponse) ProtoMessage() {}
 
 func (x *TxnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[28]
+	mi := &file_strata_v1_kv_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2783,7 @@ func (x *TxnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnResponse.ProtoReflect.Descriptor instead.
 func (*TxnResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{28}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TxnResponse) GetHeader() *ResponseHeader {
@@ -2138,7 +2829,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[29]
+	mi := &file_strata_v1_kv_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2841,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[29]
+	mi := &file_strata_v1_kv_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2854,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{29}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WatchRequest) GetSelector() isWatchRequest_Selector {
@@ -2251,7 +2942,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_strata_v1_kv_proto_msgTypes[30]
+	mi := &file_strata_v1_kv_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2263,7 +2954,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[30]
+	mi := &file_strata_v1_kv_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2276,7 +2967,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{30}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchEvent) GetKind() ChangeKind {
@@ -2322,7 +3013,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_strata_v1_kv_proto_msgTypes[31]
+	mi := &file_strata_v1_kv_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +3025,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[31]
+	mi := &file_strata_v1_kv_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +3038,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{31}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchResponse) GetNodeId() uint64 {
@@ -2379,7 +3070,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_strata_v1_kv_proto_msgTypes[32]
+	mi := &file_strata_v1_kv_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +3082,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[32]
+	mi := &file_strata_v1_kv_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +3095,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{32}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{43}
 }
 
 type BackupChunk struct {
@@ -2417,7 +3108,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_strata_v1_kv_proto_msgTypes[33]
+	mi := &file_strata_v1_kv_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +3120,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_kv_proto_msgTypes[33]
+	mi := &file_strata_v1_kv_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +3133,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_strata_v1_kv_proto_rawDescGZIP(), []int{33}
+	return file_strata_v1_kv_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BackupChunk) GetData() []byte {
@@ -2456,36 +3147,80 @@ var File_strata_v1_kv_proto protoreflect.FileDescriptor
 
 const file_strata_v1_kv_proto_rawDesc = "" +
 	"\n" +
-	"\x12strata/v1/kv.proto\x12\tstrata.v1\"\x8c\x01\n" +
+	"\x12strata/v1/kv.proto\x12\tstrata.v1\"Y\n" +
+	"\x11LeaseGrantRequest\x12\x15\n" +
+	"\x06ttl_ms\x18\x01 \x01(\x04R\x05ttlMs\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"n\n" +
+	"\x12LeaseGrantResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x04R\x05ttlMs\"C\n" +
+	"\x12LeaseRevokeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"k\n" +
+	"\x13LeaseRevokeResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12!\n" +
+	"\fkeys_deleted\x18\x02 \x01(\x04R\vkeysDeleted\"'\n" +
+	"\x15LeaseKeepAliveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"r\n" +
+	"\x16LeaseKeepAliveResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x04R\x05ttlMs\"<\n" +
+	"\x16LeaseTimeToLiveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04keys\x18\x02 \x01(\bR\x04keys\"\xaa\x01\n" +
+	"\x17LeaseTimeToLiveResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06ttl_ms\x18\x03 \x01(\x04R\x05ttlMs\x12!\n" +
+	"\fremaining_ms\x18\x04 \x01(\x04R\vremainingMs\x12\x12\n" +
+	"\x04keys\x18\x05 \x03(\fR\x04keys\"\x12\n" +
+	"\x10LeaseListRequest\"W\n" +
+	"\vLeaseStatus\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x04R\x05ttlMs\x12!\n" +
+	"\fremaining_ms\x18\x03 \x01(\x04R\vremainingMs\"v\n" +
+	"\x11LeaseListResponse\x121\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12.\n" +
+	"\x06leases\x18\x02 \x03(\v2\x16.strata.v1.LeaseStatusR\x06leases\"\x8c\x01\n" +
 	"\x0eResponseHeader\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x12\n" +
 	"\x04term\x18\x02 \x01(\x04R\x04term\x12\x14\n" +
 	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x1b\n" +
 	"\tleader_id\x18\x04 \x01(\x04R\bleaderId\x12\x1a\n" +
-	"\breplayed\x18\x05 \x01(\bR\breplayed\"r\n" +
+	"\breplayed\x18\x05 \x01(\bR\breplayed\"\x88\x01\n" +
 	"\bKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12!\n" +
 	"\fcreate_index\x18\x03 \x01(\x04R\vcreateIndex\x12\x1b\n" +
-	"\tmod_index\x18\x04 \x01(\x04R\bmodIndex\"S\n" +
+	"\tmod_index\x18\x04 \x01(\x04R\bmodIndex\x12\x14\n" +
+	"\x05lease\x18\x05 \x01(\x04R\x05lease\"\x80\x01\n" +
 	"\n" +
 	"PutRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"@\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
+	"\x05lease\x18\x04 \x01(\x04R\x05lease\x12\x15\n" +
+	"\x06ttl_ms\x18\x05 \x01(\x04R\x05ttlMs\"V\n" +
 	"\vPutResponse\x121\n" +
-	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\"X\n" +
+	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x14\n" +
+	"\x05lease\x18\x02 \x01(\x04R\x05lease\"X\n" +
 	"\n" +
 	"GetRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x128\n" +
-	"\vconsistency\x18\x02 \x01(\x0e2\x16.strata.v1.ConsistencyR\vconsistency\"\xac\x01\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x16.strata.v1.ConsistencyR\vconsistency\"\xc2\x01\n" +
 	"\vGetResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12\x14\n" +
 	"\x05found\x18\x02 \x01(\bR\x05found\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\x12!\n" +
 	"\fcreate_index\x18\x04 \x01(\x04R\vcreateIndex\x12\x1b\n" +
-	"\tmod_index\x18\x05 \x01(\x04R\bmodIndex\"@\n" +
+	"\tmod_index\x18\x05 \x01(\x04R\bmodIndex\x12\x14\n" +
+	"\x05lease\x18\x06 \x01(\x04R\x05lease\"@\n" +
 	"\rDeleteRequest\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
 	"\n" +
@@ -2509,10 +3244,11 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\fScanResponse\x121\n" +
 	"\x06header\x18\x01 \x01(\v2\x19.strata.v1.ResponseHeaderR\x06header\x12%\n" +
 	"\x03kvs\x18\x02 \x03(\v2\x13.strata.v1.KeyValueR\x03kvs\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\fR\rnextPageToken\"/\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\fR\rnextPageToken\"E\n" +
 	"\x05PutOp\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\x1c\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x14\n" +
+	"\x05lease\x18\x03 \x01(\x04R\x05lease\"\x1c\n" +
 	"\bDeleteOp\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\"d\n" +
 	"\aBatchOp\x12$\n" +
@@ -2538,14 +3274,15 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\tsucceeded\x18\x02 \x01(\bR\tsucceeded\x12\x1d\n" +
 	"\acurrent\x18\x03 \x01(\fH\x00R\acurrent\x88\x01\x01B\n" +
 	"\n" +
-	"\b_current\"\xc1\x01\n" +
+	"\b_current\"\xd9\x01\n" +
 	"\aCompare\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12$\n" +
 	"\x02op\x18\x02 \x01(\x0e2\x14.strata.v1.CompareOpR\x02op\x12\x16\n" +
 	"\x05value\x18\x03 \x01(\fH\x00R\x05value\x12\x18\n" +
 	"\x06exists\x18\x04 \x01(\bH\x00R\x06exists\x12#\n" +
 	"\fcreate_index\x18\x05 \x01(\x04H\x00R\vcreateIndex\x12\x1d\n" +
-	"\tmod_index\x18\x06 \x01(\x04H\x00R\bmodIndexB\b\n" +
+	"\tmod_index\x18\x06 \x01(\x04H\x00R\bmodIndex\x12\x16\n" +
+	"\x05lease\x18\a \x01(\x04H\x00R\x05leaseB\b\n" +
 	"\x06target\"\x19\n" +
 	"\x05GetOp\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\"G\n" +
@@ -2628,7 +3365,15 @@ const file_strata_v1_kv_proto_rawDesc = "" +
 	"\x0eCompareAndSwap\x12 .strata.v1.CompareAndSwapRequest\x1a!.strata.v1.CompareAndSwapResponse\x124\n" +
 	"\x03Txn\x12\x15.strata.v1.TxnRequest\x1a\x16.strata.v1.TxnResponse\x12<\n" +
 	"\x05Watch\x12\x17.strata.v1.WatchRequest\x1a\x18.strata.v1.WatchResponse0\x01\x12<\n" +
-	"\x06Backup\x12\x18.strata.v1.BackupRequest\x1a\x16.strata.v1.BackupChunk0\x01b\x06proto3"
+	"\x06Backup\x12\x18.strata.v1.BackupRequest\x1a\x16.strata.v1.BackupChunk0\x012\xda\x03\n" +
+	"\x05Lease\x12D\n" +
+	"\x05Grant\x12\x1c.strata.v1.LeaseGrantRequest\x1a\x1d.strata.v1.LeaseGrantResponse\x12G\n" +
+	"\x06Revoke\x12\x1d.strata.v1.LeaseRevokeRequest\x1a\x1e.strata.v1.LeaseRevokeResponse\x12T\n" +
+	"\rKeepAliveOnce\x12 .strata.v1.LeaseKeepAliveRequest\x1a!.strata.v1.LeaseKeepAliveResponse\x12T\n" +
+	"\tKeepAlive\x12 .strata.v1.LeaseKeepAliveRequest\x1a!.strata.v1.LeaseKeepAliveResponse(\x010\x01\x12S\n" +
+	"\n" +
+	"TimeToLive\x12!.strata.v1.LeaseTimeToLiveRequest\x1a\".strata.v1.LeaseTimeToLiveResponse\x12A\n" +
+	"\x04List\x12\x1b.strata.v1.LeaseListRequest\x1a\x1c.strata.v1.LeaseListResponseb\x06proto3"
 
 var (
 	file_strata_v1_kv_proto_rawDescOnce sync.Once
@@ -2643,102 +3388,131 @@ func file_strata_v1_kv_proto_rawDescGZIP() []byte {
 }
 
 var file_strata_v1_kv_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_strata_v1_kv_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_strata_v1_kv_proto_goTypes = []any{
-	(Consistency)(0),               // 0: strata.v1.Consistency
-	(CompareOp)(0),                 // 1: strata.v1.CompareOp
-	(ChangeKind)(0),                // 2: strata.v1.ChangeKind
-	(*ResponseHeader)(nil),         // 3: strata.v1.ResponseHeader
-	(*KeyValue)(nil),               // 4: strata.v1.KeyValue
-	(*PutRequest)(nil),             // 5: strata.v1.PutRequest
-	(*PutResponse)(nil),            // 6: strata.v1.PutResponse
-	(*GetRequest)(nil),             // 7: strata.v1.GetRequest
-	(*GetResponse)(nil),            // 8: strata.v1.GetResponse
-	(*DeleteRequest)(nil),          // 9: strata.v1.DeleteRequest
-	(*DeleteResponse)(nil),         // 10: strata.v1.DeleteResponse
-	(*KeyRange)(nil),               // 11: strata.v1.KeyRange
-	(*ScanRequest)(nil),            // 12: strata.v1.ScanRequest
-	(*ScanResponse)(nil),           // 13: strata.v1.ScanResponse
-	(*PutOp)(nil),                  // 14: strata.v1.PutOp
-	(*DeleteOp)(nil),               // 15: strata.v1.DeleteOp
-	(*BatchOp)(nil),                // 16: strata.v1.BatchOp
-	(*BatchRequest)(nil),           // 17: strata.v1.BatchRequest
-	(*BatchResponse)(nil),          // 18: strata.v1.BatchResponse
-	(*CompareAndSwapRequest)(nil),  // 19: strata.v1.CompareAndSwapRequest
-	(*CompareAndSwapResponse)(nil), // 20: strata.v1.CompareAndSwapResponse
-	(*Compare)(nil),                // 21: strata.v1.Compare
-	(*GetOp)(nil),                  // 22: strata.v1.GetOp
-	(*RangeOp)(nil),                // 23: strata.v1.RangeOp
-	(*TxnOp)(nil),                  // 24: strata.v1.TxnOp
-	(*TxnRequest)(nil),             // 25: strata.v1.TxnRequest
-	(*PutResult)(nil),              // 26: strata.v1.PutResult
-	(*DeleteResult)(nil),           // 27: strata.v1.DeleteResult
-	(*GetResult)(nil),              // 28: strata.v1.GetResult
-	(*RangeResult)(nil),            // 29: strata.v1.RangeResult
-	(*TxnOpResult)(nil),            // 30: strata.v1.TxnOpResult
-	(*TxnResponse)(nil),            // 31: strata.v1.TxnResponse
-	(*WatchRequest)(nil),           // 32: strata.v1.WatchRequest
-	(*WatchEvent)(nil),             // 33: strata.v1.WatchEvent
-	(*WatchResponse)(nil),          // 34: strata.v1.WatchResponse
-	(*BackupRequest)(nil),          // 35: strata.v1.BackupRequest
-	(*BackupChunk)(nil),            // 36: strata.v1.BackupChunk
+	(Consistency)(0),                // 0: strata.v1.Consistency
+	(CompareOp)(0),                  // 1: strata.v1.CompareOp
+	(ChangeKind)(0),                 // 2: strata.v1.ChangeKind
+	(*LeaseGrantRequest)(nil),       // 3: strata.v1.LeaseGrantRequest
+	(*LeaseGrantResponse)(nil),      // 4: strata.v1.LeaseGrantResponse
+	(*LeaseRevokeRequest)(nil),      // 5: strata.v1.LeaseRevokeRequest
+	(*LeaseRevokeResponse)(nil),     // 6: strata.v1.LeaseRevokeResponse
+	(*LeaseKeepAliveRequest)(nil),   // 7: strata.v1.LeaseKeepAliveRequest
+	(*LeaseKeepAliveResponse)(nil),  // 8: strata.v1.LeaseKeepAliveResponse
+	(*LeaseTimeToLiveRequest)(nil),  // 9: strata.v1.LeaseTimeToLiveRequest
+	(*LeaseTimeToLiveResponse)(nil), // 10: strata.v1.LeaseTimeToLiveResponse
+	(*LeaseListRequest)(nil),        // 11: strata.v1.LeaseListRequest
+	(*LeaseStatus)(nil),             // 12: strata.v1.LeaseStatus
+	(*LeaseListResponse)(nil),       // 13: strata.v1.LeaseListResponse
+	(*ResponseHeader)(nil),          // 14: strata.v1.ResponseHeader
+	(*KeyValue)(nil),                // 15: strata.v1.KeyValue
+	(*PutRequest)(nil),              // 16: strata.v1.PutRequest
+	(*PutResponse)(nil),             // 17: strata.v1.PutResponse
+	(*GetRequest)(nil),              // 18: strata.v1.GetRequest
+	(*GetResponse)(nil),             // 19: strata.v1.GetResponse
+	(*DeleteRequest)(nil),           // 20: strata.v1.DeleteRequest
+	(*DeleteResponse)(nil),          // 21: strata.v1.DeleteResponse
+	(*KeyRange)(nil),                // 22: strata.v1.KeyRange
+	(*ScanRequest)(nil),             // 23: strata.v1.ScanRequest
+	(*ScanResponse)(nil),            // 24: strata.v1.ScanResponse
+	(*PutOp)(nil),                   // 25: strata.v1.PutOp
+	(*DeleteOp)(nil),                // 26: strata.v1.DeleteOp
+	(*BatchOp)(nil),                 // 27: strata.v1.BatchOp
+	(*BatchRequest)(nil),            // 28: strata.v1.BatchRequest
+	(*BatchResponse)(nil),           // 29: strata.v1.BatchResponse
+	(*CompareAndSwapRequest)(nil),   // 30: strata.v1.CompareAndSwapRequest
+	(*CompareAndSwapResponse)(nil),  // 31: strata.v1.CompareAndSwapResponse
+	(*Compare)(nil),                 // 32: strata.v1.Compare
+	(*GetOp)(nil),                   // 33: strata.v1.GetOp
+	(*RangeOp)(nil),                 // 34: strata.v1.RangeOp
+	(*TxnOp)(nil),                   // 35: strata.v1.TxnOp
+	(*TxnRequest)(nil),              // 36: strata.v1.TxnRequest
+	(*PutResult)(nil),               // 37: strata.v1.PutResult
+	(*DeleteResult)(nil),            // 38: strata.v1.DeleteResult
+	(*GetResult)(nil),               // 39: strata.v1.GetResult
+	(*RangeResult)(nil),             // 40: strata.v1.RangeResult
+	(*TxnOpResult)(nil),             // 41: strata.v1.TxnOpResult
+	(*TxnResponse)(nil),             // 42: strata.v1.TxnResponse
+	(*WatchRequest)(nil),            // 43: strata.v1.WatchRequest
+	(*WatchEvent)(nil),              // 44: strata.v1.WatchEvent
+	(*WatchResponse)(nil),           // 45: strata.v1.WatchResponse
+	(*BackupRequest)(nil),           // 46: strata.v1.BackupRequest
+	(*BackupChunk)(nil),             // 47: strata.v1.BackupChunk
 }
 var file_strata_v1_kv_proto_depIdxs = []int32{
-	3,  // 0: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
-	0,  // 1: strata.v1.GetRequest.consistency:type_name -> strata.v1.Consistency
-	3,  // 2: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
-	3,  // 3: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
-	11, // 4: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
-	0,  // 5: strata.v1.ScanRequest.consistency:type_name -> strata.v1.Consistency
-	3,  // 6: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
-	4,  // 7: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
-	14, // 8: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
-	15, // 9: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
-	16, // 10: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
-	3,  // 11: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
-	3,  // 12: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
-	1,  // 13: strata.v1.Compare.op:type_name -> strata.v1.CompareOp
-	14, // 14: strata.v1.TxnOp.put:type_name -> strata.v1.PutOp
-	15, // 15: strata.v1.TxnOp.delete:type_name -> strata.v1.DeleteOp
-	22, // 16: strata.v1.TxnOp.get:type_name -> strata.v1.GetOp
-	23, // 17: strata.v1.TxnOp.range:type_name -> strata.v1.RangeOp
-	21, // 18: strata.v1.TxnRequest.compare:type_name -> strata.v1.Compare
-	24, // 19: strata.v1.TxnRequest.success:type_name -> strata.v1.TxnOp
-	24, // 20: strata.v1.TxnRequest.failure:type_name -> strata.v1.TxnOp
-	4,  // 21: strata.v1.GetResult.kv:type_name -> strata.v1.KeyValue
-	4,  // 22: strata.v1.RangeResult.kvs:type_name -> strata.v1.KeyValue
-	26, // 23: strata.v1.TxnOpResult.put:type_name -> strata.v1.PutResult
-	27, // 24: strata.v1.TxnOpResult.delete:type_name -> strata.v1.DeleteResult
-	28, // 25: strata.v1.TxnOpResult.get:type_name -> strata.v1.GetResult
-	29, // 26: strata.v1.TxnOpResult.range:type_name -> strata.v1.RangeResult
-	3,  // 27: strata.v1.TxnResponse.header:type_name -> strata.v1.ResponseHeader
-	30, // 28: strata.v1.TxnResponse.results:type_name -> strata.v1.TxnOpResult
-	11, // 29: strata.v1.WatchRequest.range:type_name -> strata.v1.KeyRange
-	2,  // 30: strata.v1.WatchEvent.kind:type_name -> strata.v1.ChangeKind
-	33, // 31: strata.v1.WatchResponse.events:type_name -> strata.v1.WatchEvent
-	5,  // 32: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
-	7,  // 33: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
-	9,  // 34: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
-	12, // 35: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
-	17, // 36: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
-	19, // 37: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
-	25, // 38: strata.v1.KV.Txn:input_type -> strata.v1.TxnRequest
-	32, // 39: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
-	35, // 40: strata.v1.KV.Backup:input_type -> strata.v1.BackupRequest
-	6,  // 41: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
-	8,  // 42: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
-	10, // 43: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
-	13, // 44: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
-	18, // 45: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
-	20, // 46: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
-	31, // 47: strata.v1.KV.Txn:output_type -> strata.v1.TxnResponse
-	34, // 48: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
-	36, // 49: strata.v1.KV.Backup:output_type -> strata.v1.BackupChunk
-	41, // [41:50] is the sub-list for method output_type
-	32, // [32:41] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	14, // 0: strata.v1.LeaseGrantResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 1: strata.v1.LeaseRevokeResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 2: strata.v1.LeaseKeepAliveResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 3: strata.v1.LeaseTimeToLiveResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 4: strata.v1.LeaseListResponse.header:type_name -> strata.v1.ResponseHeader
+	12, // 5: strata.v1.LeaseListResponse.leases:type_name -> strata.v1.LeaseStatus
+	14, // 6: strata.v1.PutResponse.header:type_name -> strata.v1.ResponseHeader
+	0,  // 7: strata.v1.GetRequest.consistency:type_name -> strata.v1.Consistency
+	14, // 8: strata.v1.GetResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 9: strata.v1.DeleteResponse.header:type_name -> strata.v1.ResponseHeader
+	22, // 10: strata.v1.ScanRequest.range:type_name -> strata.v1.KeyRange
+	0,  // 11: strata.v1.ScanRequest.consistency:type_name -> strata.v1.Consistency
+	14, // 12: strata.v1.ScanResponse.header:type_name -> strata.v1.ResponseHeader
+	15, // 13: strata.v1.ScanResponse.kvs:type_name -> strata.v1.KeyValue
+	25, // 14: strata.v1.BatchOp.put:type_name -> strata.v1.PutOp
+	26, // 15: strata.v1.BatchOp.delete:type_name -> strata.v1.DeleteOp
+	27, // 16: strata.v1.BatchRequest.ops:type_name -> strata.v1.BatchOp
+	14, // 17: strata.v1.BatchResponse.header:type_name -> strata.v1.ResponseHeader
+	14, // 18: strata.v1.CompareAndSwapResponse.header:type_name -> strata.v1.ResponseHeader
+	1,  // 19: strata.v1.Compare.op:type_name -> strata.v1.CompareOp
+	25, // 20: strata.v1.TxnOp.put:type_name -> strata.v1.PutOp
+	26, // 21: strata.v1.TxnOp.delete:type_name -> strata.v1.DeleteOp
+	33, // 22: strata.v1.TxnOp.get:type_name -> strata.v1.GetOp
+	34, // 23: strata.v1.TxnOp.range:type_name -> strata.v1.RangeOp
+	32, // 24: strata.v1.TxnRequest.compare:type_name -> strata.v1.Compare
+	35, // 25: strata.v1.TxnRequest.success:type_name -> strata.v1.TxnOp
+	35, // 26: strata.v1.TxnRequest.failure:type_name -> strata.v1.TxnOp
+	15, // 27: strata.v1.GetResult.kv:type_name -> strata.v1.KeyValue
+	15, // 28: strata.v1.RangeResult.kvs:type_name -> strata.v1.KeyValue
+	37, // 29: strata.v1.TxnOpResult.put:type_name -> strata.v1.PutResult
+	38, // 30: strata.v1.TxnOpResult.delete:type_name -> strata.v1.DeleteResult
+	39, // 31: strata.v1.TxnOpResult.get:type_name -> strata.v1.GetResult
+	40, // 32: strata.v1.TxnOpResult.range:type_name -> strata.v1.RangeResult
+	14, // 33: strata.v1.TxnResponse.header:type_name -> strata.v1.ResponseHeader
+	41, // 34: strata.v1.TxnResponse.results:type_name -> strata.v1.TxnOpResult
+	22, // 35: strata.v1.WatchRequest.range:type_name -> strata.v1.KeyRange
+	2,  // 36: strata.v1.WatchEvent.kind:type_name -> strata.v1.ChangeKind
+	44, // 37: strata.v1.WatchResponse.events:type_name -> strata.v1.WatchEvent
+	16, // 38: strata.v1.KV.Put:input_type -> strata.v1.PutRequest
+	18, // 39: strata.v1.KV.Get:input_type -> strata.v1.GetRequest
+	20, // 40: strata.v1.KV.Delete:input_type -> strata.v1.DeleteRequest
+	23, // 41: strata.v1.KV.Scan:input_type -> strata.v1.ScanRequest
+	28, // 42: strata.v1.KV.Batch:input_type -> strata.v1.BatchRequest
+	30, // 43: strata.v1.KV.CompareAndSwap:input_type -> strata.v1.CompareAndSwapRequest
+	36, // 44: strata.v1.KV.Txn:input_type -> strata.v1.TxnRequest
+	43, // 45: strata.v1.KV.Watch:input_type -> strata.v1.WatchRequest
+	46, // 46: strata.v1.KV.Backup:input_type -> strata.v1.BackupRequest
+	3,  // 47: strata.v1.Lease.Grant:input_type -> strata.v1.LeaseGrantRequest
+	5,  // 48: strata.v1.Lease.Revoke:input_type -> strata.v1.LeaseRevokeRequest
+	7,  // 49: strata.v1.Lease.KeepAliveOnce:input_type -> strata.v1.LeaseKeepAliveRequest
+	7,  // 50: strata.v1.Lease.KeepAlive:input_type -> strata.v1.LeaseKeepAliveRequest
+	9,  // 51: strata.v1.Lease.TimeToLive:input_type -> strata.v1.LeaseTimeToLiveRequest
+	11, // 52: strata.v1.Lease.List:input_type -> strata.v1.LeaseListRequest
+	17, // 53: strata.v1.KV.Put:output_type -> strata.v1.PutResponse
+	19, // 54: strata.v1.KV.Get:output_type -> strata.v1.GetResponse
+	21, // 55: strata.v1.KV.Delete:output_type -> strata.v1.DeleteResponse
+	24, // 56: strata.v1.KV.Scan:output_type -> strata.v1.ScanResponse
+	29, // 57: strata.v1.KV.Batch:output_type -> strata.v1.BatchResponse
+	31, // 58: strata.v1.KV.CompareAndSwap:output_type -> strata.v1.CompareAndSwapResponse
+	42, // 59: strata.v1.KV.Txn:output_type -> strata.v1.TxnResponse
+	45, // 60: strata.v1.KV.Watch:output_type -> strata.v1.WatchResponse
+	47, // 61: strata.v1.KV.Backup:output_type -> strata.v1.BackupChunk
+	4,  // 62: strata.v1.Lease.Grant:output_type -> strata.v1.LeaseGrantResponse
+	6,  // 63: strata.v1.Lease.Revoke:output_type -> strata.v1.LeaseRevokeResponse
+	8,  // 64: strata.v1.Lease.KeepAliveOnce:output_type -> strata.v1.LeaseKeepAliveResponse
+	8,  // 65: strata.v1.Lease.KeepAlive:output_type -> strata.v1.LeaseKeepAliveResponse
+	10, // 66: strata.v1.Lease.TimeToLive:output_type -> strata.v1.LeaseTimeToLiveResponse
+	13, // 67: strata.v1.Lease.List:output_type -> strata.v1.LeaseListResponse
+	53, // [53:68] is the sub-list for method output_type
+	38, // [38:53] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_kv_proto_init() }
@@ -2746,35 +3520,36 @@ func file_strata_v1_kv_proto_init() {
 	if File_strata_v1_kv_proto != nil {
 		return
 	}
-	file_strata_v1_kv_proto_msgTypes[9].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[20].OneofWrappers = []any{
 		(*ScanRequest_Prefix)(nil),
 		(*ScanRequest_Range)(nil),
 	}
-	file_strata_v1_kv_proto_msgTypes[13].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[24].OneofWrappers = []any{
 		(*BatchOp_Put)(nil),
 		(*BatchOp_Delete)(nil),
 	}
-	file_strata_v1_kv_proto_msgTypes[16].OneofWrappers = []any{}
-	file_strata_v1_kv_proto_msgTypes[17].OneofWrappers = []any{}
-	file_strata_v1_kv_proto_msgTypes[18].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[27].OneofWrappers = []any{}
+	file_strata_v1_kv_proto_msgTypes[28].OneofWrappers = []any{}
+	file_strata_v1_kv_proto_msgTypes[29].OneofWrappers = []any{
 		(*Compare_Value)(nil),
 		(*Compare_Exists)(nil),
 		(*Compare_CreateIndex)(nil),
 		(*Compare_ModIndex)(nil),
+		(*Compare_Lease)(nil),
 	}
-	file_strata_v1_kv_proto_msgTypes[21].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[32].OneofWrappers = []any{
 		(*TxnOp_Put)(nil),
 		(*TxnOp_Delete)(nil),
 		(*TxnOp_Get)(nil),
 		(*TxnOp_Range)(nil),
 	}
-	file_strata_v1_kv_proto_msgTypes[27].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[38].OneofWrappers = []any{
 		(*TxnOpResult_Put)(nil),
 		(*TxnOpResult_Delete)(nil),
 		(*TxnOpResult_Get)(nil),
 		(*TxnOpResult_Range)(nil),
 	}
-	file_strata_v1_kv_proto_msgTypes[29].OneofWrappers = []any{
+	file_strata_v1_kv_proto_msgTypes[40].OneofWrappers = []any{
 		(*WatchRequest_Key)(nil),
 		(*WatchRequest_Prefix)(nil),
 		(*WatchRequest_Range)(nil),
@@ -2785,9 +3560,9 @@ func file_strata_v1_kv_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_kv_proto_rawDesc), len(file_strata_v1_kv_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   34,
+			NumMessages:   45,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_strata_v1_kv_proto_goTypes,
 		DependencyIndexes: file_strata_v1_kv_proto_depIdxs,

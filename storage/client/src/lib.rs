@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::kv_client::KvClient;
+use strata_proto::v1::lease_client::LeaseClient;
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
     KeyRange, KeyValue, PutOp, PutRequest, ResponseHeader, ScanRequest, StatusRequest,
@@ -17,6 +18,7 @@ use strata_proto::v1::{
 use tonic::transport::{Channel, Endpoint};
 
 pub use backup::Restored;
+pub use lease::KeepAlive;
 pub use once::REQUEST_ID_METADATA;
 pub use strata_proto::backup as proto_backup;
 pub use strata_proto::v1 as proto;
@@ -25,6 +27,7 @@ pub use watch::{WatchSelector, Watcher};
 use once::RequestIds;
 
 mod backup;
+mod lease;
 pub mod once;
 pub mod txn;
 mod watch;
@@ -100,6 +103,7 @@ pub struct ScanPage {
 #[derive(Clone)]
 pub struct Client {
     kv: KvClient<Channel>,
+    lease: LeaseClient<Channel>,
     cluster: ClusterClient<Channel>,
     /// With request ids (`with_request_ids`): where each write's id comes
     /// from.
@@ -130,6 +134,7 @@ impl Client {
             kv: KvClient::new(channel.clone())
                 .max_decoding_message_size(64 << 20)
                 .max_encoding_message_size(64 << 20),
+            lease: LeaseClient::new(channel.clone()),
             cluster: ClusterClient::new(channel),
             ids: None,
         }
@@ -170,6 +175,7 @@ impl Client {
                         key: key.clone(),
                         value: value.clone(),
                         request_id: request_id.clone(),
+                        ..PutRequest::default()
                     },
                     &request_id,
                 );
@@ -265,7 +271,11 @@ impl Client {
             .into_iter()
             .map(|(key, value)| BatchOp {
                 op: Some(match value {
-                    Some(value) => batch_op::Op::Put(PutOp { key, value }),
+                    Some(value) => batch_op::Op::Put(PutOp {
+                        key,
+                        value,
+                        lease: 0,
+                    }),
                     None => batch_op::Op::Delete(DeleteOp { key }),
                 }),
             })
@@ -356,6 +366,7 @@ impl Client {
             value: r.value,
             create_index: r.create_index,
             mod_index: r.mod_index,
+            lease: r.lease,
         }))
     }
 

@@ -29,7 +29,18 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Store a value (from the argument, or stdin with `-`).
-    Put { key: String, value: String },
+    Put {
+        key: String,
+        value: String,
+        /// Put the key under a lease of its own with this TTL (`30s`,
+        /// `1500ms`): it is deleted unless the lease is kept alive
+        /// (`strata lease keep-alive ID`). Prints the lease's id.
+        #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "lease")]
+        ttl: Option<std::time::Duration>,
+        /// Put the key under this existing lease.
+        #[arg(long)]
+        lease: Option<u64>,
+    },
     /// Print a value to stdout (raw bytes).
     Get {
         key: String,
@@ -99,6 +110,12 @@ enum Cmd {
         #[arg(long = "else", value_parser = txn_args::op)]
         failure: Vec<strata_client::proto::TxnOp>,
     },
+    /// Leases: keys put under one are deleted when it ends (revoked, or
+    /// not kept alive for its TTL).
+    Lease {
+        #[command(subcommand)]
+        action: LeaseCmd,
+    },
     /// Backups: save the cluster's data to a file, show what a file holds,
     /// load a file into a new cluster.
     Snapshot {
@@ -120,6 +137,37 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum LeaseCmd {
+    /// Grant a lease; prints its id and TTL.
+    Grant {
+        /// `30s`, `1500ms`, `2m` (at least 1 s).
+        #[arg(value_parser = humantime::parse_duration)]
+        ttl: std::time::Duration,
+        /// Pick the id (1 to 2^53 - 1); default: the cluster picks.
+        #[arg(long, default_value_t = 0)]
+        id: u64,
+    },
+    /// End a lease now, deleting its keys.
+    Revoke { id: u64 },
+    /// Keep a lease alive: once with --once, else every third of its TTL
+    /// until interrupted or the lease ends.
+    KeepAlive {
+        id: u64,
+        #[arg(long)]
+        once: bool,
+    },
+    /// A lease's TTL and time left (by the leader's clock), and with
+    /// --keys the keys under it.
+    Ttl {
+        id: u64,
+        #[arg(long)]
+        keys: bool,
+    },
+    /// Every lease with its TTL and time left.
+    List,
 }
 
 #[derive(Subcommand)]
@@ -177,7 +225,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let client = Client::connect(&cli.endpoint).await?;
     match cli.command {
-        Cmd::Put { key, value } => {
+        Cmd::Put {
+            key,
+            value,
+            ttl,
+            lease,
+        } => {
             let value = if value == "-" {
                 let mut buf = Vec::new();
                 std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
@@ -186,13 +239,23 @@ async fn main() -> anyhow::Result<()> {
             } else {
                 value.into_bytes()
             };
-            let h = client.put(key.into_bytes(), value).await?;
-            writeln!(
+            let key = key.into_bytes();
+            let (h, lease) = match (ttl, lease) {
+                (Some(ttl), _) => client.put_with_ttl(key, value, ttl).await?,
+                (None, Some(lease)) => (client.put_with_lease(key, value, lease).await?, lease),
+                (None, None) => (client.put(key, value).await?, 0),
+            };
+            write!(
                 out,
                 "OK index={} term={} node={}",
                 h.index, h.term, h.node_id
             )?;
+            if lease != 0 {
+                write!(out, " lease={lease}")?;
+            }
+            writeln!(out)?;
         }
+        Cmd::Lease { action } => lease(&client, action, &mut out).await?,
         Cmd::Get { key, stale } => match client.get(key.clone().into_bytes(), stale).await? {
             Some(v) => {
                 out.write_all(&v)?;
@@ -406,6 +469,53 @@ fn print_result(out: &mut impl Write, result: OpResult) -> std::io::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `strata lease ...`.
+async fn lease(client: &Client, action: LeaseCmd, out: &mut impl Write) -> anyhow::Result<()> {
+    match action {
+        LeaseCmd::Grant { ttl, id } => {
+            let r = client.lease_grant(ttl, id).await?;
+            writeln!(out, "lease {} ttl={}ms", r.id, r.ttl_ms)?;
+        }
+        LeaseCmd::Revoke { id } => {
+            let keys = client.lease_revoke(id).await?;
+            writeln!(out, "revoked lease {id}: {keys} keys deleted")?;
+        }
+        LeaseCmd::KeepAlive { id, once } => loop {
+            let Some(ttl) = client.lease_keep_alive_once(id).await? else {
+                anyhow::bail!("lease {id} has ended: its keys are gone");
+            };
+            writeln!(out, "lease {id} ttl={}ms", ttl.as_millis())?;
+            out.flush()?;
+            if once {
+                break;
+            }
+            tokio::time::sleep(ttl / 3).await;
+        },
+        LeaseCmd::Ttl { id, keys } => {
+            let r = client.lease_time_to_live(id, keys).await?;
+            writeln!(
+                out,
+                "lease {} ttl={}ms remaining={}ms",
+                r.id, r.ttl_ms, r.remaining_ms
+            )?;
+            for k in &r.keys {
+                out.write_all(k)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        LeaseCmd::List => {
+            for l in client.leases().await? {
+                writeln!(
+                    out,
+                    "{:<20} ttl={}ms remaining={}ms",
+                    l.id, l.ttl_ms, l.remaining_ms
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One line that says what a backup holds.

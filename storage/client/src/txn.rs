@@ -37,10 +37,21 @@ fn compare_with(key: impl Into<Bytes>, op: CompareOp, target: compare::Target) -
 }
 
 pub fn put(key: impl Into<Bytes>, value: impl Into<Bytes>) -> TxnOp {
+    put_leased(key, value, 0)
+}
+
+/// A put under lease `lease` (0: none), which must exist.
+pub fn put_leased(key: impl Into<Bytes>, value: impl Into<Bytes>, lease: u64) -> TxnOp {
     op(txn_op::Op::Put(PutOp {
         key: key.into(),
         value: value.into(),
+        lease,
     }))
+}
+
+/// `lease(key) OP id` (0 for a key under no lease, or that does not exist).
+pub fn lease(key: impl Into<Bytes>, op: CompareOp, id: u64) -> Compare {
+    compare_with(key, op, compare::Target::Lease(id))
 }
 
 pub fn delete(key: impl Into<Bytes>) -> TxnOp {

@@ -70,6 +70,7 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
                 TxnOp::Put {
                     key: b"a".to_vec(),
                     value: b"1".to_vec(),
+                    lease: 0,
                 },
                 TxnOp::Delete { key: b"b".to_vec() },
                 TxnOp::Range {
@@ -80,6 +81,21 @@ pub fn proposal_seeds() -> Vec<Vec<u8>> {
             ],
             failure: vec![TxnOp::Get { key: b"a".to_vec() }],
         }),
+        Command::LeaseGrant {
+            id: 7,
+            ttl_ms: 30_000,
+        },
+        Command::PutLeased {
+            key: b"k".to_vec(),
+            value: b"v".to_vec(),
+            lease: 7,
+        },
+        Command::PutWithTtl {
+            key: b"session".to_vec(),
+            value: b"s".to_vec(),
+            ttl_ms: 5_000,
+        },
+        Command::LeaseRevoke { id: 7 },
     ];
     let plain: Vec<Vec<u8>> = commands
         .into_iter()

@@ -10,8 +10,9 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use serde_json::json;
 use strata_proto::v1::{
-    BatchRequest, CompareAndSwapRequest, Consistency, DeleteRequest, GetRequest, PutRequest,
-    RaftBatch, ScanRequest, TxnRequest, WatchRequest, batch_op, scan_request, watch_request,
+    BatchRequest, CompareAndSwapRequest, Consistency, DeleteRequest, GetRequest, LeaseGrantRequest,
+    PutRequest, RaftBatch, ScanRequest, TxnRequest, WatchRequest, batch_op, scan_request,
+    watch_request,
 };
 use strata_raft::Op;
 use strata_server::config::Limits;
@@ -23,7 +24,7 @@ use strata_server::validate;
 use tonic::Code;
 
 /// The REST routes `rest_request` drives, picked by the input's first byte.
-pub const ROUTES: [Route; 8] = [
+pub const ROUTES: [Route; 9] = [
     Route::Put,
     Route::Get,
     Route::Delete,
@@ -32,6 +33,7 @@ pub const ROUTES: [Route; 8] = [
     Route::Cas,
     Route::Watch,
     Route::Txn,
+    Route::LeaseGrant,
 ];
 
 /// One REST KV endpoint.
@@ -53,6 +55,8 @@ pub enum Route {
     Watch,
     /// `POST /v1/txn`
     Txn,
+    /// `POST /v1/leases`
+    LeaseGrant,
 }
 
 /// `Content-Type` values `rest_request` picks from (the low 3 bits of the
@@ -173,7 +177,7 @@ pub fn rest_request(data: &[u8]) {
         path.to_string()
     };
     match ROUTES[usize::from(*route) % ROUTES.len()] {
-        Route::Put => rest_put(&path, content_type, body),
+        Route::Put => rest_put(&path, query, content_type, body),
         Route::Get => rest_get(&path, query),
         Route::Delete => rest_delete(&path),
         Route::Scan => rest_scan(head),
@@ -181,6 +185,11 @@ pub fn rest_request(data: &[u8]) {
         Route::Cas => rest_cas(content_type, body),
         Route::Watch => rest_watch(head, body),
         Route::Txn => rest_txn(content_type, body),
+        Route::LeaseGrant => {
+            if let Some(req) = accepted(parse::lease_grant_request(content_type, body)) {
+                check_lease_grant(&req);
+            }
+        }
     }
 }
 
@@ -190,9 +199,10 @@ fn assert_key_round_trips(key: &Bytes) {
     assert_eq!(&again, key, "key does not round-trip through the path");
 }
 
-fn rest_put(path: &str, content_type: Option<&str>, body: &[u8]) {
+fn rest_put(path: &str, query: &str, content_type: Option<&str>, body: &[u8]) {
     let Some(req) = accepted(parse::put_request(
         path,
+        query,
         content_type,
         Bytes::copy_from_slice(body),
     )) else {
@@ -207,7 +217,7 @@ fn rest_put(path: &str, content_type: Option<&str>, body: &[u8]) {
         }
         for again in bodies {
             let again = Bytes::from(again.to_string());
-            let req2 = parse::put_request(&key_path(&req.key), JSON, again)
+            let req2 = parse::put_request(&key_path(&req.key), query, JSON, again)
                 .expect("re-serialized put parses");
             assert_eq!(req2, req, "put does not round-trip through JSON");
         }
@@ -514,6 +524,25 @@ pub fn grpc_request(data: &[u8]) {
     decode_round_trip::<CompareAndSwapRequest>(data).inspect(check_cas);
     decode_round_trip::<WatchRequest>(data).inspect(check_watch);
     decode_round_trip::<TxnRequest>(data).inspect(check_txn);
+    decode_round_trip::<LeaseGrantRequest>(data).inspect(check_lease_grant);
+}
+
+/// A lease grant validates only with a TTL from 1 s to a year and an id a
+/// JSON number carries exactly.
+fn check_lease_grant(req: &LeaseGrantRequest) {
+    check_request_id(&req.request_id);
+    if let Some(ttl) = accepted(validate::lease_ttl(req.ttl_ms)) {
+        assert!(
+            (validate::MIN_LEASE_TTL_MS..=validate::MAX_LEASE_TTL_MS).contains(&ttl),
+            "a TTL out of range validated"
+        );
+    }
+    if let Some(id) = accepted(validate::lease_id(req.id)) {
+        assert!(
+            id <= strata_raft::MAX_LEASE_ID,
+            "a lease id over the largest validated"
+        );
+    }
 }
 
 fn rest_txn(content_type: Option<&str>, body: &[u8]) {
@@ -544,7 +573,7 @@ fn check_txn(req: &TxnRequest) {
         }
         for op in txn.success.iter().chain(&txn.failure) {
             match op {
-                strata_raft::TxnOp::Put { key, value } => {
+                strata_raft::TxnOp::Put { key, value, .. } => {
                     assert_key_fits(l, key);
                     assert_value_fits(l, value);
                 }

@@ -9,7 +9,8 @@ use strata_fuzz::Target;
 use strata_fuzz::server::{Route, rest_input};
 use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, Consistency, DeleteOp, DeleteRequest, GetRequest,
-    KeyRange, PutOp, PutRequest, RaftBatch, ScanRequest, TxnRequest, batch_op, scan_request,
+    KeyRange, LeaseGrantRequest, PutOp, PutRequest, RaftBatch, ScanRequest, TxnRequest, batch_op,
+    scan_request,
 };
 use strata_raft::command::Proposal;
 use strata_raft::{Message, MessageType};
@@ -101,10 +102,19 @@ fn seeds() -> Vec<Seed> {
         op: Some(batch_op::Op::Put(PutOp {
             key: bytes(key),
             value: bytes(value),
+            lease: 0,
         })),
     };
     vec![
         rest("put-raw", Route::Put, TEXT, "greeting", "hello"),
+        rest("put-ttl", Route::Put, TEXT, "session?ttl=30s", "s"),
+        rest(
+            "lease-grant",
+            Route::LeaseGrant,
+            JSON,
+            "",
+            r#"{"ttl":"30s","id":7}"#,
+        ),
         rest(
             "txn",
             Route::Txn,
@@ -204,6 +214,7 @@ fn seeds() -> Vec<Seed> {
                 key: bytes("greeting"),
                 value: bytes("hello"),
                 request_id: "put-1".into(),
+                ..PutRequest::default()
             },
         ),
         grpc(
@@ -263,6 +274,14 @@ fn seeds() -> Vec<Seed> {
             },
         ),
         grpc(
+            "lease-grant",
+            LeaseGrantRequest {
+                ttl_ms: 30_000,
+                id: 7,
+                request_id: "lease-1".into(),
+            },
+        ),
+        grpc(
             "txn",
             TxnRequest {
                 compare: vec![mod_index_compare()],
@@ -270,6 +289,7 @@ fn seeds() -> Vec<Seed> {
                     op: Some(strata_proto::v1::txn_op::Op::Put(PutOp {
                         key: bytes("a"),
                         value: bytes("1"),
+                        lease: 0,
                     })),
                 }],
                 failure: vec![strata_proto::v1::TxnOp {
@@ -325,7 +345,7 @@ fn accepted(seed: &Seed) -> bool {
             let path = format!("{}{path}", parse::KV_PREFIX);
             let content_type = strata_fuzz::server::CONTENT_TYPES[usize::from(b[1] & 7)];
             match strata_fuzz::server::ROUTES[usize::from(b[0])] {
-                Route::Put => parse::put_request(&path, content_type, bytes(body))
+                Route::Put => parse::put_request(&path, query, content_type, bytes(body))
                     .and_then(|r| limits.check_key(&r.key).and(limits.check_value(&r.value)))
                     .is_ok(),
                 Route::Get => parse::get_request(&path, query)
@@ -347,6 +367,9 @@ fn accepted(seed: &Seed) -> bool {
                 Route::Txn => parse::txn_request(content_type, body.as_bytes())
                     .and_then(|(r, _)| validate::txn(&limits, &r))
                     .is_ok(),
+                Route::LeaseGrant => parse::lease_grant_request(content_type, body.as_bytes())
+                    .and_then(|r| validate::lease_ttl(r.ttl_ms).and(validate::lease_id(r.id)))
+                    .is_ok(),
             }
         }
         "grpc_request" => match seed.name.split('-').next() {
@@ -360,6 +383,13 @@ fn accepted(seed: &Seed) -> bool {
                 .unwrap_or(false),
             Some("batch") => BatchRequest::decode(&b[..])
                 .map(|r| validate::batch_ops(&limits, &r).is_ok())
+                .unwrap_or(false),
+            Some("lease") => LeaseGrantRequest::decode(&b[..])
+                .map(|r| {
+                    validate::lease_ttl(r.ttl_ms).is_ok()
+                        && validate::lease_id(r.id).is_ok()
+                        && validate::request_id(&r.request_id).is_ok()
+                })
                 .unwrap_or(false),
             Some("txn") => TxnRequest::decode(&b[..])
                 .map(|r| {

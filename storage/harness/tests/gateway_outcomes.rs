@@ -361,6 +361,7 @@ async fn a_write_with_a_request_id_retried_after_a_cut_is_never_called_not_appli
                 key: "cut-once-grpc".into(),
                 value: "v".into(),
                 request_id: "cut-once-grpc-1".into(),
+                ..Default::default()
             },
             "cut-once-grpc-1",
         );

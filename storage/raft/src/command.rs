@@ -9,10 +9,13 @@
 //! Batch:  count u32 | (op_tag u8 | key [| value])*
 //! Cas:    key | has_expected u8 [| expected] | has_value u8 [| value]
 //! Txn:    count u32 | compare* | count u32 | txn_op* | count u32 | txn_op*
-//! compare: key | target u8 (value 1, exists 2, create 3, mod 4) | body
-//!          value: op u8 | bytes   exists: u8   create, mod: op u8 | u64
-//! txn_op:  put 1: key | value   delete 2: key   get 3: key
+//! compare: key | target u8 (value 1, exists 2, create 3, mod 4, lease 5) | body
+//!          value: op u8 | bytes   exists: u8   create, mod, lease: op u8 | u64
+//! txn_op:  put 1: key | value | lease u64   delete 2: key   get 3: key
 //!          range 4: start | end | limit u32
+//! PutLeased:   key | value | lease u64
+//! PutWithTtl:  key | value | ttl_ms u64
+//! LeaseGrant:  id u64 | ttl_ms u64          LeaseRevoke: id u64
 //! ```
 //! Compare ops: equal 0, not equal 1, less 2, greater 3.
 //! Byte strings are a u32 length followed by the bytes; integers are
@@ -31,6 +34,10 @@ const TAG_DELETE: u8 = 2;
 const TAG_BATCH: u8 = 3;
 const TAG_CAS: u8 = 4;
 const TAG_TXN: u8 = 5;
+const TAG_PUT_LEASED: u8 = 6;
+const TAG_PUT_TTL: u8 = 7;
+const TAG_LEASE_GRANT: u8 = 8;
+const TAG_LEASE_REVOKE: u8 = 9;
 const TXN_PUT: u8 = 1;
 const TXN_DELETE: u8 = 2;
 const TXN_GET: u8 = 3;
@@ -39,6 +46,7 @@ const TARGET_VALUE: u8 = 1;
 const TARGET_EXISTS: u8 = 2;
 const TARGET_CREATE: u8 = 3;
 const TARGET_MOD: u8 = 4;
+const TARGET_LEASE: u8 = 5;
 
 /// One write inside a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +76,30 @@ pub enum Command {
     },
     /// Compares, then one of two branches, atomically (see `crate::txn`).
     Txn(Txn),
+    /// A put under lease `lease` (0: none), which must exist.
+    PutLeased {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        lease: u64,
+    },
+    /// Grants a lease of `ttl_ms` whose id is the smallest free one from the
+    /// entry's index on, and puts `key` under it.
+    PutWithTtl {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        ttl_ms: u64,
+    },
+    /// Grants lease `id` (0: the smallest free id from the entry's index
+    /// on) of `ttl_ms`.
+    LeaseGrant {
+        id: u64,
+        ttl_ms: u64,
+    },
+    /// Ends lease `id`: every key put under it (and still under it) is
+    /// deleted.
+    LeaseRevoke {
+        id: u64,
+    },
 }
 
 /// What applying a command produced, returned to the proposer.
@@ -82,6 +114,23 @@ pub enum ApplyResult {
         current: Option<Vec<u8>>,
     },
     Txn(TxnResult),
+    /// Lease `id` of `ttl_ms` exists from this entry on.
+    LeaseGranted {
+        id: u64,
+        ttl_ms: u64,
+    },
+    /// The lease ended; `keys` of its keys were deleted.
+    LeaseRevoked {
+        keys: u64,
+    },
+    /// Not applied: the command names lease `id`, which does not exist.
+    LeaseNotFound {
+        id: u64,
+    },
+    /// Not applied: lease `id` exists already.
+    LeaseExists {
+        id: u64,
+    },
     /// Not applied: its request id names another request, applied at
     /// `index`, that the group still remembers.
     IdReused {
@@ -235,6 +284,27 @@ impl Command {
                 out.push(TAG_TXN);
                 encode_txn(out, txn);
             }
+            Command::PutLeased { key, value, lease } => {
+                out.push(TAG_PUT_LEASED);
+                put_bytes(out, key);
+                put_bytes(out, value);
+                out.extend_from_slice(&lease.to_le_bytes());
+            }
+            Command::PutWithTtl { key, value, ttl_ms } => {
+                out.push(TAG_PUT_TTL);
+                put_bytes(out, key);
+                put_bytes(out, value);
+                out.extend_from_slice(&ttl_ms.to_le_bytes());
+            }
+            Command::LeaseGrant { id, ttl_ms } => {
+                out.push(TAG_LEASE_GRANT);
+                out.extend_from_slice(&id.to_le_bytes());
+                out.extend_from_slice(&ttl_ms.to_le_bytes());
+            }
+            Command::LeaseRevoke { id } => {
+                out.push(TAG_LEASE_REVOKE);
+                out.extend_from_slice(&id.to_le_bytes());
+            }
         }
     }
 
@@ -318,6 +388,21 @@ impl Proposal {
                 value: r.opt()?,
             },
             TAG_TXN => Command::Txn(decode_txn(&mut r)?),
+            TAG_PUT_LEASED => Command::PutLeased {
+                key: r.bytes()?,
+                value: r.bytes()?,
+                lease: r.u64()?,
+            },
+            TAG_PUT_TTL => Command::PutWithTtl {
+                key: r.bytes()?,
+                value: r.bytes()?,
+                ttl_ms: r.u64()?,
+            },
+            TAG_LEASE_GRANT => Command::LeaseGrant {
+                id: r.u64()?,
+                ttl_ms: r.u64()?,
+            },
+            TAG_LEASE_REVOKE => Command::LeaseRevoke { id: r.u64()? },
             _ => return Err(DecodeError("unknown command tag")),
         };
         if !r.buf.is_empty() {
@@ -354,6 +439,10 @@ impl Command {
                     + value.as_ref().map_or(0, Vec::len)
             }
             Command::Txn(txn) => txn.approximate_size(),
+            Command::PutLeased { key, value, .. } | Command::PutWithTtl { key, value, .. } => {
+                key.len() + value.len() + 8
+            }
+            Command::LeaseGrant { .. } | Command::LeaseRevoke { .. } => 16,
         }
     }
 }
@@ -377,11 +466,13 @@ fn encode_txn(out: &mut Vec<u8>, txn: &Txn) {
                 put_bytes(out, v);
             }
             CompareTarget::Exists(e) => out.extend_from_slice(&[TARGET_EXISTS, u8::from(*e)]),
-            CompareTarget::CreateIndex(op, i) | CompareTarget::ModIndex(op, i) => {
-                let target = if matches!(c.target, CompareTarget::CreateIndex(..)) {
-                    TARGET_CREATE
-                } else {
-                    TARGET_MOD
+            CompareTarget::CreateIndex(op, i)
+            | CompareTarget::ModIndex(op, i)
+            | CompareTarget::Lease(op, i) => {
+                let target = match c.target {
+                    CompareTarget::CreateIndex(..) => TARGET_CREATE,
+                    CompareTarget::ModIndex(..) => TARGET_MOD,
+                    _ => TARGET_LEASE,
                 };
                 out.extend_from_slice(&[target, compare_op_code(*op)]);
                 out.extend_from_slice(&i.to_le_bytes());
@@ -392,10 +483,11 @@ fn encode_txn(out: &mut Vec<u8>, txn: &Txn) {
         out.extend_from_slice(&(branch.len() as u32).to_le_bytes());
         for op in branch {
             match op {
-                TxnOp::Put { key, value } => {
+                TxnOp::Put { key, value, lease } => {
                     out.push(TXN_PUT);
                     put_bytes(out, key);
                     put_bytes(out, value);
+                    out.extend_from_slice(&lease.to_le_bytes());
                 }
                 TxnOp::Delete { key } => {
                     out.push(TXN_DELETE);
@@ -448,6 +540,7 @@ fn decode_txn(r: &mut Reader<'_>) -> Result<Txn, DecodeError> {
             },
             TARGET_CREATE => CompareTarget::CreateIndex(op(r)?, r.u64()?),
             TARGET_MOD => CompareTarget::ModIndex(op(r)?, r.u64()?),
+            TARGET_LEASE => CompareTarget::Lease(op(r)?, r.u64()?),
             _ => return Err(DecodeError("unknown compare target")),
         };
         compares.push(Compare { key, target });
@@ -461,6 +554,7 @@ fn decode_txn(r: &mut Reader<'_>) -> Result<Txn, DecodeError> {
                 TXN_PUT => TxnOp::Put {
                     key: r.bytes()?,
                     value: r.bytes()?,
+                    lease: r.u64()?,
                 },
                 TXN_DELETE => TxnOp::Delete { key: r.bytes()? },
                 TXN_GET => TxnOp::Get { key: r.bytes()? },
@@ -554,6 +648,19 @@ mod tests {
                     value
                 }),
             txn().prop_map(Command::Txn),
+            (bytes(), bytes(), any::<u64>()).prop_map(|(key, value, lease)| Command::PutLeased {
+                key,
+                value,
+                lease
+            }),
+            (bytes(), bytes(), any::<u64>()).prop_map(|(key, value, ttl_ms)| Command::PutWithTtl {
+                key,
+                value,
+                ttl_ms
+            }),
+            (any::<u64>(), any::<u64>())
+                .prop_map(|(id, ttl_ms)| Command::LeaseGrant { id, ttl_ms }),
+            any::<u64>().prop_map(|id| Command::LeaseRevoke { id }),
         ]
     }
 
@@ -568,11 +675,16 @@ mod tests {
             (op.clone(), bytes()).prop_map(|(o, v)| CompareTarget::Value(o, v)),
             any::<bool>().prop_map(CompareTarget::Exists),
             (op.clone(), any::<u64>()).prop_map(|(o, i)| CompareTarget::CreateIndex(o, i)),
-            (op, any::<u64>()).prop_map(|(o, i)| CompareTarget::ModIndex(o, i)),
+            (op.clone(), any::<u64>()).prop_map(|(o, i)| CompareTarget::ModIndex(o, i)),
+            (op, any::<u64>()).prop_map(|(o, i)| CompareTarget::Lease(o, i)),
         ];
         let compare = (bytes(), target).prop_map(|(key, target)| Compare { key, target });
         let txn_op = prop_oneof![
-            (bytes(), bytes()).prop_map(|(key, value)| TxnOp::Put { key, value }),
+            (bytes(), bytes(), any::<u64>()).prop_map(|(key, value, lease)| TxnOp::Put {
+                key,
+                value,
+                lease
+            }),
             bytes().prop_map(|key| TxnOp::Delete { key }),
             bytes().prop_map(|key| TxnOp::Get { key }),
             (bytes(), bytes(), any::<u32>()).prop_map(|(start, end, limit)| TxnOp::Range {

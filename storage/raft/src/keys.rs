@@ -10,13 +10,19 @@
 //!   big-endian, so the history sorts in commit order);
 //! - `i | group | request id` holds what a write carrying that client
 //!   request id was answered, and `e | group | expires_at_ms | request id`
-//!   (empty) orders those records by when they may be forgotten.
+//!   (empty) orders those records by when they may be forgotten;
+//! - `l | group | lease id` holds a lease's TTL, and `k | group | lease id
+//!   | user key` (empty) lists the keys put under it (a key put again under
+//!   another lease, or none, keeps its entry until the lease ends: the
+//!   key's own record says which lease holds it).
 
 const DATA: u8 = b'd';
 const META: u8 = b'm';
 const HISTORY: u8 = b'h';
 const REQUEST: u8 = b'i';
 const REQUEST_EXPIRY: u8 = b'e';
+const LEASE: u8 = b'l';
+const LEASE_KEY: u8 = b'k';
 
 /// The engine key of a user key in `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
@@ -142,6 +148,56 @@ pub fn request_expiry(engine_key: &[u8]) -> Option<(u64, &[u8])> {
     Some((at, &engine_key[17..]))
 }
 
+/// The engine key of lease `id` of `group`.
+pub fn lease_key(group: u64, id: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(LEASE);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+/// The lease id a lease key names.
+pub fn lease_id(engine_key: &[u8]) -> Option<u64> {
+    if engine_key.len() != 17 || engine_key[0] != LEASE {
+        return None;
+    }
+    Some(u64::from_be_bytes(engine_key[9..17].try_into().ok()?))
+}
+
+/// `[start, end)` of `group`'s leases.
+pub fn lease_range(group: u64) -> (Vec<u8>, Vec<u8>) {
+    group_range(LEASE, group)
+}
+
+/// The engine key that lists `user_key` under lease `id` of `group`.
+pub fn lease_member_key(group: u64, id: u64, user_key: &[u8]) -> Vec<u8> {
+    let mut k = lease_key(group, id);
+    k[0] = LEASE_KEY;
+    k.extend_from_slice(user_key);
+    k
+}
+
+/// `[start, end)` of the keys listed under lease `id` of `group`.
+pub fn lease_members_range(group: u64, id: u64) -> (Vec<u8>, Vec<u8>) {
+    let lo = lease_member_key(group, id, b"");
+    let hi = match id.checked_add(1) {
+        Some(next) => lease_member_key(group, next, b""),
+        None => group_range(LEASE_KEY, group).1,
+    };
+    (lo, hi)
+}
+
+/// `[start, end)` of every lease's key list in `group`.
+pub fn lease_members_all(group: u64) -> (Vec<u8>, Vec<u8>) {
+    group_range(LEASE_KEY, group)
+}
+
+/// The user key a lease member key names.
+pub fn lease_member(engine_key: &[u8]) -> &[u8] {
+    &engine_key[17..]
+}
+
 /// The exclusive end of the keys that start with a prefix (one
 /// implementation, the engine's, for every layer).
 pub use strata_engine::prefix_end;
@@ -156,6 +212,16 @@ mod tests {
         assert!(data_start(1) <= k && k < data_end(1));
         assert!(data_key(2, b"") >= data_end(1));
         assert_eq!(user_key(&data_key(5, b"abc")), b"abc");
+    }
+
+    #[test]
+    fn a_leases_key_list_stays_inside_its_lease() {
+        let (lo, hi) = lease_members_range(1, 7);
+        let k = lease_member_key(1, 7, &[0xff; 4]);
+        assert!(lo <= k && k < hi);
+        assert!(lease_member_key(1, 8, b"") >= hi);
+        assert_eq!(lease_member(&k), &[0xff; 4]);
+        assert_eq!(lease_id(&lease_key(3, 9)), Some(9));
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub use snapshot::SnapshotDirs;
 pub use stamp::{Stamp, Stamps};
 pub use state_machine::{
     Change, ChangeKind, Committed, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage,
-    HistoryPosition, KvPair, SnapshotInfo, StateMachine, ValueFormatError, Versioned,
+    HistoryPosition, KvPair, MAX_LEASE_ID, SnapshotInfo, StateMachine, ValueFormatError, Versioned,
     VersionedPair,
 };
 pub use status::{

@@ -8,12 +8,14 @@
 mod dedupe;
 mod history;
 mod install;
+mod lease;
 mod record;
 mod txn;
 
 pub use history::{
     Change, ChangeKind, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage, HistoryPosition,
 };
+pub use lease::MAX_LEASE_ID;
 pub use record::Versioned;
 
 use std::collections::HashMap;
@@ -185,6 +187,7 @@ impl StateMachine {
         let mut changes = history::Recorder::new(&mut batch, self.group, self.keeps_history());
         let mut requests = dedupe::Requests::default();
         let mut overlay = Overlay::new();
+        let mut leases = lease::LeaseRound::default();
         let mut out = Vec::new();
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
@@ -207,8 +210,51 @@ impl StateMachine {
             }
             let result = match &p.command {
                 Command::Put { key, value } => {
-                    self.stage_put(&mut changes, &mut overlay, at, key, value)?;
+                    self.stage_put(&mut changes, &mut overlay, &mut leases, at, key, value, 0)?;
                     ApplyResult::Written
+                }
+                Command::PutLeased { key, value, lease } => {
+                    if *lease != 0 && self.lease_in_round(&leases, *lease)?.is_none() {
+                        ApplyResult::LeaseNotFound { id: *lease }
+                    } else {
+                        self.stage_put(
+                            &mut changes,
+                            &mut overlay,
+                            &mut leases,
+                            at,
+                            key,
+                            value,
+                            *lease,
+                        )?;
+                        ApplyResult::Written
+                    }
+                }
+                Command::PutWithTtl { key, value, ttl_ms } => {
+                    let id = self.free_lease_id(&leases, at)?;
+                    let granted = self.stage_grant(changes.batch(), &mut leases, id, *ttl_ms)?;
+                    if matches!(granted, ApplyResult::LeaseGranted { .. }) {
+                        self.stage_put(
+                            &mut changes,
+                            &mut overlay,
+                            &mut leases,
+                            at,
+                            key,
+                            value,
+                            id,
+                        )?;
+                    }
+                    granted
+                }
+                Command::LeaseGrant { id, ttl_ms } => {
+                    let id = if *id == 0 {
+                        self.free_lease_id(&leases, at)?
+                    } else {
+                        *id
+                    };
+                    self.stage_grant(changes.batch(), &mut leases, id, *ttl_ms)?
+                }
+                Command::LeaseRevoke { id } => {
+                    self.stage_revoke(&mut changes, &mut overlay, &mut leases, at, *id)?
                 }
                 Command::Delete { key } => {
                     let existed = self.stage_delete(&mut changes, &mut overlay, at, key, true)?;
@@ -217,9 +263,15 @@ impl StateMachine {
                 Command::Batch(ops) => {
                     for op in ops {
                         match op {
-                            Op::Put { key, value } => {
-                                self.stage_put(&mut changes, &mut overlay, at, key, value)?
-                            }
+                            Op::Put { key, value } => self.stage_put(
+                                &mut changes,
+                                &mut overlay,
+                                &mut leases,
+                                at,
+                                key,
+                                value,
+                                0,
+                            )?,
                             Op::Delete { key } => {
                                 self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
                             }
@@ -236,7 +288,15 @@ impl StateMachine {
                     let succeeded = current == *expected;
                     if succeeded {
                         match value {
-                            Some(v) => self.stage_put(&mut changes, &mut overlay, at, key, v)?,
+                            Some(v) => self.stage_put(
+                                &mut changes,
+                                &mut overlay,
+                                &mut leases,
+                                at,
+                                key,
+                                v,
+                                0,
+                            )?,
                             None => {
                                 self.stage_delete(&mut changes, &mut overlay, at, key, false)?;
                             }
@@ -245,7 +305,7 @@ impl StateMachine {
                     ApplyResult::Cas { succeeded, current }
                 }
                 Command::Txn(txn) => {
-                    ApplyResult::Txn(self.apply_txn(&mut changes, &mut overlay, at, txn)?)
+                    self.apply_txn(&mut changes, &mut overlay, &mut leases, at, txn)?
                 }
             };
             if let Some(d) = &p.dedupe {
@@ -267,25 +327,35 @@ impl StateMachine {
         Ok(out)
     }
 
-    /// Puts `key`: created at `index` unless it exists, changed at `index`.
+    /// Puts `key` under lease `lease` (0: none; the caller checked that it
+    /// exists): created at `index` unless it exists, changed at `index`.
+    #[allow(clippy::too_many_arguments)]
     fn stage_put(
         &self,
         changes: &mut history::Recorder<'_>,
         overlay: &mut Overlay,
+        leases: &mut lease::LeaseRound,
         index: u64,
         key: &[u8],
         value: &[u8],
+        lease: u64,
     ) -> Result<(), EngineError> {
         let create_index = self.read(overlay, key)?.map_or(index, |v| v.create_index);
         let record = Versioned {
             value: value.to_vec(),
             create_index,
             mod_index: index,
-            lease: 0,
+            lease,
         };
         changes
             .batch()
             .put(&keys::data_key(self.group, key), &record.encode());
+        if lease != 0 {
+            changes
+                .batch()
+                .put(&keys::lease_member_key(self.group, lease, key), b"");
+            leases.attach(lease, key);
+        }
         changes.record(index, ChangeKind::Put, key, value);
         overlay.insert(key.to_vec(), Some(record));
         Ok(())

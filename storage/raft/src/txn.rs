@@ -7,8 +7,8 @@
 //! state the entry is applied to, so they are linearizable with it.
 //!
 //! A key that does not exist has no value (a compare on its value never
-//! holds; compare `Exists` instead), and create and mod index 0, as in
-//! etcd.
+//! holds; compare `Exists` instead), and create index, mod index and lease
+//! 0, as in etcd.
 
 use crate::command::{DecodeError, Reader, put_bytes};
 use crate::state_machine::Versioned;
@@ -42,6 +42,8 @@ pub enum CompareTarget {
     Exists(bool),
     CreateIndex(CompareOp, u64),
     ModIndex(CompareOp, u64),
+    /// The lease the key is put under (0: none).
+    Lease(CompareOp, u64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +55,8 @@ pub struct Compare {
 impl Compare {
     /// Whether the compare holds for `key`'s current record.
     pub fn holds(&self, current: Option<&Versioned>) -> bool {
-        let (create, modified) = current.map_or((0, 0), |v| (v.create_index, v.mod_index));
+        let (create, modified, lease) =
+            current.map_or((0, 0, 0), |v| (v.create_index, v.mod_index, v.lease));
         match &self.target {
             CompareTarget::Value(op, given) => {
                 current.is_some_and(|v| op.holds(v.value.as_slice(), given.as_slice()))
@@ -61,6 +64,7 @@ impl Compare {
             CompareTarget::Exists(exists) => current.is_some() == *exists,
             CompareTarget::CreateIndex(op, given) => op.holds(&create, given),
             CompareTarget::ModIndex(op, given) => op.holds(&modified, given),
+            CompareTarget::Lease(op, given) => op.holds(&lease, given),
         }
     }
 }
@@ -68,9 +72,11 @@ impl Compare {
 /// One operation of a branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnOp {
+    /// Puts `key` under lease `lease` (0: none), which must exist.
     Put {
         key: Vec<u8>,
         value: Vec<u8>,
+        lease: u64,
     },
     Delete {
         key: Vec<u8>,
@@ -144,7 +150,7 @@ impl Txn {
             .iter()
             .chain(&self.failure)
             .map(|op| match op {
-                TxnOp::Put { key, value } => key.len() + value.len() + 9,
+                TxnOp::Put { key, value, .. } => key.len() + value.len() + 17,
                 TxnOp::Delete { key } | TxnOp::Get { key } => key.len() + 5,
                 TxnOp::Range { start, end, .. } => start.len() + end.len() + 13,
             })
@@ -308,6 +314,7 @@ mod tests {
         assert!(cmp(CompareTarget::Exists(false)).holds(missing));
         assert!(cmp(CompareTarget::CreateIndex(CompareOp::Equal, 0)).holds(missing));
         assert!(cmp(CompareTarget::ModIndex(CompareOp::Less, 1)).holds(missing));
+        assert!(cmp(CompareTarget::Lease(CompareOp::Equal, 0)).holds(missing));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use axum::http::{Request, header};
 use axum::response::{IntoResponse, Response};
 use strata_proto::v1::cluster_server::ClusterServer;
 use strata_proto::v1::kv_server::KvServer;
+use strata_proto::v1::lease_server::LeaseServer;
 use strata_proto::v1::raft_server::RaftServer;
 use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
@@ -19,6 +20,7 @@ use crate::admission::{self, WriteBudget};
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
+use crate::grpc::lease::LeaseService;
 use crate::grpc::one_message::{OneMessage, Requests};
 use crate::grpc::raft::RaftService;
 use crate::metrics::track;
@@ -84,6 +86,11 @@ pub async fn router(
             .max_decoding_message_size(max_msg)
             .max_encoding_message_size(max_msg),
         Requests::One,
+    );
+    app = with_grpc(
+        app,
+        LeaseServer::new(LeaseService::new(core.clone())),
+        Requests::OneExcept(&["KeepAlive"]),
     );
     app = with_grpc(
         app,

@@ -39,6 +39,8 @@ pub const RETRY_AFTER_MS: u64 = 50;
 pub enum ErrorCode {
     InvalidArgument,
     NotFound,
+    /// A lease with the id asked for exists already.
+    AlreadyExists,
     MethodNotAllowed,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -62,6 +64,7 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::AlreadyExists => "ALREADY_EXISTS",
             ErrorCode::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ErrorCode::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
             ErrorCode::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
@@ -80,6 +83,7 @@ impl ErrorCode {
         match self {
             ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AlreadyExists => StatusCode::CONFLICT,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -97,6 +101,7 @@ impl ErrorCode {
             | ErrorCode::PayloadTooLarge
             | ErrorCode::UnsupportedMediaType => Code::InvalidArgument,
             ErrorCode::NotFound => Code::NotFound,
+            ErrorCode::AlreadyExists => Code::AlreadyExists,
             ErrorCode::MethodNotAllowed => Code::Unimplemented,
             ErrorCode::Unavailable => Code::Unavailable,
             ErrorCode::OutcomeUnknown => Code::DeadlineExceeded,
@@ -115,6 +120,7 @@ impl ErrorCode {
             Code::InvalidArgument => ErrorCode::InvalidArgument,
             Code::OutOfRange => ErrorCode::Compacted,
             Code::NotFound => ErrorCode::NotFound,
+            Code::AlreadyExists => ErrorCode::AlreadyExists,
             Code::Unimplemented => ErrorCode::MethodNotAllowed,
             Code::Unavailable => ErrorCode::Unavailable,
             Code::DeadlineExceeded | Code::Cancelled => ErrorCode::OutcomeUnknown,

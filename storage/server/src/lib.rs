@@ -16,6 +16,7 @@ pub mod error;
 pub mod event_log;
 pub mod grpc;
 pub mod join;
+pub mod lessor;
 pub mod log_snapshot;
 pub mod lost_state;
 pub mod member_status;

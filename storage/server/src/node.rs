@@ -65,6 +65,8 @@ pub struct Node {
     watcher: JoinHandle<()>,
     /// The task gathering the event stream's stats.
     stats_task: JoinHandle<()>,
+    /// The leader's lease clock (`crate::lessor`).
+    lessor_task: JoinHandle<()>,
     /// The consistency canary, when `--canary` runs it.
     canary: Option<JoinHandle<()>>,
 }
@@ -198,6 +200,11 @@ impl Node {
             STATS_PERIOD,
             stopping.subscribe(),
         );
+        let lessor_task = crate::lessor::spawn(
+            core.lessor().clone(),
+            core.request_timeout(),
+            stopping.subscribe(),
+        );
         let watches = Arc::new(Watches::new(
             config.id,
             core.peer().state_machine().clone(),
@@ -237,6 +244,7 @@ impl Node {
             stopping,
             watcher,
             stats_task,
+            lessor_task,
             canary,
         })
     }
@@ -277,6 +285,7 @@ impl Node {
             stopping,
             watcher,
             stats_task,
+            lessor_task,
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
@@ -352,6 +361,7 @@ impl Node {
         }
         let _ = watcher.await;
         let _ = stats_task.await;
+        let _ = lessor_task.await;
         if let Some(joining) = joining {
             joining.abort();
             let _ = joining.await;

@@ -63,6 +63,14 @@ pub fn batch_ops(limits: &Limits, req: &BatchRequest) -> Result<Vec<Op>, ApiErro
     for (i, op) in req.ops.iter().enumerate() {
         let op = match &op.op {
             Some(batch_op::Op::Put(p)) => {
+                if p.lease != 0 {
+                    return Err(at_op(
+                        i,
+                        ApiError::invalid(
+                            "a batch puts no key under a lease: use a put or a transaction",
+                        ),
+                    ));
+                }
                 limits.check_key(&p.key).map_err(|e| at_op(i, e))?;
                 limits.check_value(&p.value).map_err(|e| at_op(i, e))?;
                 Op::Put {
@@ -137,9 +145,10 @@ pub fn txn(limits: &Limits, req: &TxnRequest) -> Result<Txn, ApiError> {
             },
             Some(compare::Target::CreateIndex(n)) => CompareTarget::CreateIndex(op, *n),
             Some(compare::Target::ModIndex(n)) => CompareTarget::ModIndex(op, *n),
+            Some(compare::Target::Lease(n)) => CompareTarget::Lease(op, *n),
             None => {
                 return Err(at(ApiError::invalid(
-                    "a compare needs a target: value, exists, create_index or mod_index",
+                    "a compare needs a target: value, exists, create_index, mod_index or lease",
                 )));
             }
         };
@@ -170,6 +179,7 @@ fn txn_branch(
                 TxnOp::Put {
                     key: p.key.to_vec(),
                     value: p.value.to_vec(),
+                    lease: p.lease,
                 }
             }
             Some(txn_op::Op::Delete(d)) => {
@@ -222,6 +232,34 @@ fn txn_branch(
 fn in_part(part: &str, i: usize, mut e: ApiError) -> ApiError {
     e.message = format!("{part}[{i}]: {}", e.message);
     e
+}
+
+/// The shortest lease TTL: a lease must outlive the elections a leader
+/// change takes, or its keys could end before a client can keep it alive.
+pub const MIN_LEASE_TTL_MS: u64 = 1_000;
+/// The longest lease TTL: a year.
+pub const MAX_LEASE_TTL_MS: u64 = 365 * 24 * 3600 * 1000;
+
+/// A lease TTL in ms is between [`MIN_LEASE_TTL_MS`] and
+/// [`MAX_LEASE_TTL_MS`].
+pub fn lease_ttl(ttl_ms: u64) -> Result<u64, ApiError> {
+    if !(MIN_LEASE_TTL_MS..=MAX_LEASE_TTL_MS).contains(&ttl_ms) {
+        return Err(ApiError::invalid(format!(
+            "a lease's TTL is {MIN_LEASE_TTL_MS} ms to {MAX_LEASE_TTL_MS} ms; got {ttl_ms} ms"
+        )));
+    }
+    Ok(ttl_ms)
+}
+
+/// A lease id a client picks: 1 to 2^53 - 1 (what a JSON number carries
+/// exactly); 0 asks the cluster to pick.
+pub fn lease_id(id: u64) -> Result<u64, ApiError> {
+    if id > strata_raft::MAX_LEASE_ID {
+        return Err(ApiError::invalid(format!(
+            "lease id {id} is above the largest, 2^53 - 1 (what a JSON number carries exactly)"
+        )));
+    }
+    Ok(id)
 }
 
 /// A compare-and-swap has a valid key, and its expected and new values (each
@@ -323,6 +361,7 @@ mod tests {
             op: Some(batch_op::Op::Put(PutOp {
                 key: Bytes::copy_from_slice(key),
                 value: Bytes::copy_from_slice(value),
+                lease: 0,
             })),
         }
     }

@@ -123,6 +123,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/leases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List leases */
+        get: operations["listLeases"];
+        put?: never;
+        /**
+         * Grant a lease
+         * @description Keys put under it (`PUT /v1/kv/{key}?lease=ID`, a transaction's put with
+         *     `lease`) are deleted when it ends: when it is revoked, or when the
+         *     leader has answered no keep-alive for it for its TTL. A new leader
+         *     counts every TTL afresh from when it took office, so a lease never ends
+         *     early across a leader change (it may end up to an election late).
+         */
+        post: operations["grantLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** A lease's time to live */
+        get: operations["getLease"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a lease
+         * @description Ends it now: every key under it is deleted in the same write (watchers
+         *     see the deletes).
+         */
+        delete: operations["revokeLease"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{id}/keepalive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Keep a lease alive
+         * @description Its TTL starts again now. 404 when the lease has ended (its keys are
+         *     gone): grant a new one.
+         */
+        post: operations["keepLeaseAlive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/watch": {
         parameters: {
             query?: never;
@@ -967,10 +1041,10 @@ export interface components {
             oldest_index?: number;
         };
         /**
-         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL; PAGE_TOKEN_EXPIRED 410 / FAILED_PRECONDITION; COMPACTED 410 / OUT_OF_RANGE. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
+         * @description Machine-readable error code. HTTP / gRPC mapping: INVALID_ARGUMENT 400 / INVALID_ARGUMENT; NOT_FOUND 404 / NOT_FOUND; ALREADY_EXISTS 409 / ALREADY_EXISTS; METHOD_NOT_ALLOWED 405 / UNIMPLEMENTED; PAYLOAD_TOO_LARGE 413 / INVALID_ARGUMENT; UNSUPPORTED_MEDIA_TYPE 415 / INVALID_ARGUMENT; UNAVAILABLE 503 / UNAVAILABLE; OVERLOADED 503 / RESOURCE_EXHAUSTED; OUTCOME_UNKNOWN 504 / DEADLINE_EXCEEDED; STORAGE_FULL 507 / RESOURCE_EXHAUSTED; STORAGE_FAILED 500 / INTERNAL; INTERNAL 500 / INTERNAL; PAGE_TOKEN_EXPIRED 410 / FAILED_PRECONDITION; COMPACTED 410 / OUT_OF_RANGE. UNAVAILABLE and OVERLOADED mean not applied, safe to retry (OVERLOADED: the node's budget of writes in flight is spent; retry after a pause); OUTCOME_UNKNOWN that the write may or may not have been applied.
          * @enum {string}
          */
-        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL" | "PAGE_TOKEN_EXPIRED" | "COMPACTED";
+        ErrorCode: "INVALID_ARGUMENT" | "NOT_FOUND" | "ALREADY_EXISTS" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "UNAVAILABLE" | "OVERLOADED" | "OUTCOME_UNKNOWN" | "STORAGE_FULL" | "STORAGE_FAILED" | "INTERNAL" | "PAGE_TOKEN_EXPIRED" | "COMPACTED";
         /** @description Raft events of one kind published so far (`strata_raft_events_total`). */
         EventCount: {
             kind: string;
@@ -1038,6 +1112,11 @@ export interface components {
              * @description The raft index of the write that last put it.
              */
             mod_index: number;
+            /**
+             * Format: int64
+             * @description The lease the key is under; 0 for none.
+             */
+            lease: number;
             /**
              * @description `base64` when the request asked for it or when the key or value is
              *     not valid UTF-8; then every byte string in the response is base64.
@@ -1131,6 +1210,110 @@ export interface components {
              * @description The raft index of the write that last put it.
              */
             mod_index: number;
+            /**
+             * Format: int64
+             * @description The lease the key is under; 0 for none.
+             */
+            lease: number;
+        };
+        /** @description Body of POST /v1/leases: exactly one of `ttl` and `ttl_ms`. */
+        LeaseGrantRequest: {
+            /**
+             * @description The TTL as a duration: `30s`, `1500ms`, `2m` (at least 1 s, at most
+             *     a year).
+             */
+            ttl?: string | null;
+            /**
+             * Format: int64
+             * @description The TTL in milliseconds.
+             */
+            ttl_ms?: number | null;
+            /**
+             * Format: int64
+             * @description The lease's id, 1 to 2^53 - 1 (409 ALREADY_EXISTS if taken); absent:
+             *     the cluster picks one.
+             */
+            id?: number | null;
+        };
+        /** @description Result of GET /v1/leases. */
+        LeaseList: {
+            /** @description Every lease, by id. */
+            leases: components["schemas"]["LeaseStatus"][];
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
+        };
+        /** @description A lease as granted or kept alive. */
+        LeaseResult: {
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: int64
+             * @description Its TTL, counted again from this answer.
+             */
+            ttl_ms: number;
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
+        };
+        /** @description One lease in GET /v1/leases. */
+        LeaseStatus: {
+            /** Format: int64 */
+            id: number;
+            /** Format: int64 */
+            ttl_ms: number;
+            /** Format: int64 */
+            remaining_ms: number;
         };
         /** @description Tables in one level (`strata_engine_level_files`, `strata_engine_level_bytes`). */
         LevelShape: {
@@ -1507,6 +1690,42 @@ export interface components {
              */
             replayed?: boolean;
         };
+        /** @description Result of DELETE /v1/leases/{id}. */
+        RevokeResult: {
+            /**
+             * Format: int64
+             * @description How many keys under the lease were deleted.
+             */
+            keys_deleted: number;
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
+        };
         /**
          * @description Raft role of a node; `unknown` when the node could not be asked.
          * @enum {string}
@@ -1623,6 +1842,52 @@ export interface components {
         SnapshotResult: {
             nodes: components["schemas"]["NodeSnapshot"][];
         };
+        /** @description Result of GET /v1/leases/{id}. */
+        TimeToLiveResult: {
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: int64
+             * @description The TTL it was granted with.
+             */
+            ttl_ms: number;
+            /**
+             * Format: int64
+             * @description How long until the leader ends it, without a keep-alive.
+             */
+            remaining_ms: number;
+            /** @description With `keys=true`: the keys under it, in `encoding`. */
+            keys?: string[];
+            encoding: components["schemas"]["Encoding"];
+            /**
+             * Format: int64
+             * @description Id of the node that answered.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description Raft term of the answering node when the request completed.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description Raft log index at which a write was applied, or the applied index a
+             *     read was served at.
+             */
+            index: number;
+            /**
+             * Format: int64
+             * @description Id of the node holding leadership, when known; 0 when no leader is
+             *     known.
+             */
+            leader_id: number;
+            /**
+             * @description Present (`true`) when the write carried an `x-strata-request-id`
+             *     the group had already applied: the answer is that first write's,
+             *     `index` where it was applied, and nothing was applied again.
+             */
+            replayed?: boolean;
+        };
         /** @description Body of POST /v1/cluster/leader. */
         TransferLeaderRequest: {
             /**
@@ -1641,8 +1906,9 @@ export interface components {
         /**
          * @description One condition of a transaction: `key`, an `op` (default `equal`) and
          *     exactly one target: `value` (compared bytewise; never holds for a key
-         *     that does not exist), `exists`, `create_index` or `mod_index` (0 for a
-         *     key that does not exist). `exists` takes only `equal` and `not_equal`.
+         *     that does not exist), `exists`, `create_index`, `mod_index` or `lease`
+         *     (0 for a key that does not exist). `exists` takes only `equal` and
+         *     `not_equal`.
          */
         TxnCompare: {
             /**
@@ -1665,6 +1931,11 @@ export interface components {
              * @description The raft index that last put the key.
              */
             mod_index?: number | null;
+            /**
+             * Format: int64
+             * @description The lease the key is under (0: none).
+             */
+            lease?: number | null;
         };
         /** @description Delete `key`; its result says whether it existed. */
         TxnDeleteOp: {
@@ -1696,6 +1967,11 @@ export interface components {
             create_index: number;
             /** Format: int64 */
             mod_index: number;
+            /**
+             * Format: int64
+             * @description The lease the key is under; 0 for none.
+             */
+            lease: number;
         };
         /** @description One operation of a transaction's branch, tagged by `op`. */
         TxnOp: components["schemas"]["TxnPutOp"] | components["schemas"]["TxnDeleteOp"] | components["schemas"]["TxnGetOp"] | components["schemas"]["TxnRangeOp"];
@@ -1726,6 +2002,12 @@ export interface components {
             key: string;
             /** @description May be empty; at most 1 MiB once decoded. */
             value: string;
+            /**
+             * Format: int64
+             * @description Put the key under this lease, which must exist (else the whole
+             *     transaction is 404 NOT_FOUND and applies nothing); absent or 0: none.
+             */
+            lease?: number | null;
         };
         /** @description Read the keys in `[start, end)` as the operations before it left them. */
         TxnRangeOp: {
@@ -1849,6 +2131,11 @@ export interface components {
         WriteResult: {
             /**
              * Format: int64
+             * @description For a put under a lease (`?lease=` or `?ttl=`): the lease's id.
+             */
+            lease?: number;
+            /**
+             * Format: int64
              * @description Id of the node that answered.
              */
             node_id: number;
@@ -1896,6 +2183,15 @@ export interface components {
          *     does. Read the current state and watch from its index.
          */
         Compacted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description ALREADY_EXISTS: a lease with the id asked for exists. */
+        Conflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2067,7 +2363,20 @@ export interface operations {
     };
     putKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Grant a lease of this TTL (`30s`, `1500ms`, `2m`; at least 1 s) and
+                 *     put the key under it, in one write: the key is deleted when the
+                 *     lease ends (`POST /v1/leases/{id}/keepalive` keeps it). The answer's
+                 *     `lease` names it. Not with `lease`.
+                 */
+                ttl?: string;
+                /**
+                 * @description Put the key under this existing lease (404 NOT_FOUND if it does not
+                 *     exist). Without `lease` or `ttl`, a put takes the key off any lease.
+                 */
+                lease?: number;
+            };
             header?: {
                 /** @description The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504. */
                 "x-strata-request-id"?: string | null;
@@ -2103,6 +2412,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2319,12 +2629,192 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
             504: components["responses"]["OutcomeUnknown"];
             507: components["responses"]["StorageFull"];
+        };
+    };
+    listLeases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every lease, by the leader's clock. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+        };
+    };
+    grantLease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The client's id for this request (printable ASCII, at most 128 bytes): a retry with the same id gets the first answer and is never applied twice. */
+                "x-strata-request-id"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeaseGrantRequest"];
+            };
+        };
+        responses: {
+            /** @description Granted at `index`; its TTL runs from now. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+            507: components["responses"]["StorageFull"];
+        };
+    };
+    getLease: {
+        parameters: {
+            query?: {
+                /** @description Also list the keys under the lease. */
+                keys?: boolean;
+                /**
+                 * @description Encoding of the keys; default `utf8` (base64 on its own when some
+                 *     key is not valid UTF-8).
+                 */
+                encoding?: components["schemas"]["Encoding"];
+            };
+            header?: never;
+            path: {
+                /** @description Lease id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lease, by the leader's clock. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimeToLiveResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+        };
+    };
+    revokeLease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The client's id for this request (printable ASCII, at most 128 bytes): a retry with the same id gets the first answer and is never applied twice. */
+                "x-strata-request-id"?: string | null;
+            };
+            path: {
+                /** @description Lease id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked at `index`. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevokeResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+            507: components["responses"]["StorageFull"];
+        };
+    };
+    keepLeaseAlive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The TTL runs again from now. */
+            200: {
+                headers: {
+                    /** @description Id of the leader, when known. */
+                    "x-strata-leader"?: string;
+                    /** @description Id of the node that answered. */
+                    "x-strata-node"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
         };
     };
     watch: {

@@ -78,6 +78,23 @@ impl Remembered {
                 v.push(4);
                 result.encode_into(&mut v);
             }
+            ApplyResult::LeaseGranted { id, ttl_ms } => {
+                v.push(5);
+                v.extend_from_slice(&id.to_be_bytes());
+                v.extend_from_slice(&ttl_ms.to_be_bytes());
+            }
+            ApplyResult::LeaseRevoked { keys } => {
+                v.push(6);
+                v.extend_from_slice(&keys.to_be_bytes());
+            }
+            ApplyResult::LeaseNotFound { id } => {
+                v.push(7);
+                v.extend_from_slice(&id.to_be_bytes());
+            }
+            ApplyResult::LeaseExists { id } => {
+                v.push(8);
+                v.extend_from_slice(&id.to_be_bytes());
+            }
             ApplyResult::IdReused { .. } | ApplyResult::Replayed { .. } => {
                 return Err(corrupt("an answer that applied nothing is not recorded"));
             }
@@ -109,6 +126,13 @@ impl Remembered {
                 TxnResult::decode(v.get(25..).unwrap_or_default())
                     .map_err(|e| corrupt(&e.to_string()))?,
             ),
+            5 => ApplyResult::LeaseGranted {
+                id: u64_at(25)?,
+                ttl_ms: u64_at(33)?,
+            },
+            6 => ApplyResult::LeaseRevoked { keys: u64_at(25)? },
+            7 => ApplyResult::LeaseNotFound { id: u64_at(25)? },
+            8 => ApplyResult::LeaseExists { id: u64_at(25)? },
             _ => return Err(corrupt("unknown answer")),
         };
         Ok(Remembered {
@@ -368,5 +392,37 @@ mod tests {
             }
         );
         assert_eq!(sm.request_clock().unwrap(), 7_000);
+    }
+
+    #[test]
+    fn every_answer_a_write_can_get_is_recorded_and_read_back() {
+        let answers = [
+            ApplyResult::Written,
+            ApplyResult::Deleted { existed: true },
+            ApplyResult::Cas {
+                succeeded: false,
+                current: Some(b"v".to_vec()),
+            },
+            ApplyResult::Txn(TxnResult {
+                succeeded: true,
+                results: vec![crate::txn::TxnOpResult::Put],
+            }),
+            ApplyResult::LeaseGranted {
+                id: 7,
+                ttl_ms: 3000,
+            },
+            ApplyResult::LeaseRevoked { keys: 12 },
+            ApplyResult::LeaseNotFound { id: 9 },
+            ApplyResult::LeaseExists { id: 10 },
+        ];
+        for result in answers {
+            let r = Remembered {
+                expires_at_ms: 5,
+                index: 6,
+                digest: 7,
+                result,
+            };
+            assert_eq!(Remembered::decode(&r.encode().unwrap()).unwrap(), r);
+        }
     }
 }

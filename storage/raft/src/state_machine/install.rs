@@ -121,8 +121,8 @@ impl StateMachine {
         self.make_durable()
     }
 
-    /// Deletes the group's keys, history and request records, then copies
-    /// `source`'s in.
+    /// Deletes the group's keys, history, request records and leases, then
+    /// copies `source`'s in.
     fn replace_keys(&self, source: &StateMachine) -> Result<(), EngineError> {
         let data = (keys::data_start(self.group), keys::data_end(self.group));
         let history = (
@@ -131,7 +131,9 @@ impl StateMachine {
         );
         let requests = keys::request_range(self.group);
         let expiries = keys::request_expiry_range(self.group);
-        for (lo, hi) in [data, history, requests, expiries] {
+        let leases = keys::lease_range(self.group);
+        let lease_keys = keys::lease_members_all(self.group);
+        for (lo, hi) in [data, history, requests, expiries, leases, lease_keys] {
             self.replace_range(source, lo, hi)?;
         }
         Ok(())

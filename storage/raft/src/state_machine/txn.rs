@@ -8,18 +8,23 @@ use std::ops::Bound;
 
 use strata_engine::EngineError;
 
+use super::lease::LeaseRound;
 use super::{Overlay, StateMachine, Versioned, VersionedPair, history};
+use crate::command::ApplyResult;
 use crate::keys;
 use crate::txn::{MAX_RANGE_BYTES, MAX_RANGE_KEYS, Txn, TxnOp, TxnOpResult, TxnResult};
 
 impl StateMachine {
+    /// Runs `txn`; a put of the branch that runs under a lease that does
+    /// not exist fails the whole transaction before anything is applied.
     pub(super) fn apply_txn(
         &self,
         changes: &mut history::Recorder<'_>,
         overlay: &mut Overlay,
+        leases: &mut LeaseRound,
         index: u64,
         txn: &Txn,
-    ) -> Result<TxnResult, EngineError> {
+    ) -> Result<ApplyResult, EngineError> {
         let mut succeeded = true;
         for compare in &txn.compares {
             if !compare.holds(self.read(overlay, &compare.key)?.as_ref()) {
@@ -32,11 +37,19 @@ impl StateMachine {
         } else {
             &txn.failure
         };
+        for op in branch {
+            if let TxnOp::Put { lease, .. } = op
+                && *lease != 0
+                && self.lease_in_round(leases, *lease)?.is_none()
+            {
+                return Ok(ApplyResult::LeaseNotFound { id: *lease });
+            }
+        }
         let mut results = Vec::with_capacity(branch.len());
         for op in branch {
             results.push(match op {
-                TxnOp::Put { key, value } => {
-                    self.stage_put(changes, overlay, index, key, value)?;
+                TxnOp::Put { key, value, lease } => {
+                    self.stage_put(changes, overlay, leases, index, key, value, *lease)?;
                     TxnOpResult::Put
                 }
                 TxnOp::Delete { key } => TxnOpResult::Delete {
@@ -51,7 +64,7 @@ impl StateMachine {
                 }
             });
         }
-        Ok(TxnResult { succeeded, results })
+        Ok(ApplyResult::Txn(TxnResult { succeeded, results }))
     }
 
     /// The user keys in `[start, end)` (`end` empty: to the end) as this
@@ -134,7 +147,7 @@ mod tests {
     use strata_engine::{Engine, Options};
 
     use super::*;
-    use crate::command::{ApplyResult, Command, Op, Proposal};
+    use crate::command::{Command, Op, Proposal};
     use crate::state_machine::Committed;
     use crate::txn::{Compare, CompareOp, CompareTarget};
 
@@ -158,6 +171,7 @@ mod tests {
         TxnOp::Put {
             key: k.into(),
             value: v.into(),
+            lease: 0,
         }
     }
 

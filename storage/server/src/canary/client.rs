@@ -72,7 +72,7 @@ impl Client {
                 let req = PutRequest {
                     key,
                     value: Bytes::from(model::encode(value)),
-                    request_id: String::new(),
+                    ..PutRequest::default()
                 };
                 self.core.put(req, Hop::Client).await?;
                 Ok(Ret::Written)
@@ -126,6 +126,7 @@ fn classify(e: &ApiError) -> Outcome {
         | ErrorCode::Overloaded
         | ErrorCode::InvalidArgument
         | ErrorCode::NotFound
+        | ErrorCode::AlreadyExists
         | ErrorCode::MethodNotAllowed
         | ErrorCode::PayloadTooLarge
         | ErrorCode::UnsupportedMediaType

@@ -14,6 +14,7 @@ use strata_proto::v1::{
 use strata_raft::{ApplyResult, Command, ProposeError, TxnOpResult as Applied, Versioned};
 use tonic::transport::Channel;
 
+use super::lease::lease_not_found;
 use super::{Core, Hop, Route};
 use crate::error::{ApiError, ErrorCode};
 use crate::scan_views::PageToken;
@@ -29,19 +30,45 @@ impl Core {
     pub async fn put(&self, req: PutRequest, hop: Hop) -> Result<PutResponse, ApiError> {
         self.limits.check_key(&req.key)?;
         self.limits.check_value(&req.value)?;
+        if req.lease != 0 && req.ttl_ms != 0 {
+            return Err(ApiError::invalid(
+                "a put names a lease or a TTL (which grants one), not both",
+            ));
+        }
+        if req.ttl_ms != 0 {
+            validate::lease_ttl(req.ttl_ms)?;
+        }
         match self.route(hop)? {
             Route::Leader(leader) => {
                 let put = |ch, r| async move { self.kv_client(ch).put(r).await };
                 self.forward(leader, req, put).await
             }
             Route::Here => {
-                let command = Command::Put {
-                    key: req.key.to_vec(),
-                    value: req.value.to_vec(),
+                let (key, value) = (req.key.to_vec(), req.value.to_vec());
+                let command = match (req.lease, req.ttl_ms) {
+                    (0, 0) => Command::Put { key, value },
+                    (lease, 0) => Command::PutLeased { key, value, lease },
+                    (0, ttl_ms) => Command::PutWithTtl { key, value, ttl_ms },
+                    _ => unreachable!("checked before routing"),
                 };
                 let written = self.propose(command, &req.request_id).await?;
+                let lease = match written.result {
+                    ApplyResult::Written => req.lease,
+                    ApplyResult::LeaseGranted { id, ttl_ms } => {
+                        self.lessor.keep_alive(id, ttl_ms);
+                        id
+                    }
+                    ApplyResult::LeaseNotFound { id } => return Err(lease_not_found(id)),
+                    ref other => {
+                        return Err(ApiError::new(
+                            ErrorCode::Internal,
+                            format!("a put applied as another command: {other:?}"),
+                        ));
+                    }
+                };
                 Ok(PutResponse {
                     header: Some(self.write_header(&written)),
+                    lease,
                 })
             }
         }
@@ -126,11 +153,15 @@ impl Core {
             }
             Route::Here => {
                 let written = self.propose(Command::Txn(txn), &req.request_id).await?;
-                let ApplyResult::Txn(result) = written.result.clone() else {
-                    return Err(ApiError::new(
-                        ErrorCode::Internal,
-                        "a transaction applied as another command",
-                    ));
+                let result = match written.result.clone() {
+                    ApplyResult::Txn(result) => result,
+                    ApplyResult::LeaseNotFound { id } => return Err(lease_not_found(id)),
+                    other => {
+                        return Err(ApiError::new(
+                            ErrorCode::Internal,
+                            format!("a transaction applied as another command: {other:?}"),
+                        ));
+                    }
                 };
                 let branch = if result.succeeded {
                     &req.success
@@ -184,15 +215,16 @@ impl Core {
             .state_machine()
             .get_versioned(&req.key)
             .map_err(engine_error)?;
-        let (create_index, mod_index) = found
+        let (create_index, mod_index, lease) = found
             .as_ref()
-            .map_or((0, 0), |v| (v.create_index, v.mod_index));
+            .map_or((0, 0, 0), |v| (v.create_index, v.mod_index, v.lease));
         Ok(GetResponse {
             header: Some(self.header(index)),
             found: found.is_some(),
             value: found.map(|v| Bytes::from(v.value)).unwrap_or_default(),
             create_index,
             mod_index,
+            lease,
         })
     }
 
@@ -281,6 +313,7 @@ fn key_value(key: Vec<u8>, v: Versioned) -> KeyValue {
         value: Bytes::from(v.value),
         create_index: v.create_index,
         mod_index: v.mod_index,
+        lease: v.lease,
     }
 }
 

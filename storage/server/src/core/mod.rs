@@ -10,6 +10,7 @@
 
 mod forward;
 mod kv;
+mod lease;
 mod status;
 mod transfer;
 
@@ -25,10 +26,12 @@ use tonic::transport::Channel;
 use crate::channels::MemberChannels;
 use crate::config::{Limits, Timing};
 use crate::error::{ApiError, ErrorCode};
+use crate::lessor::Lessor;
 use crate::scan_views::ScanViews;
 use crate::validate;
 
 pub use forward::FORWARDED_HEADER;
+pub use lease::lease_not_found;
 
 /// Whether a request may still be forwarded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +55,8 @@ pub struct Core {
     stale_reads: bool,
     /// The views scans with more pages to come read from.
     scan_views: ScanViews,
+    /// The leader's lease clock (`crate::lessor`).
+    lessor: Arc<Lessor>,
 }
 
 /// How a write ended: applied at `index` with `result`, by this request or,
@@ -100,6 +105,7 @@ impl Core {
         timing: Timing,
         forwarded: Counter,
     ) -> Self {
+        let lessor = Lessor::new(peer.clone());
         Core {
             id: channels.self_id(),
             peer,
@@ -109,7 +115,13 @@ impl Core {
             forwarded,
             stale_reads: false,
             scan_views: ScanViews::default(),
+            lessor,
         }
+    }
+
+    /// The leader's lease clock; `crate::lessor::spawn` runs it.
+    pub fn lessor(&self) -> &Arc<Lessor> {
+        &self.lessor
     }
 
     /// With the test-only fault that serves linearizable reads from local

@@ -54,7 +54,7 @@ fn watch_response(node_id: u64, m: WatchMessage) -> WatchResponse {
 pub const REQUEST_ID_METADATA: &str = "x-strata-request-id";
 
 /// The request id a write's message carries, else its metadata's.
-fn request_id<T>(req: &Request<T>, field: &str) -> String {
+pub(crate) fn request_id<T>(req: &Request<T>, field: &str) -> String {
     if !field.is_empty() {
         return field.to_string();
     }

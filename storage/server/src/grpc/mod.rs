@@ -1,8 +1,9 @@
-//! The gRPC front end: `strata.v1.KV`, `strata.v1.Cluster` and the internal
+//! The gRPC front end: `strata.v1.KV`, `strata.v1.Lease`, `strata.v1.Cluster` and the internal
 //! `strata.v1.Raft` transport.
 
 pub mod cluster;
 pub mod kv;
+pub mod lease;
 pub mod one_message;
 pub mod raft;
 

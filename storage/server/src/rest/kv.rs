@@ -18,7 +18,7 @@ use super::encoding::encode_page_token;
 use super::model::kv::{
     CasResult, DeleteResult, GetResult, KeyValue, RawValue, ResponseHeader, ScanResult, WriteResult,
 };
-use super::model::kv_request::{BatchJson, CasJson, PutJson, ReadQuery, ScanQuery};
+use super::model::kv_request::{BatchJson, CasJson, PutJson, PutQuery, ReadQuery, ScanQuery};
 use super::parse;
 use super::responses::{
     Decimal, JsonBodyErrors, NotFound, ReadErrors, ScanErrors, Stale, WriteErrors,
@@ -80,7 +80,7 @@ pub(super) fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Respon
     path = "/v1/kv/{*key}",
     operation_id = "putKey",
     tag = "kv",
-    params(KeyPath, ("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
+    params(KeyPath, PutQuery, ("x-strata-request-id" = Option<String>, Header, max_length = 128, description = "The client's id for this write (printable ASCII, at most 128 bytes). A retry with the same id, while the group remembers it (10 minutes by default), gets the first attempt's answer (`replayed: true`) and is never applied twice; another write under a remembered id is 400 INVALID_ARGUMENT. Through the gateway, a write carrying one is also retried after a 504.")),
     request_body(content(
         (inline(RawValue) = "application/octet-stream"),
         (String = "text/plain"),
@@ -91,6 +91,7 @@ pub(super) fn tag(mut resp: Response, h: &ResponseHeader, stale: bool) -> Respon
             ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
             ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
         )),
+        (status = 404, response = NotFound),
         WriteErrors,
     ),
 )]
@@ -100,19 +101,22 @@ pub async fn put(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let (path, ct) = (
+    let (path, query, ct) = (
         uri.path().to_string(),
+        uri.query().unwrap_or_default().to_string(),
         content_type(&headers).map(str::to_string),
     );
     let request_id = request_id(&headers)?;
     let mut req = parse_off_the_runtime(body_bytes(body)?, move |body| {
-        parse::put_request(&path, ct.as_deref(), body)
+        parse::put_request(&path, &query, ct.as_deref(), body)
     })
     .await?;
     req.request_id = request_id;
-    let header = ResponseHeader::from(s.core.put(req, Hop::Client).await?.header);
+    let resp = s.core.put(req, Hop::Client).await?;
+    let header = ResponseHeader::from(resp.header);
+    let lease = (resp.lease != 0).then_some(resp.lease);
     Ok(tag(
-        Json(WriteResult { header }).into_response(),
+        Json(WriteResult { lease, header }).into_response(),
         &header,
         false,
     ))
@@ -170,6 +174,7 @@ pub async fn get(
             value: encoding.encode(&resp.value),
             create_index: resp.create_index,
             mod_index: resp.mod_index,
+            lease: resp.lease,
             encoding,
             header,
         })
@@ -261,6 +266,7 @@ pub async fn scan(State(s): State<AppState>, uri: Uri) -> Result<Response, ApiEr
             value: (!keys_only).then(|| encoding.encode(&kv.value)),
             create_index: kv.create_index,
             mod_index: kv.mod_index,
+            lease: kv.lease,
         })
         .collect();
     let body = ScanResult {
@@ -301,7 +307,11 @@ pub async fn batch(
     req.request_id = request_id(&headers)?;
     let header = ResponseHeader::from(s.core.batch(req, Hop::Client).await?.header);
     Ok(tag(
-        Json(WriteResult { header }).into_response(),
+        Json(WriteResult {
+            lease: None,
+            header,
+        })
+        .into_response(),
         &header,
         false,
     ))

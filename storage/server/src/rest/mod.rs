@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod encoding;
 pub mod health;
 pub mod kv;
+pub mod lease;
 pub mod metrics;
 pub mod model;
 pub mod openapi;
@@ -64,6 +65,9 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(kv::batch))
         .routes(routes!(kv::cas))
         .routes(routes!(txn::txn))
+        .routes(routes!(lease::grant, lease::list))
+        .routes(routes!(lease::time_to_live, lease::revoke))
+        .routes(routes!(lease::keep_alive))
         .routes(routes!(watch::watch))
         .routes(routes!(backup::backup))
         .routes(routes!(cluster::status))

@@ -41,6 +41,7 @@ use crate::error::{ErrorBody, ErrorCode};
     ),
     tags(
         (name = "kv", description = "Keys and values."),
+        (name = "leases", description = "Leases: keys that end when their lease does."),
         (name = "cluster", description = "Cluster status, membership and events."),
         (name = "health", description = "Health checks used by Envoy and orchestrators."),
         (name = "meta", description = "This document."),
@@ -353,6 +354,7 @@ mod tests {
                 "value",
                 "create_index",
                 "mod_index",
+                "lease",
                 "encoding",
                 "node_id",
                 "term",
@@ -362,7 +364,7 @@ mod tests {
             ]
         );
         // `replayed` appears only on a write's replay.
-        assert_eq!(get.required.len(), 9);
+        assert_eq!(get.required.len(), 10);
         assert!(matches!(
             get.additional_properties.as_deref(),
             Some(AdditionalProperties::FreeForm(false))
@@ -396,7 +398,10 @@ mod tests {
         let get = key.get.as_ref().unwrap();
         assert_eq!(names(&get.parameters), ["consistency", "encoding"]);
         let put = key.put.as_ref().unwrap();
-        assert_eq!(names(&put.parameters), ["x-strata-request-id"]);
+        assert_eq!(
+            names(&put.parameters),
+            ["ttl", "lease", "x-strata-request-id"]
+        );
     }
 
     #[test]

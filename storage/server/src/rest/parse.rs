@@ -10,14 +10,15 @@ use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use strata_proto::v1::{
     BatchOp, BatchRequest, Compare, CompareAndSwapRequest, CompareOp, DeleteOp, DeleteRequest,
-    GetOp, GetRequest, KeyRange, PutOp, PutRequest, RangeOp, ScanRequest, TxnOp, TxnRequest,
-    WatchRequest, batch_op, compare, scan_request, txn_op, watch_request,
+    GetOp, GetRequest, KeyRange, LeaseGrantRequest, PutOp, PutRequest, RangeOp, ScanRequest, TxnOp,
+    TxnRequest, WatchRequest, batch_op, compare, scan_request, txn_op, watch_request,
 };
 
 use super::encoding::{Encoding, decode_page_token};
 use super::model::kv_request::{
-    BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, ReadQuery, ScanQuery,
+    BatchJson, CasJson, ConsistencyParam, OpKind, PutJson, PutQuery, ReadQuery, ScanQuery,
 };
+use super::model::lease::GrantJson;
 use super::model::txn::{CompareJson, CompareOpJson, TxnJson, TxnOpJson, TxnOpKind};
 use super::model::watch::WatchQuery;
 use crate::error::{ApiError, ErrorCode};
@@ -149,10 +150,26 @@ pub fn watch_request(
 /// never copied.
 pub fn put_request(
     path: &str,
+    query_string: &str,
     content_type: Option<&str>,
     body: Bytes,
 ) -> Result<PutRequest, ApiError> {
     let key = key_from_path(path)?;
+    let q: PutQuery = query(query_string)?;
+    let ttl_ms = match q.ttl.as_deref() {
+        None => 0,
+        Some(text) => {
+            let ttl = humantime::parse_duration(text).map_err(|e| {
+                ApiError::invalid(format!(
+                    "`ttl` {text:?} is not a duration (30s, 1500ms): {e}"
+                ))
+            })?;
+            u64::try_from(ttl.as_millis())
+                .ok()
+                .filter(|ms| *ms > 0)
+                .ok_or_else(|| ApiError::invalid(format!("`ttl` {text:?} is out of range")))?
+        }
+    };
     let value = if is_json(content_type) {
         let j: PutJson = json(content_type, &body)?;
         Bytes::from(j.encoding.decode(&j.value, "value")?)
@@ -163,6 +180,8 @@ pub fn put_request(
         key,
         value,
         request_id: String::new(),
+        lease: q.lease.unwrap_or(0),
+        ttl_ms,
     })
 }
 
@@ -245,6 +264,7 @@ pub fn batch_request(content_type: Option<&str>, body: &[u8]) -> Result<BatchReq
             (OpKind::Put, Some(v)) => batch_op::Op::Put(PutOp {
                 key,
                 value: Bytes::from(j.encoding.decode(&v, &format!("ops[{i}].value"))?),
+                lease: 0,
             }),
             (OpKind::Put, None) => {
                 return Err(ApiError::invalid(format!("ops[{i}]: a put needs a value")));
@@ -334,10 +354,13 @@ fn txn_compare(enc: Encoding, i: usize, c: CompareJson) -> Result<Compare, ApiEr
     if let Some(n) = c.mod_index {
         targets.push(compare::Target::ModIndex(n));
     }
+    if let Some(n) = c.lease {
+        targets.push(compare::Target::Lease(n));
+    }
     if targets.len() != 1 {
         return Err(ApiError::invalid(format!(
-            "{place}: a compare needs exactly one of value, exists, create_index and \
-             mod_index; it has {}",
+            "{place}: a compare needs exactly one of value, exists, create_index, mod_index \
+             and lease; it has {}",
             targets.len()
         )));
     }
@@ -370,6 +393,7 @@ fn txn_ops(enc: Encoding, branch: &str, ops: Vec<TxnOpJson>) -> Result<Vec<TxnOp
                 ("start", o.start.is_some()),
                 ("end", o.end.is_some()),
                 ("limit", o.limit.is_some()),
+                ("lease", o.lease.is_some()),
             ];
             match given.iter().find(|(n, set)| *set && !allowed.contains(n)) {
                 Some((n, _)) => Err(refuse(&format!("{:?} takes no `{n}`", o.op).to_lowercase())),
@@ -382,10 +406,14 @@ fn txn_ops(enc: Encoding, branch: &str, ops: Vec<TxnOpJson>) -> Result<Vec<TxnOp
         };
         let op = match o.op {
             TxnOpKind::Put => {
-                only(&["key", "value"])?;
+                only(&["key", "value", "lease"])?;
                 let value = field("value", o.value.as_ref())?
                     .ok_or_else(|| refuse("a put needs a value"))?;
-                txn_op::Op::Put(PutOp { key: key()?, value })
+                txn_op::Op::Put(PutOp {
+                    key: key()?,
+                    value,
+                    lease: o.lease.unwrap_or(0),
+                })
             }
             TxnOpKind::Delete => {
                 only(&["key"])?;
@@ -407,6 +435,29 @@ fn txn_ops(enc: Encoding, branch: &str, ops: Vec<TxnOpJson>) -> Result<Vec<TxnOp
         out.push(TxnOp { op: Some(op) });
     }
     Ok(out)
+}
+
+/// `POST /v1/leases` with `{"ttl": "30s"}` or `{"ttl_ms": 30000}` (exactly
+/// one), and an optional `"id"`.
+pub fn lease_grant_request(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<LeaseGrantRequest, ApiError> {
+    let j: GrantJson = json(content_type, body)?;
+    let ttl_ms = match (j.ttl.as_deref(), j.ttl_ms) {
+        (Some(text), None) => humantime::parse_duration(text)
+            .map_err(|e| ApiError::invalid(format!("`ttl` {text:?} is not a duration: {e}")))?
+            .as_millis()
+            .try_into()
+            .map_err(|_| ApiError::invalid(format!("`ttl` {text:?} is out of range")))?,
+        (None, Some(ms)) => ms,
+        _ => return Err(ApiError::invalid("give exactly one of `ttl` and `ttl_ms`")),
+    };
+    Ok(LeaseGrantRequest {
+        ttl_ms,
+        id: j.id.unwrap_or(0),
+        request_id: String::new(),
+    })
 }
 
 #[cfg(test)]
@@ -468,10 +519,17 @@ mod tests {
     fn put_takes_raw_or_json_bodies() {
         // Proves: a raw body is the value as is; a JSON body is decoded in
         // its encoding, and bad base64 or unknown fields are refused.
-        let raw = put_request("/v1/kv/k", Some("text/plain"), Bytes::from_static(b"{}")).unwrap();
+        let raw = put_request(
+            "/v1/kv/k",
+            "",
+            Some("text/plain"),
+            Bytes::from_static(b"{}"),
+        )
+        .unwrap();
         assert_eq!(raw.value.as_ref(), b"{}");
         let j = put_request(
             "/v1/kv/k",
+            "",
             JSON,
             Bytes::from_static(br#"{"value":"aGk=","encoding":"base64"}"#),
         )
@@ -482,7 +540,7 @@ mod tests {
             br#"{"value":"x","bogus":1}"#,
             br#"{"value": "#,
         ] {
-            let e = put_request("/v1/kv/k", JSON, Bytes::from_static(body)).unwrap_err();
+            let e = put_request("/v1/kv/k", "", JSON, Bytes::from_static(body)).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidArgument);
         }
     }
@@ -576,7 +634,7 @@ mod tests {
         let req = batch_request(JSON, &body).unwrap();
         assert!(matches!(
             &req.ops[0].op,
-            Some(batch_op::Op::Put(PutOp { key, value })) if key == "a" && value == "1"
+            Some(batch_op::Op::Put(PutOp { key, value, .. })) if key == "a" && value == "1"
         ));
         assert!(matches!(
             &req.ops[1].op,

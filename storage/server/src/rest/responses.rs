@@ -19,6 +19,10 @@ pub struct BadRequest(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct NotFound(pub ErrorBody);
 
+/// ALREADY_EXISTS: a lease with the id asked for exists.
+#[derive(ToResponse)]
+pub struct Conflict(pub ErrorBody);
+
 /// PAYLOAD_TOO_LARGE: key over 4 KiB, value over 1 MiB, or body too large
 /// (limits configurable).
 #[derive(ToResponse)]
@@ -74,6 +78,7 @@ pub fn all() -> Vec<(String, RefOr<Response>)> {
     [
         BadRequest::response(),
         NotFound::response(),
+        Conflict::response(),
         PayloadTooLarge::response(),
         UnsupportedMediaType::response(),
         Internal::response(),

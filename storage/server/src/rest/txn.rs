@@ -17,7 +17,7 @@ use super::kv::{request_id, tag};
 use super::model::kv::ResponseHeader;
 use super::model::txn::{TxnJson, TxnKeyValue, TxnOpKind, TxnOpResultJson, TxnResult};
 use super::parse;
-use super::responses::{Decimal, JsonBodyErrors, WriteErrors};
+use super::responses::{Decimal, JsonBodyErrors, NotFound, WriteErrors};
 use crate::core::Hop;
 use crate::error::ApiError;
 
@@ -42,6 +42,7 @@ use crate::error::ApiError;
             ("x-strata-node" = inline(Decimal), description = "Id of the node that answered."),
             ("x-strata-leader" = inline(Decimal), description = "Id of the leader, when known."),
         )),
+        (status = 404, response = NotFound),
         WriteErrors,
         JsonBodyErrors,
     ),
@@ -84,6 +85,7 @@ fn pair_json(kv: KeyValue, encoding: Encoding) -> TxnKeyValue {
         value: encoding.encode(&kv.value),
         create_index: kv.create_index,
         mod_index: kv.mod_index,
+        lease: kv.lease,
     }
 }
 

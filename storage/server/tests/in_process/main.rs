@@ -6,6 +6,7 @@
 mod backup;
 mod canary;
 mod deadlines;
+mod leases;
 mod node;
 mod pagination;
 mod peer_net;

@@ -108,6 +108,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
         key: "from-grpc".into(),
         value: "g".into(),
         request_id: String::new(),
+        ..PutRequest::default()
     })
     .await
     .unwrap();
@@ -120,6 +121,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
             op(batch_op::Op::Put(PutOp {
                 key: "from-grpc/2".into(),
                 value: "2".into(),
+                lease: 0,
             })),
             op(batch_op::Op::Delete(DeleteOp {
                 key: "from-rest".into(),
@@ -168,6 +170,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
             key: k.into(),
             value: "old".into(),
             request_id: String::new(),
+            ..PutRequest::default()
         })
         .await
         .unwrap();
@@ -188,6 +191,7 @@ async fn rest_and_grpc_share_the_port_and_see_each_others_writes() {
         key: "page/b".into(),
         value: "new".into(),
         request_id: String::new(),
+        ..PutRequest::default()
     })
     .await
     .unwrap();

@@ -11,6 +11,8 @@ export interface StoredValue {
   /** The raft indexes of the write that created the key and of the one that last put it. */
   createIndex: number;
   modIndex: number;
+  /** The lease the key is under; 0 for none. */
+  lease: number;
 }
 
 /** GET /v1/kv/{key} (linearizable), the value decoded from base64. */
@@ -22,6 +24,7 @@ export async function getValue(key: Uint8Array, signal?: AbortSignal): Promise<S
     nodeId: result.node_id,
     createIndex: result.create_index,
     modIndex: result.mod_index,
+    lease: result.lease,
   };
 }
 

@@ -51,6 +51,11 @@ export function ValueViewer({ keyBytes, onDeleted }: ValueViewerProps) {
             created at index {formatCount(value.data.createIndex)}, last put at index{' '}
             {formatCount(value.data.modIndex)}
           </span>
+          {value.data.lease !== 0 && (
+            <span data-testid="value-lease">
+              under lease {String(value.data.lease)}, deleted when it ends
+            </span>
+          )}
           <span>
             read at index {formatCount(value.data.index)} from node {value.data.nodeId}
           </span>

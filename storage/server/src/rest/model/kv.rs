@@ -49,6 +49,10 @@ impl From<Option<pb::ResponseHeader>> for ResponseHeader {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteResult {
+    /// For a put under a lease (`?lease=` or `?ttl=`): the lease's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub lease: Option<u64>,
     #[serde(flatten)]
     pub header: ResponseHeader,
 }
@@ -84,6 +88,8 @@ pub struct GetResult {
     pub create_index: u64,
     /// The raft index of the write that last put it.
     pub mod_index: u64,
+    /// The lease the key is under; 0 for none.
+    pub lease: u64,
     /// `base64` when the request asked for it or when the key or value is
     /// not valid UTF-8; then every byte string in the response is base64.
     pub encoding: Encoding,
@@ -115,6 +121,8 @@ pub struct KeyValue {
     pub create_index: u64,
     /// The raft index of the write that last put it.
     pub mod_index: u64,
+    /// The lease the key is under; 0 for none.
+    pub lease: u64,
 }
 
 /// Result of GET /v1/kv (scan).

@@ -73,6 +73,21 @@ pub struct ScanQuery {
     pub(crate) encoding: Option<Encoding>,
 }
 
+/// The query of `PUT /v1/kv/{key}`.
+#[derive(Deserialize, Default, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PutQuery {
+    /// Grant a lease of this TTL (`30s`, `1500ms`, `2m`; at least 1 s) and
+    /// put the key under it, in one write: the key is deleted when the
+    /// lease ends (`POST /v1/leases/{id}/keepalive` keeps it). The answer's
+    /// `lease` names it. Not with `lease`.
+    pub(crate) ttl: Option<String>,
+    /// Put the key under this existing lease (404 NOT_FOUND if it does not
+    /// exist). Without `lease` or `ttl`, a put takes the key off any lease.
+    pub(crate) lease: Option<u64>,
+}
+
 /// JSON form of a PUT body (Content-Type: application/json).
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

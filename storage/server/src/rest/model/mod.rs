@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod health;
 pub mod kv;
 pub mod kv_request;
+pub mod lease;
 pub mod snapshot;
 pub mod stats;
 pub mod txn;

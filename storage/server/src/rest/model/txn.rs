@@ -25,8 +25,9 @@ pub enum CompareOpJson {
 
 /// One condition of a transaction: `key`, an `op` (default `equal`) and
 /// exactly one target: `value` (compared bytewise; never holds for a key
-/// that does not exist), `exists`, `create_index` or `mod_index` (0 for a
-/// key that does not exist). `exists` takes only `equal` and `not_equal`.
+/// that does not exist), `exists`, `create_index`, `mod_index` or `lease`
+/// (0 for a key that does not exist). `exists` takes only `equal` and
+/// `not_equal`.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = TxnCompare)]
@@ -49,6 +50,9 @@ pub struct CompareJson {
     /// The raft index that last put the key.
     #[serde(default)]
     pub(crate) mod_index: Option<u64>,
+    /// The lease the key is under (0: none).
+    #[serde(default)]
+    pub(crate) lease: Option<u64>,
 }
 
 /// Body of POST /v1/txn.
@@ -84,6 +88,7 @@ pub(crate) struct TxnOpJson {
     pub(crate) start: Option<String>,
     pub(crate) end: Option<String>,
     pub(crate) limit: Option<u32>,
+    pub(crate) lease: Option<u64>,
 }
 
 #[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug, ToSchema)]
@@ -127,6 +132,9 @@ pub struct TxnPutOp {
     pub key: String,
     /// May be empty; at most 1 MiB once decoded.
     pub value: String,
+    /// Put the key under this lease, which must exist (else the whole
+    /// transaction is 404 NOT_FOUND and applies nothing); absent or 0: none.
+    pub lease: Option<u64>,
 }
 
 /// Delete `key`; its result says whether it existed.
@@ -192,6 +200,8 @@ pub struct TxnKeyValue {
     pub value: String,
     pub create_index: u64,
     pub mod_index: u64,
+    /// The lease the key is under; 0 for none.
+    pub lease: u64,
 }
 
 /// What one operation of the branch that ran produced, tagged by `op`.
