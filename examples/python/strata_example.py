@@ -1,8 +1,10 @@
 """Strata from Python with nothing but the standard library (REST through the gateway).
 
 Writes a key with a request id (and sends it again, as after a 504, to show it is applied
-once), reads it back, swaps it with compare-and-swap, and watches the prefix from the first
-write's raft index, checking that the watch replays exactly these changes in commit order.
+once), reads it back, swaps it with compare-and-swap, updates it in a transaction guarded by
+its mod index (and shows the same transaction, now stale, take its failure branch), and
+watches the prefix from the first write's raft index, checking that the watch replays
+exactly these changes in commit order. Last, a key under a lease goes when the lease does.
 
     STRATA_URL=http://127.0.0.1:8080 python3 examples/python/strata_example.py
 """
@@ -11,6 +13,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 
 BASE = os.environ.get("STRATA_URL", "http://127.0.0.1:8080")
@@ -53,6 +56,25 @@ def watch(prefix, from_index, until_index):
     raise RuntimeError("the event stream closed early")
 
 
+def post_json(path, body, headers=None):
+    _, answer = call("POST", path, json.dumps(body), {"content-type": "application/json", **(headers or {})})
+    return json.loads(answer)
+
+
+def get_json(key):
+    _, body = call("GET", f"/v1/kv/{key}", headers={"accept": "application/json"})
+    return json.loads(body)
+
+
+def update_if_unchanged(key, mod_index, value):
+    """A transaction: put `value` only if nobody wrote `key` since `mod_index`, else read it."""
+    return post_json("/v1/txn", {
+        "compare": [{"key": key, "mod_index": mod_index}],
+        "success": [{"op": "put", "key": key, "value": value}],
+        "failure": [{"op": "get", "key": key}],
+    })
+
+
 def main():
     prefix = f"py-example/{int(time.time() * 1000)}/"
     key = prefix + "greeting"
@@ -65,11 +87,31 @@ def main():
                    {"content-type": "application/json"})
     swap = json.loads(body)
     assert swap["succeeded"] and swap["current"] == "hello", swap
-    changes = watch(prefix, first["index"], swap["index"])
-    want = [(first["index"], "put", key, "hello"), (swap["index"], "put", key, "hi")]
+    read = get_json(key)
+    assert read["value"] == "hi" and read["mod_index"] == swap["index"], read
+    txn = update_if_unchanged(key, read["mod_index"], "hey")
+    assert txn["succeeded"], txn
+    stale = update_if_unchanged(key, read["mod_index"], "too late")
+    assert not stale["succeeded"] and stale["results"][0]["kv"]["value"] == "hey", stale
+    changes = watch(prefix, first["index"], txn["index"])
+    want = [(first["index"], "put", key, "hello"), (swap["index"], "put", key, "hi"),
+            (txn["index"], "put", key, "hey")]
     assert changes == want, (changes, want)
+
+    lease = post_json("/v1/leases", {"ttl": "10s"})
+    leased = f"py-example-leased/{prefix}"
+    call("PUT", f"/v1/kv/{leased}?lease={lease['id']}", "online")
+    assert get_json(leased)["lease"] == lease["id"]
+    _, body = call("DELETE", f"/v1/leases/{lease['id']}")
+    assert json.loads(body)["keys_deleted"] == 1, body
+    try:
+        call("GET", f"/v1/kv/{leased}")
+        raise AssertionError("the key outlived its lease")
+    except urllib.error.HTTPError as e:
+        assert e.code == 404, e
     print(f"python example: ok (put at {first['index']} once though sent twice, "
-          f"swapped at {swap['index']}, watch replayed {len(changes)} changes)")
+          f"swapped at {swap['index']}, updated in a transaction at {txn['index']}, "
+          f"watch replayed {len(changes)} changes, a leased key ended with its lease)")
 
 
 if __name__ == "__main__":
