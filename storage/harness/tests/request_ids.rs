@@ -94,9 +94,9 @@ async fn puts_per_key(gateway: &str, prefix: &str, last_index: u64) -> BTreeMap<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_retried_with_their_request_id_are_applied_exactly_once() {
-    // Proves: with answers timing out (an 8 ms request timeout, so that
-    // many writes are answered 504 although they commit) and the leader
-    // killed midway, writes that carry a request id and are retried until
+    // Proves: with answers timing out (an 8 ms request timeout and
+    // followers stalling 25 ms at a time, so that many writes are answered
+    // 504 although they commit) and the leader killed midway, writes that carry a request id and are retried until
     // definite (by the gateway after a 504, and by the client) are applied
     // exactly once each, the retries of applied ones answered `replayed`;
     // the same writes without an id, retried the same way, are applied
@@ -109,7 +109,27 @@ async fn writes_retried_with_their_request_id_are_applied_exactly_once() {
     let http = c.http().clone();
     let with_ids = tokio::spawn(write(http.clone(), gateway.clone(), "once/", true));
     let without = tokio::spawn(write(http.clone(), gateway.clone(), "plain/", false));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // For 1.5 s, both followers stall for 25 ms at a time (well inside an
+    // election timeout): a write proposed meanwhile outlives its 8 ms and
+    // is answered 504, then commits once they resume. On a fast, idle host
+    // the timeout alone rarely fires.
+    let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let followers: Vec<u64> = c
+        .node_ids()
+        .into_iter()
+        .filter(|&id| id != leader)
+        .collect();
+    let stutter_until = std::time::Instant::now() + Duration::from_millis(1500);
+    while std::time::Instant::now() < stutter_until {
+        for &id in &followers {
+            c.pause(id).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        for &id in &followers {
+            c.resume(id).unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
     c.kill(leader).unwrap();
     c.wait_leader(Duration::from_secs(15)).await.unwrap();
