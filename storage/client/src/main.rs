@@ -218,9 +218,11 @@ async fn main() -> anyhow::Result<()> {
         action: SnapshotCmd::Status { file },
     } = &cli.command
     {
-        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        let info = strata_client::proto_backup::read_each(&bytes, |_, _| {})
-            .with_context(|| format!("{} is not a whole backup", file.display()))?;
+        let input =
+            std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
+        let info =
+            strata_client::proto_backup::read_each(std::io::BufReader::new(input), |_, _| {})
+                .with_context(|| format!("{} is not a whole backup", file.display()))?;
         return Ok(describe(&mut out, &info)?);
     }
     let client = Client::connect(&cli.endpoint).await?;
@@ -547,9 +549,12 @@ async fn snapshot(
         }
         SnapshotCmd::Status { .. } => unreachable!("read before connecting"),
         SnapshotCmd::Restore { file, onto_data } => {
-            let bytes =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            let restored = client.restore(&bytes, onto_data).await?;
+            let path = file.clone();
+            let open = move || std::fs::File::open(&path).map(std::io::BufReader::new);
+            let restored = client
+                .restore(open, onto_data)
+                .await
+                .with_context(|| format!("restoring {}", file.display()))?;
             describe(out, &restored.info)?;
             writeln!(out, "restored in {} batches", restored.batches)?;
         }

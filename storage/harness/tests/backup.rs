@@ -122,6 +122,7 @@ async fn a_backup_under_load_restores_into_a_new_cluster_key_for_key() {
         bytes.len(),
         info.sha256_hex()
     );
+    let bytes = std::sync::Arc::new(bytes);
     assert!(info.pairs > 50, "the backup caught too little of the load");
     let user: State = saved
         .iter()
@@ -159,16 +160,34 @@ async fn a_backup_under_load_restores_into_a_new_cluster_key_for_key() {
 
     let target = Cluster::start(3).await.unwrap();
     let fresh = Client::connect(&target.gateway_url()).await.unwrap();
-    let mut damaged = bytes.clone();
+    let mut damaged = bytes.to_vec();
     let middle = damaged.len() / 2;
     damaged[middle] ^= 1;
-    let refused = fresh.restore(&damaged, false).await.unwrap_err();
+    let refused = fresh
+        .restore(move || Ok(std::io::Cursor::new(damaged.clone())), false)
+        .await
+        .unwrap_err();
     assert!(matches!(refused, ClientError::Backup(_)), "{refused}");
     assert!(scan_all(&fresh).await.is_empty(), "a damaged backup wrote");
 
-    let restored = fresh.restore(&bytes, false).await.unwrap();
-    eprintln!("restored in {} batches", restored.batches);
+    // The file, restored by the CLI as an operator would (read from disk
+    // a pair at a time, twice: checked whole, then written).
+    let restore = Command::new(workspace_binary("strata").unwrap())
+        .args(["--endpoint", &target.gateway_url(), "snapshot", "restore"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&restore.stdout);
+    assert!(
+        restore.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&restore.stderr)
+    );
+    eprintln!("restored: {}", said.trim());
     assert_eq!(scan_all(&fresh).await, saved, "the new cluster differs");
-    let again = fresh.restore(&bytes, false).await.unwrap_err();
+    let again = fresh
+        .restore(move || Ok(std::io::Cursor::new(bytes.to_vec())), false)
+        .await
+        .unwrap_err();
     assert!(matches!(again, ClientError::NotEmpty { .. }), "{again}");
 }

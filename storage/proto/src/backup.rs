@@ -8,7 +8,11 @@
 //! end:   u32::MAX | pairs u64 | sha256 (32 bytes) of every byte before `end`
 //! ```
 //! Integers are big-endian. A file that is cut short, has bytes changed,
-//! or holds keys out of order does not read.
+//! or holds keys out of order does not read. [`BackupReader`] reads one
+//! from any `Read`, a pair at a time, so a file larger than memory is
+//! checked and restored in bounded memory.
+
+use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
@@ -51,6 +55,8 @@ pub enum BackupError {
     Order(u64),
     #[error("bytes after the backup's end")]
     Trailing,
+    #[error("reading the backup: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Writes a backup in pieces, hashing as it goes.
@@ -93,84 +99,167 @@ impl BackupWriter {
     }
 }
 
+/// Reads a backup from `R` a pair at a time, hashing as it goes; the
+/// trailer (count, checksum, nothing after it) is checked when the pairs
+/// end. Pairs handed out before an error are not to be trusted.
+pub struct BackupReader<R> {
+    inner: R,
+    hash: Sha256,
+    index: u64,
+    created_unix_ms: u64,
+    held: u64,
+    last: Option<Vec<u8>>,
+    info: Option<BackupInfo>,
+}
+
+impl<R: Read> BackupReader<R> {
+    /// Reads and checks the header.
+    pub fn new(mut inner: R) -> Result<Self, BackupError> {
+        let mut header = [0u8; HEADER_LEN];
+        read_exact(&mut inner, &mut header, "in the header").map_err(|e| match e {
+            BackupError::CutShort(_) => BackupError::NotABackup,
+            other => other,
+        })?;
+        if &header[..8] != MAGIC {
+            return Err(BackupError::NotABackup);
+        }
+        let version = be_u32(&header[8..12]);
+        if version != VERSION {
+            return Err(BackupError::Version(version));
+        }
+        let mut hash = Sha256::new();
+        hash.update(header);
+        Ok(BackupReader {
+            inner,
+            hash,
+            index: be_u64(&header[12..20]),
+            created_unix_ms: be_u64(&header[20..28]),
+            held: 0,
+            last: None,
+            info: None,
+        })
+    }
+
+    /// The raft index whose state the backup holds.
+    pub fn index(&self) -> u64 {
+        self.index
+    }
+
+    /// The next pair, or `None` once the pairs ended and the trailer
+    /// checked out (then [`info`](Self::info) says what the backup holds).
+    pub fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>, BackupError> {
+        if self.info.is_some() {
+            return Ok(None);
+        }
+        let mut lengths = [0u8; 4];
+        read_exact(&mut self.inner, &mut lengths, "no end mark")?;
+        let key_len = be_u32(&lengths);
+        if key_len == END {
+            self.finish()?;
+            return Ok(None);
+        }
+        self.hash.update(lengths);
+        read_exact(&mut self.inner, &mut lengths, "in a pair's lengths")?;
+        self.hash.update(lengths);
+        let value_len = be_u32(&lengths);
+        let key = read_bytes(&mut self.inner, key_len, "in a key")?;
+        let value = read_bytes(&mut self.inner, value_len, "in a value")?;
+        if self.last.as_ref().is_some_and(|l| *l >= key) {
+            return Err(BackupError::Order(self.held));
+        }
+        self.hash.update(&key);
+        self.hash.update(&value);
+        self.last = Some(key.clone());
+        self.held += 1;
+        Ok(Some((key, value)))
+    }
+
+    /// Reads the trailer after the end mark and checks it.
+    fn finish(&mut self) -> Result<(), BackupError> {
+        let mut trailer = [0u8; 40];
+        read_exact(&mut self.inner, &mut trailer, "in the trailer")?;
+        let mut more = [0u8; 1];
+        if self.inner.read(&mut more)? != 0 {
+            return Err(BackupError::Trailing);
+        }
+        let said = be_u64(&trailer[..8]);
+        let sha256: [u8; 32] = trailer[8..40].try_into().unwrap_or_default();
+        if std::mem::take(&mut self.hash).finalize().as_slice() != sha256 {
+            return Err(BackupError::Checksum);
+        }
+        if said != self.held {
+            return Err(BackupError::Count {
+                said,
+                held: self.held,
+            });
+        }
+        self.info = Some(BackupInfo {
+            index: self.index,
+            created_unix_ms: self.created_unix_ms,
+            pairs: self.held,
+            sha256,
+        });
+        Ok(())
+    }
+
+    /// What the backup holds, once [`next_pair`](Self::next_pair) has
+    /// returned `None`.
+    pub fn info(&self) -> Option<&BackupInfo> {
+        self.info.as_ref()
+    }
+
+    /// Reads the rest of the backup, checking it, and says what it holds.
+    pub fn check_rest(mut self) -> Result<BackupInfo, BackupError> {
+        while self.next_pair()?.is_some() {}
+        Ok(self.info.expect("set when the pairs end"))
+    }
+}
+
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+fn be_u64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().unwrap_or_default())
+}
+
+fn read_exact(r: &mut impl Read, buf: &mut [u8], place: &'static str) -> Result<(), BackupError> {
+    r.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => BackupError::CutShort(place),
+        _ => BackupError::Io(e),
+    })
+}
+
+/// `len` bytes, read in growing pieces, so that a damaged length runs into
+/// the end of the input instead of allocating what it claims.
+fn read_bytes(r: &mut impl Read, len: u32, place: &'static str) -> Result<Vec<u8>, BackupError> {
+    let mut out = Vec::with_capacity((len as usize).min(64 << 10));
+    let got = r.by_ref().take(u64::from(len)).read_to_end(&mut out)?;
+    if got != len as usize {
+        return Err(BackupError::CutShort(place));
+    }
+    Ok(out)
+}
+
 /// Reads a whole backup held in memory: its info and its pairs, after
 /// checking its header, order, count and checksum.
-pub fn read(bytes: &[u8]) -> Result<(BackupInfo, Vec<(&[u8], &[u8])>), BackupError> {
+pub fn read(bytes: &[u8]) -> Result<(BackupInfo, Vec<(Vec<u8>, Vec<u8>)>), BackupError> {
     let mut pairs = Vec::new();
-    let info = read_each(bytes, |k, v| pairs.push((k, v)))?;
+    let info = read_each(bytes, |k, v| pairs.push((k.to_vec(), v.to_vec())))?;
     Ok((info, pairs))
 }
 
-/// Reads a backup, handing each pair to `each` in order, and checks it; the
-/// pairs handed over before an error are not to be trusted.
-pub fn read_each<'a>(
-    bytes: &'a [u8],
-    mut each: impl FnMut(&'a [u8], &'a [u8]),
+/// Reads a backup from `input`, handing each pair to `each` in order, and
+/// checks it; the pairs handed over before an error are not to be trusted.
+pub fn read_each(
+    input: impl Read,
+    mut each: impl FnMut(&[u8], &[u8]),
 ) -> Result<BackupInfo, BackupError> {
-    if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return Err(BackupError::NotABackup);
+    let mut reader = BackupReader::new(input)?;
+    while let Some((k, v)) = reader.next_pair()? {
+        each(&k, &v);
     }
-    let be_u32 = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap_or_default());
-    let be_u64 = |b: &[u8]| u64::from_be_bytes(b.try_into().unwrap_or_default());
-    let version = be_u32(&bytes[8..12]);
-    if version != VERSION {
-        return Err(BackupError::Version(version));
-    }
-    let index = be_u64(&bytes[12..20]);
-    let created_unix_ms = be_u64(&bytes[20..28]);
-    let mut at = HEADER_LEN;
-    let mut held = 0u64;
-    let mut last: Option<&[u8]> = None;
-    loop {
-        let head = bytes
-            .get(at..at + 4)
-            .ok_or(BackupError::CutShort("no end mark"))?;
-        let key_len = be_u32(head);
-        if key_len == END {
-            break;
-        }
-        let value_len = be_u32(
-            bytes
-                .get(at + 4..at + 8)
-                .ok_or(BackupError::CutShort("in a pair's lengths"))?,
-        ) as usize;
-        let key_at = at + 8;
-        let value_at = key_at + key_len as usize;
-        let end = value_at + value_len;
-        let key = bytes
-            .get(key_at..value_at)
-            .ok_or(BackupError::CutShort("in a key"))?;
-        let value = bytes
-            .get(value_at..end)
-            .ok_or(BackupError::CutShort("in a value"))?;
-        if last.is_some_and(|l| l >= key) {
-            return Err(BackupError::Order(held));
-        }
-        last = Some(key);
-        each(key, value);
-        held += 1;
-        at = end;
-    }
-    let trailer = bytes
-        .get(at..at + 44)
-        .ok_or(BackupError::CutShort("in the trailer"))?;
-    if bytes.len() > at + 44 {
-        return Err(BackupError::Trailing);
-    }
-    let said = be_u64(&trailer[4..12]);
-    let sha256: [u8; 32] = trailer[12..44].try_into().unwrap_or_default();
-    if Sha256::digest(&bytes[..at]).as_slice() != sha256 {
-        return Err(BackupError::Checksum);
-    }
-    if said != held {
-        return Err(BackupError::Count { said, held });
-    }
-    Ok(BackupInfo {
-        index,
-        created_unix_ms,
-        pairs: held,
-        sha256,
-    })
+    Ok(reader.info.expect("set when the pairs end"))
 }
 
 #[cfg(test)]
@@ -191,6 +280,10 @@ mod tests {
         let b = backup(&[("a", "1"), ("b", ""), ("c", "three")]);
         let (info, pairs) = read(&b).unwrap();
         assert_eq!((info.index, info.created_unix_ms, info.pairs), (42, 7, 3));
+        let pairs: Vec<(&[u8], &[u8])> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect();
         assert_eq!(
             pairs,
             vec![
@@ -226,5 +319,70 @@ mod tests {
         longer.push(0);
         assert!(matches!(read(&longer), Err(BackupError::Trailing)));
         assert!(matches!(read(b"hello"), Err(BackupError::NotABackup)));
+    }
+
+    /// A backup of `pairs` pairs of 64 KiB values, made as it is read, so
+    /// the test never holds it whole either.
+    struct Generated {
+        pending: Vec<u8>,
+        next: u64,
+        pairs: u64,
+        writer: Option<BackupWriter>,
+    }
+
+    impl Read for Generated {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.pending.is_empty() {
+                if self.next < self.pairs {
+                    let w = self.writer.as_mut().expect("writing");
+                    let key = format!("k{:08}", self.next);
+                    w.pair(key.as_bytes(), &[7u8; 64 << 10], &mut self.pending);
+                    self.next += 1;
+                } else if let Some(w) = self.writer.take() {
+                    self.pending = w.finish();
+                }
+            }
+            let n = buf.len().min(self.pending.len());
+            buf[..n].copy_from_slice(&self.pending[..n]);
+            self.pending.drain(..n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_backup_is_read_a_pair_at_a_time_in_bounded_memory() {
+        // Proves: checking a 64 MiB backup through a reader never makes an
+        // allocation larger than a few pairs, so a backup larger than
+        // memory can be checked and restored.
+        let (writer, header) = BackupWriter::start(5, 6);
+        let input = Generated {
+            pending: header,
+            next: 0,
+            pairs: 1024,
+            writer: Some(writer),
+        };
+        strata_arena::largest_allocation();
+        let info = BackupReader::new(std::io::BufReader::new(input))
+            .unwrap()
+            .check_rest()
+            .unwrap();
+        let largest = strata_arena::largest_allocation();
+        assert_eq!((info.index, info.pairs), (5, 1024));
+        assert!(
+            largest < 1 << 20,
+            "reading made an allocation of {largest} bytes"
+        );
+    }
+
+    #[test]
+    fn a_length_that_claims_more_than_the_input_holds_allocates_nothing_like_it() {
+        // Proves: a damaged key length of 4 GiB is "cut short" once the input
+        // ends, read a piece at a time, not an allocation of what it claims
+        // (which would abort the process).
+        let (_, mut b) = BackupWriter::start(1, 1);
+        b.extend_from_slice(&(u32::MAX - 1).to_be_bytes());
+        b.extend_from_slice(&0u32.to_be_bytes());
+        b.extend_from_slice(b"short");
+        assert!(matches!(read(&b), Err(BackupError::CutShort("in a key"))));
     }
 }

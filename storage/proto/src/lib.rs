@@ -11,3 +11,9 @@ pub mod v1 {
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("strata_descriptor");
 
 pub mod backup;
+
+// The unit tests' allocator notes each thread's largest allocation, so a
+// test can bound what reading a backup holds (`backup`).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: strata_arena::LargestAllocation = strata_arena::LargestAllocation;

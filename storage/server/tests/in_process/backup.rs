@@ -24,6 +24,10 @@ async fn a_backup_holds_every_key_as_of_its_index() {
     assert_documented(&document(), "get", "/v1/backup", &a);
     let (info, pairs) = strata_proto::backup::read(&a.body).unwrap();
     assert!(info.index >= last, "{} < {last}", info.index);
+    let pairs: Vec<(&[u8], &[u8])> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
     assert_eq!(
         pairs,
         vec![
