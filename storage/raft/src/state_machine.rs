@@ -93,6 +93,8 @@ pub struct StateMachine {
     /// How many raft indexes of changes the history keeps.
     history_entries: u64,
     trim: Mutex<history::Trim>,
+    /// Where the request ids' expiry queue is read next (`dedupe`).
+    forget_cursor: Mutex<dedupe::ForgetCursor>,
     /// The applied index, announced after each apply round and install
     /// (so that watchers read the history written up to it).
     applied_tx: watch::Sender<u64>,
@@ -115,6 +117,7 @@ impl StateMachine {
             value_format_key: keys::meta_key(group, "value_format"),
             history_entries: DEFAULT_HISTORY_ENTRIES,
             trim: Mutex::new(history::Trim::default()),
+            forget_cursor: Mutex::new(dedupe::ForgetCursor::default()),
             applied_tx: watch::Sender::new(0),
             reads_at: RwLock::new(None),
         }

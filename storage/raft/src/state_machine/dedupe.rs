@@ -27,6 +27,24 @@ use crate::txn::TxnResult;
 
 /// The most expired records one apply round forgets.
 const FORGET_PER_ROUND: usize = 256;
+/// Every this many rounds the expiry queue is read from its start again
+/// (see [`ForgetCursor`]).
+const RESCAN_EVERY_ROUNDS: u32 = 1024;
+
+/// Where the next round reads the expiry queue: just after the last record
+/// forgotten, so that the deletions behind it (tombstones until compaction
+/// drops them) are not read again every round. A record whose expiry sorts
+/// before the cursor (a leader whose clock ran behind, a shorter
+/// `--request-id-ttl-s`) is found when the queue is read from its start
+/// again, every [`RESCAN_EVERY_ROUNDS`] rounds and after every restart or
+/// snapshot install. Forgetting is only cleanup: an expired record is
+/// answered as absent whether or not it was forgotten (`recall`), so when
+/// each replica forgets it changes no answer.
+#[derive(Default)]
+pub(super) struct ForgetCursor {
+    after: Option<Vec<u8>>,
+    rounds: u32,
+}
 
 /// What a write carrying a request id was answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,11 +256,26 @@ impl StateMachine {
         }
         let (lo, _) = keys::request_expiry_range(self.group);
         let hi = keys::request_expiry_key(self.group, clock.saturating_add(1), b"");
+        let mut cursor = self.forget_cursor.lock();
+        cursor.rounds += 1;
+        if cursor.rounds >= RESCAN_EVERY_ROUNDS {
+            *cursor = ForgetCursor::default();
+        }
+        let from = cursor.after.clone().unwrap_or(lo);
+        if from >= hi {
+            return Ok(());
+        }
         let due = self.engine.scan(
-            Bound::Included(&lo[..]),
+            Bound::Included(&from[..]),
             Bound::Excluded(&hi[..]),
             FORGET_PER_ROUND,
         )?;
+        if let Some((last, _)) = due.last() {
+            let mut next = last.clone();
+            next.push(0);
+            cursor.after = Some(next);
+        }
+        drop(cursor);
         for (k, _) in due {
             let (expires_at_ms, id) =
                 keys::request_expiry(&k).ok_or_else(|| corrupt("bad expiry key"))?;
@@ -392,6 +425,63 @@ mod tests {
             }
         );
         assert_eq!(sm.request_clock().unwrap(), 7_000);
+    }
+
+    /// The ids whose records the group still holds.
+    fn held(sm: &StateMachine) -> Vec<String> {
+        let (lo, hi) = keys::request_range(1);
+        sm.engine
+            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), 10_000)
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| String::from_utf8(k[9..].to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn expired_records_are_forgotten_from_where_the_last_round_stopped() {
+        // Proves: each round reads the expiry queue from just after the last
+        // record it forgot (a record that expires behind that point is not
+        // forgotten by the next round), and such a record is forgotten all
+        // the same once the queue is read from its start again.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let put = |k: &str| Command::Put {
+            key: k.into(),
+            value: b"v".to_vec(),
+        };
+        // Ten records expiring at 2,000..2,009 (at_ms + 1,000).
+        let first: Vec<Committed> = (0..10)
+            .map(|i| deduped(1 + i, &format!("r{i}"), 1_000 + i, put("k")))
+            .collect();
+        sm.apply(&first).unwrap();
+        // A later clock forgets them all, and the cursor stands after them.
+        sm.apply(&[deduped(11, "late", 5_000, put("k"))]).unwrap();
+        assert_eq!(held(&sm), ["late"]);
+        // A record from a clock far behind expires at 1,500: behind the
+        // cursor, and already expired by the group's clock.
+        sm.apply(&[deduped(12, "behind", 500, put("k"))]).unwrap();
+        sm.apply(&[deduped(13, "next", 5_001, put("k"))]).unwrap();
+        assert!(held(&sm).contains(&"behind".to_string()), "{:?}", held(&sm));
+        // It is answered as absent all the same: its id is a new write.
+        let out = sm
+            .apply(&[deduped(14, "behind", 5_002, put("other"))])
+            .unwrap();
+        assert_eq!(out[0].result, ApplyResult::Written);
+        // Read from the start again: the stale expiry entry goes.
+        for i in 0..RESCAN_EVERY_ROUNDS as u64 {
+            sm.apply(&[deduped(15 + i, &format!("n{i}"), 5_003 + i, put("k"))])
+                .unwrap();
+        }
+        let (lo, hi) = keys::request_expiry_range(1);
+        let queue: Vec<u64> = sm
+            .engine
+            .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), 10_000)
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| keys::request_expiry(&k).unwrap().0)
+            .collect();
+        assert!(queue.iter().all(|at| *at > 1_500), "{queue:?}");
     }
 
     #[test]

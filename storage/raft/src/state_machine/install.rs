@@ -79,6 +79,7 @@ impl StateMachine {
         self.engine.write(&done)?;
         self.make_durable()?;
         self.reset_trim();
+        *self.forget_cursor.lock() = super::dedupe::ForgetCursor::default();
         // Only a finished install lets reads through to the new state; after
         // a failure they keep the old one until the node restarts and the
         // marker finishes the install.
