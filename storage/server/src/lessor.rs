@@ -55,6 +55,17 @@ pub struct Lessor {
     counting: Mutex<Counting>,
 }
 
+/// What a keep-alive did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepAlive {
+    /// The TTL runs again from now.
+    Kept,
+    /// The lease's TTL had run out: it is ending.
+    Ended,
+    /// This node no longer leads.
+    NotLeading,
+}
+
 /// What the leader's clock says of one lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Remaining {
@@ -142,14 +153,19 @@ impl Lessor {
         out
     }
 
+    /// Starts a new lease's TTL now (it was just granted).
+    pub fn start(&self, id: u64, ttl_ms: u64) {
+        let _ = self.keep_alive(id, ttl_ms, false);
+    }
+
     /// Starts lease `id`'s TTL again now; the caller confirmed that this
     /// node leads and that the lease exists with `ttl_ms` (a ReadIndex
-    /// round, then the state machine). Returns `false` when this node no
-    /// longer leads in the term it counts in (the caller then answers as
-    /// a follower would).
-    pub fn keep_alive(&self, id: u64, ttl_ms: u64) -> bool {
+    /// round, then the state machine). A lease whose TTL has already run
+    /// out is not kept: its revoke is on its way (or will be), and a
+    /// keep-alive answered now could not keep its keys for a TTL.
+    pub fn keep_alive(&self, id: u64, ttl_ms: u64, refuse_ended: bool) -> KeepAlive {
         let Some(term) = self.leading_term() else {
-            return false;
+            return KeepAlive::NotLeading;
         };
         let now = Instant::now();
         let mut c = self.counting.lock();
@@ -160,6 +176,9 @@ impl Lessor {
             self.refresh(now);
             c = self.counting.lock();
         }
+        if refuse_ended && c.leases.get(&id).is_some_and(|cd| cd.ends_at <= now) {
+            return KeepAlive::Ended;
+        }
         let ttl = Duration::from_millis(ttl_ms);
         c.leases.insert(
             id,
@@ -169,7 +188,7 @@ impl Lessor {
                 revoking_until: None,
             },
         );
-        true
+        KeepAlive::Kept
     }
 
     /// How long lease `id` has left by this leader's clock; `None` when it

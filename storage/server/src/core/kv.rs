@@ -55,7 +55,7 @@ impl Core {
                 let lease = match written.result {
                     ApplyResult::Written => req.lease,
                     ApplyResult::LeaseGranted { id, ttl_ms } => {
-                        self.lessor.keep_alive(id, ttl_ms);
+                        self.lessor.start(id, ttl_ms);
                         id
                     }
                     ApplyResult::LeaseNotFound { id } => return Err(lease_not_found(id)),

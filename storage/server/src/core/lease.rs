@@ -15,6 +15,7 @@ use tonic::transport::Channel;
 
 use super::{Core, Hop, Route};
 use crate::error::{ApiError, ErrorCode};
+use crate::lessor::KeepAlive;
 use crate::validate;
 
 fn millis(d: Duration) -> u64 {
@@ -43,7 +44,7 @@ impl Core {
                 let written = self.propose(command, &req.request_id).await?;
                 match written.result {
                     ApplyResult::LeaseGranted { id, ttl_ms } => {
-                        self.lessor.keep_alive(id, ttl_ms);
+                        self.lessor.start(id, ttl_ms);
                         Ok(LeaseGrantResponse {
                             header: Some(self.write_header(&written)),
                             id,
@@ -87,7 +88,8 @@ impl Core {
 
     /// Starts lease `id`'s TTL again, after a ReadIndex round proves that
     /// this node leads and has applied every grant and revoke committed
-    /// before. A lease that does not exist is answered with TTL 0.
+    /// before. A lease that does not exist, or whose TTL already ran out
+    /// (it is being ended), is answered with TTL 0.
     pub async fn lease_keep_alive(
         &self,
         req: LeaseKeepAliveRequest,
@@ -102,12 +104,15 @@ impl Core {
                 let index = self.read_barrier(Consistency::Linearizable as i32).await?;
                 let ttl_ms = match self.lease_ttl(req.id)? {
                     None => 0,
-                    Some(ttl_ms) if self.lessor.keep_alive(req.id, ttl_ms) => ttl_ms,
-                    Some(_) => {
-                        return Err(ApiError::unavailable(
-                            "this node stopped leading; retry the keep-alive",
-                        ));
-                    }
+                    Some(ttl_ms) => match self.lessor.keep_alive(req.id, ttl_ms, true) {
+                        KeepAlive::Kept => ttl_ms,
+                        KeepAlive::Ended => 0,
+                        KeepAlive::NotLeading => {
+                            return Err(ApiError::unavailable(
+                                "this node stopped leading; retry the keep-alive",
+                            ));
+                        }
+                    },
                 };
                 Ok(LeaseKeepAliveResponse {
                     header: Some(self.header(index)),

@@ -254,3 +254,35 @@ async fn leases_refuse_what_they_cannot_do_and_apply_nothing() {
     let list = get(app, "/v1/leases").await.json();
     assert_eq!(list["leases"].as_array().unwrap().len(), 1, "{list}");
 }
+
+#[tokio::test]
+async fn a_keep_alive_after_the_ttl_ran_out_is_told_the_lease_ended() {
+    // Proves: once a lease's TTL has run out by the leader's clock, a
+    // keep-alive is answered "ended" (404) even while the revoke is still
+    // on its way, never "kept": a keep-alive answered then could not keep
+    // the keys for a TTL. The leader checks every 100 ms, so without the
+    // check a keep-alive just after the TTL is kept most of the time.
+    let n = one_node(Limits::default()).await;
+    let app = &n.app;
+    for attempt in 0..5 {
+        let granted = post(app, "/v1/leases", json!({"ttl_ms": 1000})).await;
+        let answered = Instant::now();
+        let id = granted.json()["id"].as_u64().unwrap();
+        call(
+            app,
+            Method::PUT,
+            &format!("/v1/kv/ending/{attempt}?lease={id}"),
+            &[],
+            "v",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1020).saturating_sub(answered.elapsed())).await;
+        let late = post(app, &format!("/v1/leases/{id}/keepalive"), json!({})).await;
+        assert_eq!(
+            late.status,
+            StatusCode::NOT_FOUND,
+            "attempt {attempt}: a keep-alive 20 ms after the TTL ran out was kept: {:?}",
+            late.body
+        );
+    }
+}
