@@ -2198,8 +2198,9 @@ type RangeOp struct {
 	Start []byte `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
 	// Exclusive end; empty means "to the end of the key space".
 	End []byte `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
-	// At most this many pairs (0: 1000, the most); a range also stops at
-	// about 4 MiB of keys and values. `more` says when it stopped early.
+	// At most this many pairs (0: 1000, the most); the ranges of one
+	// transaction also stop at about 4 MiB of keys and values together.
+	// `more` says when it stopped early.
 	Limit         uint32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2370,6 +2371,8 @@ func (*TxnOp_Get) isTxnOp_Op() {}
 
 func (*TxnOp_Range) isTxnOp_Op() {}
 
+// Each of `compare`, `success` and `failure` holds at most the batch limit
+// (10,000) of entries, and each branch at most 128 gets and ranges.
 type TxnRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Compare []*Compare             `protobuf:"bytes,1,rep,name=compare,proto3" json:"compare,omitempty"`

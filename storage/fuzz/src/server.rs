@@ -565,6 +565,21 @@ fn check_txn(req: &TxnRequest) {
         for part in [txn.compares.len(), txn.success.len(), txn.failure.len()] {
             assert!(part <= l.max_batch_ops, "a part over the limit validated");
         }
+        for branch in [&txn.success, &txn.failure] {
+            let reads = branch
+                .iter()
+                .filter(|op| {
+                    matches!(
+                        op,
+                        strata_raft::TxnOp::Get { .. } | strata_raft::TxnOp::Range { .. }
+                    )
+                })
+                .count();
+            assert!(
+                reads <= strata_raft::MAX_TXN_READS,
+                "a branch over the read limit validated"
+            );
+        }
         for c in &txn.compares {
             assert_key_fits(l, &c.key);
             if let strata_raft::CompareTarget::Value(_, v) = &c.target {

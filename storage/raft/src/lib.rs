@@ -129,8 +129,8 @@ pub use status::{
 pub use trace::TraceParent;
 pub use transport::Transport;
 pub use txn::{
-    Compare, CompareOp, CompareTarget, MAX_RANGE_BYTES, MAX_RANGE_KEYS, Txn, TxnOp, TxnOpResult,
-    TxnResult,
+    Compare, CompareOp, CompareTarget, MAX_RANGE_BYTES, MAX_RANGE_KEYS, MAX_TXN_READS, Txn, TxnOp,
+    TxnOpResult, TxnResult,
 };
 
 /// Encodes a raft message for the wire.

@@ -94,9 +94,15 @@ pub enum TxnOp {
 
 /// The most keys one `Range` of a transaction returns.
 pub const MAX_RANGE_KEYS: u32 = 1000;
-/// The most bytes of keys and values one `Range` of a transaction returns
-/// (it stops at the pair that reaches them, and says there is more).
+/// The most bytes of keys and values all the `Range`s of one transaction
+/// return together (each stops at the pair that reaches what is left, and
+/// says there is more), so that no transaction makes every replica hold
+/// more than this for its ranges.
 pub const MAX_RANGE_BYTES: usize = 4 << 20;
+/// The most reads (`Get` and `Range`) one branch of a transaction holds:
+/// with [`MAX_RANGE_BYTES`], what bounds the memory a transaction's reads
+/// take on every replica.
+pub const MAX_TXN_READS: usize = 128;
 
 /// What one operation of the branch that ran produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,9 @@ use strata_proto::v1::{
     scan_request, txn_op,
 };
 use strata_raft::keys::prefix_end;
-use strata_raft::{Compare, CompareOp, CompareTarget, MAX_RANGE_KEYS, Op, Txn, TxnOp};
+use strata_raft::{
+    Compare, CompareOp, CompareTarget, MAX_RANGE_KEYS, MAX_TXN_READS, Op, Txn, TxnOp,
+};
 
 use crate::config::Limits;
 use crate::error::ApiError;
@@ -101,7 +103,8 @@ fn at_op(i: usize, mut e: ApiError) -> ApiError {
 }
 
 /// A transaction as the raft command applies it. Each of its compares and
-/// of its two branches has at most `max_batch_ops` entries; every key and
+/// of its two branches has at most `max_batch_ops` entries, and each
+/// branch at most `MAX_TXN_READS` gets and ranges; every key and
 /// value is within the limits, every compare names a target (and `exists`
 /// only EQUAL or NOT_EQUAL), and every range has its start not after its
 /// end and a limit of at most 1000. The first bad part names its place.
@@ -169,6 +172,15 @@ fn txn_branch(
     name: &str,
     ops: &[strata_proto::v1::TxnOp],
 ) -> Result<Vec<TxnOp>, ApiError> {
+    let reads = ops
+        .iter()
+        .filter(|op| matches!(op.op, Some(txn_op::Op::Get(_)) | Some(txn_op::Op::Range(_))))
+        .count();
+    if reads > MAX_TXN_READS {
+        return Err(ApiError::too_large(format!(
+            "`{name}` has {reads} gets and ranges; the limit is {MAX_TXN_READS}"
+        )));
+    }
     let mut out = Vec::with_capacity(ops.len());
     for (i, op) in ops.iter().enumerate() {
         let at = |e: ApiError| in_part(name, i, e);

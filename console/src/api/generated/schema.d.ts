@@ -2022,8 +2022,9 @@ export interface components {
             end?: string | null;
             /**
              * Format: int32
-             * @description At most this many pairs; absent or 0 means 1000, the most. A range
-             *     also stops at about 4 MiB of keys and values.
+             * @description At most this many pairs; absent or 0 means 1000, the most. The
+             *     ranges of one transaction also stop at about 4 MiB of keys and
+             *     values together.
              */
             limit?: number | null;
         };
@@ -2031,9 +2032,15 @@ export interface components {
         TxnRequest: {
             /** @description All must hold for `success` to run; none: `success` runs. */
             compare?: components["schemas"]["TxnCompare"][];
-            /** @description Run, in order, when every compare holds. */
+            /**
+             * @description Run, in order, when every compare holds; at most 128 gets and
+             *     ranges.
+             */
             success?: components["schemas"]["TxnOp"][];
-            /** @description Run, in order, when some compare does not hold. */
+            /**
+             * @description Run, in order, when some compare does not hold; at most 128 gets
+             *     and ranges.
+             */
             failure?: components["schemas"]["TxnOp"][];
             /**
              * @description Encoding of every key, value and range bound in the request, and of

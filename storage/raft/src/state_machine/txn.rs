@@ -46,6 +46,8 @@ impl StateMachine {
             }
         }
         let mut results = Vec::with_capacity(branch.len());
+        // What the branch's ranges may still return, together.
+        let mut range_budget = MAX_RANGE_BYTES;
         for op in branch {
             results.push(match op {
                 TxnOp::Put { key, value, lease } => {
@@ -59,7 +61,9 @@ impl StateMachine {
                     found: self.read(overlay, key)?,
                 },
                 TxnOp::Range { start, end, limit } => {
-                    let (pairs, more) = self.range(overlay, start, end, *limit)?;
+                    let (pairs, more) = self.range(overlay, start, end, *limit, range_budget)?;
+                    let used: usize = pairs.iter().map(|(k, v)| k.len() + v.value.len()).sum();
+                    range_budget = range_budget.saturating_sub(used);
                     TxnOpResult::Range { pairs, more }
                 }
             });
@@ -69,8 +73,8 @@ impl StateMachine {
 
     /// The user keys in `[start, end)` (`end` empty: to the end) as this
     /// round's writes so far left them: at most `limit` of them (0 or more
-    /// than [`MAX_RANGE_KEYS`]: that many) and about [`MAX_RANGE_BYTES`],
-    /// and whether keys were left out. "Left out" may also be said when
+    /// than [`MAX_RANGE_KEYS`]: that many) and about `max_bytes` of keys
+    /// and values, and whether keys were left out. "Left out" may also be said when
     /// the only keys past the last one returned are ones this round
     /// deleted.
     fn range(
@@ -79,6 +83,7 @@ impl StateMachine {
         start: &[u8],
         end: &[u8],
         limit: u32,
+        max_bytes: usize,
     ) -> Result<(Vec<VersionedPair>, bool), EngineError> {
         let limit = if limit == 0 || limit > MAX_RANGE_KEYS {
             MAX_RANGE_KEYS
@@ -101,10 +106,10 @@ impl StateMachine {
             Bound::Included(&lo[..]),
             Bound::Excluded(&hi[..]),
             want,
-            MAX_RANGE_BYTES,
+            max_bytes.max(1),
         )?;
         let stopped_early = stored.len() == want
-            || stored.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() >= MAX_RANGE_BYTES;
+            || stored.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() >= max_bytes;
         let mut merged = BTreeMap::new();
         for (k, v) in stored {
             let user = keys::user_key(&k).to_vec();
@@ -129,7 +134,7 @@ impl StateMachine {
         let mut pairs = Vec::with_capacity(total.min(limit));
         let mut bytes = 0;
         for (k, v) in merged {
-            if pairs.len() == limit || bytes >= MAX_RANGE_BYTES {
+            if pairs.len() == limit || bytes >= max_bytes {
                 break;
             }
             bytes += k.len() + v.value.len();
@@ -346,5 +351,47 @@ mod tests {
         let (all, more) = keys_of(txn_result(&out[2]));
         assert_eq!(all, ["k05", "k4", "k5", "k6", "k7", "k8", "k9"]);
         assert!(!more);
+    }
+
+    #[test]
+    fn the_ranges_of_one_transaction_share_one_byte_budget() {
+        // Proves: a transaction of many ranges over large values returns
+        // about MAX_RANGE_BYTES in all (the later ranges empty, each saying
+        // there is more), not that much per range.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let big: Vec<Op> = (0..8)
+            .map(|i| Op::Put {
+                key: format!("b{i}").into_bytes(),
+                value: vec![b'x'; 1 << 20],
+            })
+            .collect();
+        sm.apply(&[committed(1, Command::Batch(big))]).unwrap();
+        let whole = TxnOp::Range {
+            start: "b".into(),
+            end: "c".into(),
+            limit: 0,
+        };
+        let txn = Command::Txn(Txn {
+            success: vec![whole; 10],
+            ..Txn::default()
+        });
+        let out = sm.apply(&[committed(2, txn)]).unwrap();
+        let mut total = 0;
+        for r in &txn_result(&out[0]).results {
+            let TxnOpResult::Range { pairs, more } = r else {
+                panic!("{r:?}")
+            };
+            total += pairs.iter().map(|(_, v)| v.value.len()).sum::<usize>();
+            assert!(*more, "every range was cut: 8 MiB is more than the budget");
+        }
+        assert!(
+            total <= MAX_RANGE_BYTES + (1 << 20),
+            "the ranges returned {total} bytes"
+        );
+        assert!(
+            total >= 3 << 20,
+            "the first range returned too little: {total}"
+        );
     }
 }

@@ -271,3 +271,31 @@ async fn a_transaction_retried_with_its_request_id_gets_its_first_answer_reads_i
     );
     assert_eq!(plain["results"][0]["deleted"], true);
 }
+
+#[tokio::test]
+async fn a_branch_of_more_reads_than_the_limit_is_refused() {
+    // Proves: the reads of one branch are bounded (with the ranges' shared
+    // byte budget, what bounds the memory a transaction's reads take on
+    // every replica): 128 pass, 129 are a documented 413.
+    let n = one_node(Limits::default()).await;
+    let app = &n.app;
+    let reads = |n: usize| {
+        let ops: Vec<Value> = (0..n)
+            .map(|_| json!({"op": "range", "start": "a"}))
+            .collect();
+        json!({"failure": ops}).to_string()
+    };
+    let ok = call(app, Method::POST, "/v1/txn", &[JSON], reads(128)).await;
+    assert_eq!(ok.status, StatusCode::OK, "{:?}", ok.body);
+    let refused = call(app, Method::POST, "/v1/txn", &[JSON], reads(129)).await;
+    assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_documented(&document(), "post", "/v1/txn", &refused);
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("`failure` has 129 gets and ranges; the limit is 128"),
+        "{:?}",
+        refused.body
+    );
+}

@@ -64,11 +64,13 @@ pub struct TxnJson {
     #[serde(default)]
     #[schema(max_items = 10000)]
     pub(crate) compare: Vec<CompareJson>,
-    /// Run, in order, when every compare holds.
+    /// Run, in order, when every compare holds; at most 128 gets and
+    /// ranges.
     #[serde(default)]
     #[schema(value_type = Vec<TxnOpDoc>, max_items = 10000)]
     pub(crate) success: Vec<TxnOpJson>,
-    /// Run, in order, when some compare does not hold.
+    /// Run, in order, when some compare does not hold; at most 128 gets
+    /// and ranges.
     #[serde(default)]
     #[schema(value_type = Vec<TxnOpDoc>, max_items = 10000)]
     pub(crate) failure: Vec<TxnOpJson>,
@@ -169,8 +171,9 @@ pub struct TxnRangeOp {
     pub start: Option<String>,
     /// Exclusive end; absent or empty means the end of the key space.
     pub end: Option<String>,
-    /// At most this many pairs; absent or 0 means 1000, the most. A range
-    /// also stops at about 4 MiB of keys and values.
+    /// At most this many pairs; absent or 0 means 1000, the most. The
+    /// ranges of one transaction also stop at about 4 MiB of keys and
+    /// values together.
     #[schema(maximum = 1000)]
     pub limit: Option<u32>,
 }
