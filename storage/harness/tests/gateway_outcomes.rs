@@ -163,19 +163,20 @@ fn grpc_put(
     async move { client.put(key, "v").await.map(|_| ()) }
 }
 
-/// A REST put through the gateway: status, `x-strata-retryable`, body.
+/// A REST put through the gateway, with `request_id` as its
+/// `x-strata-request-id` if given: status, `x-strata-retryable`, body.
 fn rest_put(
     c: &Cluster,
     key: &'static str,
+    request_id: Option<&'static str>,
 ) -> impl Future<Output = (StatusCode, Option<String>, Value)> + use<> {
     let (http, url) = (c.http().clone(), format!("{}/v1/kv/{key}", c.gateway_url()));
     async move {
-        let resp = http
-            .put(url)
-            .body("v")
-            .send()
-            .await
-            .expect("the gateway answers");
+        let mut req = http.put(url).body("v");
+        if let Some(id) = request_id {
+            req = req.header("x-strata-request-id", id);
+        }
+        let resp = req.send().await.expect("the gateway answers");
         let retryable = resp
             .headers()
             .get("x-strata-retryable")
@@ -237,7 +238,7 @@ async fn write_held_by_a_frozen_leader_past_the_gateway_timeout_is_outcome_unkno
     );
     assert_grpc_outcome_unknown(status);
 
-    let put = rest_put(&c, "held-rest");
+    let put = rest_put(&c, "held-rest", None);
     let (answer, took, _) = send_while_the_leader_stalls(&mut c, Stall::Freeze, put).await;
     assert!(
         took > ANSWERED_BY_THE_GATEWAY_AFTER,
@@ -261,7 +262,7 @@ async fn write_in_flight_to_a_leader_that_dies_is_outcome_unknown() {
 
     // The REST case needs a leader with two live followers again.
     c.start_node(killed).unwrap();
-    let put = rest_put(&c, "cut-rest");
+    let put = rest_put(&c, "cut-rest", None);
     let (answer, _, _) = send_while_the_leader_stalls(&mut c, Stall::Kill, put).await;
     assert_rest_outcome_unknown(answer);
 }
@@ -303,7 +304,7 @@ async fn write_no_node_can_take_is_unavailable_and_marked_retryable() {
     );
     assert!(ClientError::Status(status).is_retryable());
 
-    let (status, retryable, body) = rest_put(&c, "nowhere-rest").await;
+    let (status, retryable, body) = rest_put(&c, "nowhere-rest", None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["code"], "UNAVAILABLE", "{body}");
     assert_eq!(retryable.as_deref(), Some("true"));
@@ -321,28 +322,7 @@ async fn a_write_with_a_request_id_retried_after_a_cut_is_never_called_not_appli
     let client = Client::connect(&c.gateway_url()).await.unwrap();
     client.put("warm-up", "v").await.unwrap();
 
-    let (http, url) = (
-        c.http().clone(),
-        format!("{}/v1/kv/cut-once-rest", c.gateway_url()),
-    );
-    let put = async move {
-        let resp = http
-            .put(url)
-            .header("x-strata-request-id", "cut-once-rest-1")
-            .body("v")
-            .send()
-            .await
-            .expect("the gateway answers");
-        let retryable = resp
-            .headers()
-            .get("x-strata-retryable")
-            .map(|v| v.to_str().unwrap_or_default().to_string());
-        (
-            resp.status(),
-            retryable,
-            resp.json().await.unwrap_or(Value::Null),
-        )
-    };
+    let put = rest_put(&c, "cut-once-rest", Some("cut-once-rest-1"));
     let answer = send_then_stop_every_node(&mut c, put).await;
     assert_rest_outcome_unknown(answer);
 

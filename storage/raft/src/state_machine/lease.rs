@@ -121,11 +121,13 @@ impl StateMachine {
         Ok(ApplyResult::LeaseRevoked { keys: deleted })
     }
 
-    /// The keys listed under lease `id` in the engine, some perhaps moved
-    /// to another lease since.
-    fn listed_keys(&self, id: u64) -> Result<Vec<Vec<u8>>, EngineError> {
-        let (mut from, hi) = keys::lease_members_range(self.group, id);
-        let mut out = Vec::new();
+    /// Hands every engine pair in `[lo, hi)` to `each`, read a page at a
+    /// time.
+    fn each_pair(
+        &self,
+        (mut from, hi): (Vec<u8>, Vec<u8>),
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
         loop {
             let page = self.engine.scan_bytes(
                 Bound::Included(&from[..]),
@@ -134,36 +136,37 @@ impl StateMachine {
                 LIST_PIECE_BYTES,
             )?;
             let Some((last, _)) = page.last() else {
-                return Ok(out);
-            };
-            from = last.clone();
-            from.push(0);
-            out.extend(page.iter().map(|(k, _)| keys::lease_member(k).to_vec()));
-        }
-    }
-
-    /// Every lease the group holds, with its TTL in ms, by id.
-    pub fn leases(&self) -> Result<Vec<(u64, u64)>, EngineError> {
-        let (mut from, hi) = keys::lease_range(self.group);
-        let mut out = Vec::new();
-        loop {
-            let page = self.engine.scan_bytes(
-                Bound::Included(&from[..]),
-                Bound::Excluded(&hi[..]),
-                SCAN_BATCH_KEYS,
-                LIST_PIECE_BYTES,
-            )?;
-            let Some((last, _)) = page.last() else {
-                return Ok(out);
+                return Ok(());
             };
             from = last.clone();
             from.push(0);
             for (k, v) in &page {
-                if let Some(id) = keys::lease_id(k) {
-                    out.push((id, ttl_of(id, v)?));
-                }
+                each(k, v)?;
             }
         }
+    }
+
+    /// The keys listed under lease `id` in the engine, some perhaps moved
+    /// to another lease since.
+    fn listed_keys(&self, id: u64) -> Result<Vec<Vec<u8>>, EngineError> {
+        let mut out = Vec::new();
+        self.each_pair(keys::lease_members_range(self.group, id), |k, _| {
+            out.push(keys::lease_member(k).to_vec());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Every lease the group holds, with its TTL in ms, by id.
+    pub fn leases(&self) -> Result<Vec<(u64, u64)>, EngineError> {
+        let mut out = Vec::new();
+        self.each_pair(keys::lease_range(self.group), |k, v| {
+            if let Some(id) = keys::lease_id(k) {
+                out.push((id, ttl_of(id, v)?));
+            }
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     /// Lease `id`'s TTL in ms, if it exists.

@@ -158,17 +158,10 @@ pub fn put_request(
     let q: PutQuery = query(query_string)?;
     let ttl_ms = match q.ttl.as_deref() {
         None => 0,
-        Some(text) => {
-            let ttl = humantime::parse_duration(text).map_err(|e| {
-                ApiError::invalid(format!(
-                    "`ttl` {text:?} is not a duration (30s, 1500ms): {e}"
-                ))
-            })?;
-            u64::try_from(ttl.as_millis())
-                .ok()
-                .filter(|ms| *ms > 0)
-                .ok_or_else(|| ApiError::invalid(format!("`ttl` {text:?} is out of range")))?
-        }
+        Some(text) => match ttl_millis(text)? {
+            0 => return Err(ApiError::invalid(format!("`ttl` {text:?} is out of range"))),
+            ms => ms,
+        },
     };
     let value = if is_json(content_type) {
         let j: PutJson = json(content_type, &body)?;
@@ -437,6 +430,17 @@ fn txn_ops(enc: Encoding, branch: &str, ops: Vec<TxnOpJson>) -> Result<Vec<TxnOp
     Ok(out)
 }
 
+/// A `ttl` given as a duration (`30s`, `1500ms`), in milliseconds.
+fn ttl_millis(text: &str) -> Result<u64, ApiError> {
+    let ttl = humantime::parse_duration(text).map_err(|e| {
+        ApiError::invalid(format!(
+            "`ttl` {text:?} is not a duration (30s, 1500ms): {e}"
+        ))
+    })?;
+    u64::try_from(ttl.as_millis())
+        .map_err(|_| ApiError::invalid(format!("`ttl` {text:?} is out of range")))
+}
+
 /// `POST /v1/leases` with `{"ttl": "30s"}` or `{"ttl_ms": 30000}` (exactly
 /// one), and an optional `"id"`.
 pub fn lease_grant_request(
@@ -445,11 +449,7 @@ pub fn lease_grant_request(
 ) -> Result<LeaseGrantRequest, ApiError> {
     let j: GrantJson = json(content_type, body)?;
     let ttl_ms = match (j.ttl.as_deref(), j.ttl_ms) {
-        (Some(text), None) => humantime::parse_duration(text)
-            .map_err(|e| ApiError::invalid(format!("`ttl` {text:?} is not a duration: {e}")))?
-            .as_millis()
-            .try_into()
-            .map_err(|_| ApiError::invalid(format!("`ttl` {text:?} is out of range")))?,
+        (Some(text), None) => ttl_millis(text)?,
         (None, Some(ms)) => ms,
         _ => return Err(ApiError::invalid("give exactly one of `ttl` and `ttl_ms`")),
     };
