@@ -90,15 +90,18 @@ impl Lessor {
     /// Brings the count up to date with this node's role and the lease
     /// table: dropped when it does not lead; on taking office, every lease
     /// counted afresh; leases granted since the last read counted from
-    /// now, revoked ones dropped.
-    fn refresh(&self, now: Instant) {
+    /// now, revoked ones dropped. The table is read again every
+    /// `REFRESH_EVERY`, or now when `fresh` (a linearizable read of the
+    /// leases, which must see every grant and revoke applied before it).
+    fn refresh(&self, now: Instant, fresh: bool) {
         let Some(term) = self.leading_term() else {
             *self.counting.lock() = Counting::default();
             return;
         };
         let due = {
             let c = self.counting.lock();
-            c.term != Some(term)
+            fresh
+                || c.term != Some(term)
                 || c.refreshed_at
                     .is_none_or(|at| now.duration_since(at) >= REFRESH_EVERY)
         };
@@ -173,7 +176,7 @@ impl Lessor {
             // Not counted in this term yet: the next refresh starts every
             // lease afresh; this one from now too.
             drop(c);
-            self.refresh(now);
+            self.refresh(now, false);
             c = self.counting.lock();
         }
         if refuse_ended && c.leases.get(&id).is_some_and(|cd| cd.ends_at <= now) {
@@ -194,7 +197,7 @@ impl Lessor {
     /// How long lease `id` has left by this leader's clock; `None` when it
     /// does not count it (not the leader, or no such lease).
     pub fn remaining(&self, id: u64) -> Option<Remaining> {
-        self.refresh(Instant::now());
+        self.refresh(Instant::now(), false);
         let c = self.counting.lock();
         let countdown = c.leases.get(&id)?;
         Some(Remaining {
@@ -203,10 +206,11 @@ impl Lessor {
         })
     }
 
-    /// Every lease this leader counts, by id.
+    /// Every lease this leader counts, by id, the table read afresh: after
+    /// a read barrier it holds every grant and revoke applied before.
     pub fn all(&self) -> Option<Vec<(u64, Remaining)>> {
         let now = Instant::now();
-        self.refresh(now);
+        self.refresh(now, true);
         let c = self.counting.lock();
         c.term?;
         let mut out: Vec<(u64, Remaining)> = c
@@ -266,7 +270,7 @@ pub fn spawn(
                 return;
             }
             let now = Instant::now();
-            lessor.refresh(now);
+            lessor.refresh(now, false);
             for id in lessor.expired(now) {
                 tokio::spawn(lessor.clone().revoke(id, request_timeout));
             }

@@ -286,3 +286,49 @@ async fn a_keep_alive_after_the_ttl_ran_out_is_told_the_lease_ended() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_lease_list_shows_every_grant_and_revoke_acknowledged_before_it() {
+    // Proves: a list read right after a grant holds the lease, and one
+    // read right after a revoke no longer does (the list is linearizable,
+    // like every other read of the lease table), round after round.
+    let n = one_node(Limits::default()).await;
+    let app = &n.app;
+    let listed = |a: &Answer| -> Vec<u64> {
+        a.json()["leases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_u64().unwrap())
+            .collect()
+    };
+    // Once the leader's clock has read the table, a change is then read
+    // at once, not at its next refresh.
+    let first = get(app, "/v1/leases").await;
+    assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
+    for id in 100..105u64 {
+        let granted = post(app, "/v1/leases", json!({"id": id, "ttl": "1h"})).await;
+        assert_eq!(granted.status, StatusCode::OK, "{:?}", granted.body);
+        let after_grant = get(app, "/v1/leases").await;
+        assert!(
+            listed(&after_grant).contains(&id),
+            "lease {id} granted but not listed: {:?}",
+            after_grant.json()
+        );
+        let revoked = call(
+            app,
+            Method::DELETE,
+            &format!("/v1/leases/{id}"),
+            &[],
+            Bytes::new(),
+        )
+        .await;
+        assert_eq!(revoked.status, StatusCode::OK, "{:?}", revoked.body);
+        let after_revoke = get(app, "/v1/leases").await;
+        assert!(
+            !listed(&after_revoke).contains(&id),
+            "lease {id} revoked but still listed: {:?}",
+            after_revoke.json()
+        );
+    }
+}
