@@ -1,5 +1,8 @@
 import type { ClusterStatus, NodeStatus, RaftEvent } from '../api/types';
 
+/** The cluster id the fixtures' nodes report. */
+export const CLUSTER_ID = '5f3a9c0d1e2b4a68';
+
 /** A healthy three-node cluster led by `leaderId` in `term`, every node caught up. */
 export function clusterStatus(leaderId: number, term = 3, overrides: Partial<Record<number, Partial<NodeStatus>>> = {}): ClusterStatus {
   const nodes: NodeStatus[] = [1, 2, 3].map((id) => ({
@@ -13,9 +16,10 @@ export function clusterStatus(leaderId: number, term = 3, overrides: Partial<Rec
     leader_id: leaderId,
     proven: true,
     leaving: false,
+    cluster_id: CLUSTER_ID,
     ...overrides[id],
   }));
-  return { leader_id: leaderId, term, nodes };
+  return { leader_id: leaderId, term, cluster_id: CLUSTER_ID, nodes };
 }
 
 export function raftEvent(overrides: Partial<RaftEvent> = {}): RaftEvent {

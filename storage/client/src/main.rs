@@ -192,10 +192,13 @@ enum SnapshotCmd {
     /// Save every key, as of one linearizable read, to FILE (written to
     /// FILE.partial first, renamed once whole).
     Save { file: std::path::PathBuf },
-    /// Check FILE whole and print its raft index, key count and checksum.
+    /// Check FILE whole and print its raft index, key and lease counts,
+    /// the cluster it came from and its checksum.
     Status { file: std::path::PathBuf },
-    /// Load FILE into the cluster at --endpoint, which must hold no key
-    /// (a new cluster) unless --onto-data.
+    /// Load FILE into the running cluster at --endpoint, which must hold
+    /// no key (a new cluster) unless --onto-data. Keys get this cluster's
+    /// raft indexes and leases start their TTL afresh; `strata-node
+    /// restore` builds members' data directories instead, keeping both.
     Restore {
         file: std::path::PathBuf,
         #[arg(long)]
@@ -220,9 +223,9 @@ async fn main() -> anyhow::Result<()> {
     {
         let input =
             std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?;
-        let info =
-            strata_client::proto_backup::read_each(std::io::BufReader::new(input), |_, _| {})
-                .with_context(|| format!("{} is not a whole backup", file.display()))?;
+        let info = strata_client::proto_backup::BackupReader::new(std::io::BufReader::new(input))
+            .and_then(|r| r.check_rest())
+            .with_context(|| format!("{} is not a whole backup", file.display()))?;
         return Ok(describe(&mut out, &info)?);
     }
     let client = Client::connect(&cli.endpoint).await?;
@@ -397,16 +400,23 @@ async fn main() -> anyhow::Result<()> {
                     .map(|n| {
                         serde_json::json!({"id": n.id, "address": n.address, "role": role(n.role), "term": n.term,
                         "commit_index": n.commit_index, "applied_index": n.applied_index, "healthy": n.healthy,
-                        "proven": n.proven})
+                        "proven": n.proven, "cluster_id": hex_id(n.cluster_id)})
                     })
                     .collect();
                 writeln!(
                     out,
                     "{}",
-                    serde_json::json!({"leader_id": st.leader_id, "term": st.term, "nodes": nodes})
+                    serde_json::json!({"cluster_id": hex_id(st.cluster_id), "leader_id": st.leader_id,
+                        "term": st.term, "nodes": nodes})
                 )?;
             } else {
-                writeln!(out, "leader {} term {}", st.leader_id, st.term)?;
+                writeln!(
+                    out,
+                    "leader {} term {} cluster {}",
+                    st.leader_id,
+                    st.term,
+                    cluster_id(st.cluster_id)
+                )?;
                 writeln!(
                     out,
                     "{:<4} {:<22} {:<10} {:>6} {:>10} {:>10} HEALTH",
@@ -524,9 +534,11 @@ async fn lease(client: &Client, action: LeaseCmd, out: &mut impl Write) -> anyho
 fn describe(out: &mut impl Write, info: &BackupInfo) -> std::io::Result<()> {
     writeln!(
         out,
-        "index {} keys {} sha256 {}",
+        "index {} keys {} leases {} cluster {} sha256 {}",
         info.index,
         info.pairs,
+        info.leases,
+        cluster_id(info.cluster_id),
         info.sha256_hex()
     )
 }
@@ -557,6 +569,13 @@ async fn snapshot(
                 .with_context(|| format!("restoring {}", file.display()))?;
             describe(out, &restored.info)?;
             writeln!(out, "restored in {} batches", restored.batches)?;
+            if restored.expired > 0 {
+                writeln!(
+                    out,
+                    "{} keys left out: their lease ran out in this cluster before they were reached",
+                    restored.expired
+                )?;
+            }
         }
     }
     Ok(())
@@ -569,5 +588,24 @@ fn role(r: i32) -> &'static str {
         Role::Candidate => "candidate",
         Role::Learner => "learner",
         Role::Unknown => "unknown",
+    }
+}
+
+/// A cluster id as 16 hex digits, or "unnamed" before the first leader
+/// named the cluster.
+fn cluster_id(id: u64) -> String {
+    if id == 0 {
+        "unnamed".into()
+    } else {
+        hex_id(id)
+    }
+}
+
+/// A cluster id as the REST API shows it: 16 hex digits, empty for none.
+fn hex_id(id: u64) -> String {
+    if id == 0 {
+        String::new()
+    } else {
+        format!("{id:016x}")
     }
 }

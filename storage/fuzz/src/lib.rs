@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod backup;
 pub mod engine;
 pub mod raft;
 pub mod raft_seeds;

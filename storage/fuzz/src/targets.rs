@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{engine, raft, raft_seeds, server};
+use crate::{backup, engine, raft, raft_seeds, server};
 
 /// Where a target's seeds come from.
 enum Seeds {
@@ -23,7 +23,7 @@ pub struct Target {
 }
 
 /// Every target, grouped by the crate whose code it drives.
-pub static TARGETS: [Target; 13] = [
+pub static TARGETS: [Target; 14] = [
     Target::engine("block", engine::block, engine::Target::Block),
     Target::engine("table", engine::table, engine::Target::Table),
     Target::engine("footer", engine::footer, engine::Target::Footer),
@@ -57,6 +57,7 @@ pub static TARGETS: [Target; 13] = [
     Target::committed("rest_request", server::rest_request),
     Target::committed("grpc_request", server::grpc_request),
     Target::committed("raft_batch", server::raft_batch),
+    Target::built("backup_read", backup::backup_read, backup::backup_seeds),
 ];
 
 impl Target {

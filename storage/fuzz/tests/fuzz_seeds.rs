@@ -315,6 +315,7 @@ fn seeds() -> Vec<Seed> {
                 from_proven: true,
                 to_incarnation: 0xfeed,
                 vouched: true,
+                cluster_id: 0,
             }
             .encode_to_vec(),
         },

@@ -161,6 +161,7 @@ smoke_tests!(
     rest_request,
     grpc_request,
     raft_batch,
+    backup_read,
 );
 
 #[test]

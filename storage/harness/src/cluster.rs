@@ -68,11 +68,32 @@ impl Cluster {
         Self::start_configured(n, &[], &[], Some(otlp.to_string())).await
     }
 
+    /// Like [`start`](Self::start), once `prepare` has been handed every
+    /// node's id and (not yet created) data directory, and the `--peers`
+    /// list the nodes start with: to build their data directories first,
+    /// as `strata-node restore` does.
+    pub async fn start_prepared(
+        n: usize,
+        prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
+    ) -> Result<Cluster> {
+        Self::start_with(n, &[], &[], None, prepare).await
+    }
+
     async fn start_configured(
         n: usize,
         node_args: &[&str],
         node_env: &[(&str, &str)],
         otlp: Option<String>,
+    ) -> Result<Cluster> {
+        Self::start_with(n, node_args, node_env, otlp, |_, _| Ok(())).await
+    }
+
+    async fn start_with(
+        n: usize,
+        node_args: &[&str],
+        node_env: &[(&str, &str)],
+        otlp: Option<String>,
+        prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
             .prefix("strata-cluster-")
@@ -102,6 +123,17 @@ impl Cluster {
                 .collect(),
             otlp,
         };
+        let dirs: Vec<(u64, PathBuf)> = cluster
+            .nodes
+            .iter()
+            .map(|n| (n.id, n.data_dir.clone()))
+            .collect();
+        let peers: Vec<String> = cluster
+            .peers()
+            .iter()
+            .map(|(id, address)| format!("{id}={address}"))
+            .collect();
+        prepare(&dirs, &peers.join(","))?;
         for id in 1..=n as u64 {
             cluster.start_node(id)?;
         }

@@ -1,35 +1,55 @@
 //! The backup format, written by the nodes (`KV/Backup`, `GET /v1/backup`)
-//! and read by `strata snapshot status|restore`: the whole key space as of
-//! one raft index, checked end to end.
+//! and read by `strata snapshot status|restore` and `strata-node restore`:
+//! the whole key space as of one raft index, with each key's create and
+//! mod index and lease, and the leases themselves, checked end to end.
 //!
 //! ```text
-//! magic "STRATABK" | version u32 (=1) | index u64 | created_unix_ms u64
-//! pair*: key_len u32 | value_len u32 | key | value      (keys ascending)
-//! end:   u32::MAX | pairs u64 | sha256 (32 bytes) of every byte before `end`
+//! header: magic "STRATABK" | version u32 (=2) | index u64 | created_unix_ms u64
+//!         | cluster_id u64
+//! lease*: 'L' | id u64 | ttl_ms u64                           (ids ascending)
+//! pair*:  'P' | key_len u32 | value_len u32 | create_index u64 | mod_index u64
+//!         | lease u64 | key | value                         (keys ascending)
+//! end:    'E' | leases u64 | pairs u64 | sha256 (32 bytes) of every byte
+//!         before the sha256
 //! ```
-//! Integers are big-endian. A file that is cut short, has bytes changed,
-//! or holds keys out of order does not read. [`BackupReader`] reads one
-//! from any `Read`, a pair at a time, so a file larger than memory is
-//! checked and restored in bounded memory.
+//! Integers are big-endian; every lease comes before the first pair. A
+//! file that is cut short, has bytes changed, or holds items out of order
+//! does not read. Version 1 (the pairs alone: `key_len u32 | value_len u32
+//! | key | value`, ended by `u32::MAX | pairs u64 | sha256` of every byte
+//! before the end mark) still reads: its keys carry the backup's index as
+//! both their indexes, and no lease. [`BackupReader`] reads either from
+//! any `Read`, an item at a time, so a file larger than memory is checked
+//! and restored in bounded memory.
 
 use std::io::Read;
 
 use sha2::{Digest, Sha256};
 
 pub const MAGIC: &[u8; 8] = b"STRATABK";
-pub const VERSION: u32 = 1;
-/// The key length that marks the end of the pairs.
-const END: u32 = u32::MAX;
-const HEADER_LEN: usize = 8 + 4 + 8 + 8;
+/// The version this build writes.
+pub const VERSION: u32 = 2;
+/// The first version, which this build still reads.
+const VERSION_PAIRS_ONLY: u32 = 1;
+/// Version 1's key length that marks the end of the pairs.
+const V1_END: u32 = u32::MAX;
+const V1_HEADER_LEN: usize = 8 + 4 + 8 + 8;
+const HEADER_LEN: usize = V1_HEADER_LEN + 8;
+const TAG_LEASE: u8 = b'L';
+const TAG_PAIR: u8 = b'P';
+const TAG_END: u8 = b'E';
 
 /// What a backup's header and trailer say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackupInfo {
+    pub version: u32,
     /// The raft index whose state it holds.
     pub index: u64,
     pub created_unix_ms: u64,
+    /// The cluster it was taken from (0: not named, or a version 1 file).
+    pub cluster_id: u64,
+    pub leases: u64,
     pub pairs: u64,
-    /// SHA-256 of everything before the trailer's end mark.
+    /// SHA-256 of everything before it.
     pub sha256: [u8; 32],
 }
 
@@ -39,11 +59,31 @@ impl BackupInfo {
     }
 }
 
+/// One key as a backup holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackupPair {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    /// The raft index that created the key.
+    pub create_index: u64,
+    /// The raft index that last put it.
+    pub mod_index: u64,
+    /// The lease it is under; 0 for none.
+    pub lease: u64,
+}
+
+/// One item of a backup, in the order it holds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackupItem {
+    Lease { id: u64, ttl_ms: u64 },
+    Pair(BackupPair),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BackupError {
     #[error("not a Strata backup (no STRATABK header)")]
     NotABackup,
-    #[error("backup format version {0}; this build reads version {VERSION}")]
+    #[error("backup format version {0}; this build reads versions 1 and {VERSION}")]
     Version(u32),
     #[error("the backup is cut short: {0}")]
     CutShort(&'static str),
@@ -51,63 +91,100 @@ pub enum BackupError {
     Checksum,
     #[error("the backup says it holds {said} pairs but holds {held}")]
     Count { said: u64, held: u64 },
+    #[error("the backup says it holds {said} leases but holds {held}")]
+    LeaseCount { said: u64, held: u64 },
     #[error("the backup's keys are out of order at pair {0}")]
     Order(u64),
+    #[error("the backup's leases are out of order, or come after a pair, at lease {0}")]
+    LeaseOrder(u64),
+    #[error("the backup holds an item of unknown kind {0:#04x}")]
+    UnknownItem(u8),
     #[error("bytes after the backup's end")]
     Trailing,
     #[error("reading the backup: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Writes a backup in pieces, hashing as it goes.
+/// Writes a backup in pieces, hashing as it goes. Leases go first, ids
+/// ascending, then the pairs, keys ascending.
 pub struct BackupWriter {
     hash: Sha256,
+    leases: u64,
     pairs: u64,
 }
 
 impl BackupWriter {
-    /// The writer, and the header for the state at raft `index`.
-    pub fn start(index: u64, created_unix_ms: u64) -> (BackupWriter, Vec<u8>) {
+    /// The writer, and the header for the state at raft `index` of cluster
+    /// `cluster_id`.
+    pub fn start(index: u64, created_unix_ms: u64, cluster_id: u64) -> (BackupWriter, Vec<u8>) {
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_be_bytes());
         header.extend_from_slice(&index.to_be_bytes());
         header.extend_from_slice(&created_unix_ms.to_be_bytes());
+        header.extend_from_slice(&cluster_id.to_be_bytes());
         let mut hash = Sha256::new();
         hash.update(&header);
-        (BackupWriter { hash, pairs: 0 }, header)
+        (
+            BackupWriter {
+                hash,
+                leases: 0,
+                pairs: 0,
+            },
+            header,
+        )
     }
 
-    /// Appends one pair (keys must come in ascending order) to `out`.
-    pub fn pair(&mut self, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
+    /// Appends one lease to `out`.
+    pub fn lease(&mut self, id: u64, ttl_ms: u64, out: &mut Vec<u8>) {
         let from = out.len();
-        out.extend_from_slice(&(key.len() as u32).to_be_bytes());
-        out.extend_from_slice(&(value.len() as u32).to_be_bytes());
-        out.extend_from_slice(key);
-        out.extend_from_slice(value);
+        out.push(TAG_LEASE);
+        out.extend_from_slice(&id.to_be_bytes());
+        out.extend_from_slice(&ttl_ms.to_be_bytes());
+        self.hash.update(&out[from..]);
+        self.leases += 1;
+    }
+
+    /// Appends one pair to `out`.
+    pub fn pair(&mut self, pair: &BackupPair, out: &mut Vec<u8>) {
+        let from = out.len();
+        out.push(TAG_PAIR);
+        out.extend_from_slice(&(pair.key.len() as u32).to_be_bytes());
+        out.extend_from_slice(&(pair.value.len() as u32).to_be_bytes());
+        out.extend_from_slice(&pair.create_index.to_be_bytes());
+        out.extend_from_slice(&pair.mod_index.to_be_bytes());
+        out.extend_from_slice(&pair.lease.to_be_bytes());
+        out.extend_from_slice(&pair.key);
+        out.extend_from_slice(&pair.value);
         self.hash.update(&out[from..]);
         self.pairs += 1;
     }
 
-    /// The trailer.
-    pub fn finish(self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(44);
-        out.extend_from_slice(&END.to_be_bytes());
+    /// The end: the counts and the checksum.
+    pub fn finish(mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 + 16 + 32);
+        out.push(TAG_END);
+        out.extend_from_slice(&self.leases.to_be_bytes());
         out.extend_from_slice(&self.pairs.to_be_bytes());
+        self.hash.update(&out);
         out.extend_from_slice(&self.hash.finalize());
         out
     }
 }
 
-/// Reads a backup from `R` a pair at a time, hashing as it goes; the
-/// trailer (count, checksum, nothing after it) is checked when the pairs
-/// end. Pairs handed out before an error are not to be trusted.
+/// Reads a backup from `R` an item at a time, hashing as it goes; the end
+/// (counts, checksum, nothing after it) is checked when the items end.
+/// Items handed out before an error are not to be trusted.
 pub struct BackupReader<R> {
     inner: R,
     hash: Sha256,
+    version: u32,
     index: u64,
     created_unix_ms: u64,
+    cluster_id: u64,
+    leases: u64,
     held: u64,
+    last_lease: Option<u64>,
     last: Option<Vec<u8>>,
     info: Option<BackupInfo>,
 }
@@ -116,25 +193,40 @@ impl<R: Read> BackupReader<R> {
     /// Reads and checks the header.
     pub fn new(mut inner: R) -> Result<Self, BackupError> {
         let mut header = [0u8; HEADER_LEN];
-        read_exact(&mut inner, &mut header, "in the header").map_err(|e| match e {
-            BackupError::CutShort(_) => BackupError::NotABackup,
-            other => other,
-        })?;
+        read_exact(&mut inner, &mut header[..V1_HEADER_LEN], "in the header").map_err(
+            |e| match e {
+                BackupError::CutShort(_) => BackupError::NotABackup,
+                other => other,
+            },
+        )?;
         if &header[..8] != MAGIC {
             return Err(BackupError::NotABackup);
         }
         let version = be_u32(&header[8..12]);
-        if version != VERSION {
-            return Err(BackupError::Version(version));
-        }
+        let len = match version {
+            VERSION => {
+                read_exact(&mut inner, &mut header[V1_HEADER_LEN..], "in the header")?;
+                HEADER_LEN
+            }
+            VERSION_PAIRS_ONLY => V1_HEADER_LEN,
+            other => return Err(BackupError::Version(other)),
+        };
         let mut hash = Sha256::new();
-        hash.update(header);
+        hash.update(&header[..len]);
         Ok(BackupReader {
             inner,
             hash,
+            version,
             index: be_u64(&header[12..20]),
             created_unix_ms: be_u64(&header[20..28]),
+            cluster_id: if len == HEADER_LEN {
+                be_u64(&header[28..36])
+            } else {
+                0
+            },
+            leases: 0,
             held: 0,
+            last_lease: None,
             last: None,
             info: None,
         })
@@ -145,16 +237,76 @@ impl<R: Read> BackupReader<R> {
         self.index
     }
 
-    /// The next pair, or `None` once the pairs ended and the trailer
-    /// checked out (then [`info`](Self::info) says what the backup holds).
-    pub fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>, BackupError> {
+    /// The format version of the backup.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The next item, or `None` once the items ended and the end checked
+    /// out (then [`info`](Self::info) says what the backup holds).
+    pub fn next_item(&mut self) -> Result<Option<BackupItem>, BackupError> {
         if self.info.is_some() {
             return Ok(None);
         }
+        if self.version == VERSION_PAIRS_ONLY {
+            return self.next_v1_pair();
+        }
+        let mut tag = [0u8; 1];
+        read_exact(&mut self.inner, &mut tag, "no end mark")?;
+        match tag[0] {
+            TAG_LEASE => {
+                let mut body = [0u8; 16];
+                read_exact(&mut self.inner, &mut body, "in a lease")?;
+                let id = be_u64(&body[..8]);
+                if self.last.is_some() || self.last_lease.is_some_and(|l| l >= id) {
+                    return Err(BackupError::LeaseOrder(self.leases));
+                }
+                self.hash.update(tag);
+                self.hash.update(body);
+                self.last_lease = Some(id);
+                self.leases += 1;
+                Ok(Some(BackupItem::Lease {
+                    id,
+                    ttl_ms: be_u64(&body[8..]),
+                }))
+            }
+            TAG_PAIR => {
+                let mut head = [0u8; 32];
+                read_exact(&mut self.inner, &mut head, "in a pair's header")?;
+                let key = read_bytes(&mut self.inner, be_u32(&head[..4]), "in a key")?;
+                let value = read_bytes(&mut self.inner, be_u32(&head[4..8]), "in a value")?;
+                if self.last.as_ref().is_some_and(|l| *l >= key) {
+                    return Err(BackupError::Order(self.held));
+                }
+                self.hash.update(tag);
+                self.hash.update(head);
+                self.hash.update(&key);
+                self.hash.update(&value);
+                self.last = Some(key.clone());
+                self.held += 1;
+                Ok(Some(BackupItem::Pair(BackupPair {
+                    key,
+                    value,
+                    create_index: be_u64(&head[8..16]),
+                    mod_index: be_u64(&head[16..24]),
+                    lease: be_u64(&head[24..32]),
+                })))
+            }
+            TAG_END => {
+                self.hash.update(tag);
+                self.finish()?;
+                Ok(None)
+            }
+            other => Err(BackupError::UnknownItem(other)),
+        }
+    }
+
+    /// A version 1 pair: the key's indexes are the backup's.
+    fn next_v1_pair(&mut self) -> Result<Option<BackupItem>, BackupError> {
         let mut lengths = [0u8; 4];
         read_exact(&mut self.inner, &mut lengths, "no end mark")?;
         let key_len = be_u32(&lengths);
-        if key_len == END {
+        if key_len == V1_END {
             self.finish()?;
             return Ok(None);
         }
@@ -171,19 +323,37 @@ impl<R: Read> BackupReader<R> {
         self.hash.update(&value);
         self.last = Some(key.clone());
         self.held += 1;
-        Ok(Some((key, value)))
+        Ok(Some(BackupItem::Pair(BackupPair {
+            key,
+            value,
+            create_index: self.index,
+            mod_index: self.index,
+            lease: 0,
+        })))
     }
 
-    /// Reads the trailer after the end mark and checks it.
+    /// Reads the end (after its mark) and checks it.
     fn finish(&mut self) -> Result<(), BackupError> {
-        let mut trailer = [0u8; 40];
-        read_exact(&mut self.inner, &mut trailer, "in the trailer")?;
+        let said_leases = if self.version == VERSION_PAIRS_ONLY {
+            0
+        } else {
+            let mut count = [0u8; 8];
+            read_exact(&mut self.inner, &mut count, "in the end")?;
+            self.hash.update(count);
+            be_u64(&count)
+        };
+        let mut count = [0u8; 8];
+        read_exact(&mut self.inner, &mut count, "in the end")?;
+        if self.version != VERSION_PAIRS_ONLY {
+            self.hash.update(count);
+        }
+        let said = be_u64(&count);
+        let mut sha256 = [0u8; 32];
+        read_exact(&mut self.inner, &mut sha256, "in the checksum")?;
         let mut more = [0u8; 1];
         if self.inner.read(&mut more)? != 0 {
             return Err(BackupError::Trailing);
         }
-        let said = be_u64(&trailer[..8]);
-        let sha256: [u8; 32] = trailer[8..40].try_into().unwrap_or_default();
         if std::mem::take(&mut self.hash).finalize().as_slice() != sha256 {
             return Err(BackupError::Checksum);
         }
@@ -193,16 +363,25 @@ impl<R: Read> BackupReader<R> {
                 held: self.held,
             });
         }
+        if said_leases != self.leases {
+            return Err(BackupError::LeaseCount {
+                said: said_leases,
+                held: self.leases,
+            });
+        }
         self.info = Some(BackupInfo {
+            version: self.version,
             index: self.index,
             created_unix_ms: self.created_unix_ms,
+            cluster_id: self.cluster_id,
+            leases: self.leases,
             pairs: self.held,
             sha256,
         });
         Ok(())
     }
 
-    /// What the backup holds, once [`next_pair`](Self::next_pair) has
+    /// What the backup holds, once [`next_item`](Self::next_item) has
     /// returned `None`.
     pub fn info(&self) -> Option<&BackupInfo> {
         self.info.as_ref()
@@ -210,8 +389,8 @@ impl<R: Read> BackupReader<R> {
 
     /// Reads the rest of the backup, checking it, and says what it holds.
     pub fn check_rest(mut self) -> Result<BackupInfo, BackupError> {
-        while self.next_pair()?.is_some() {}
-        Ok(self.info.expect("set when the pairs end"))
+        while self.next_item()?.is_some() {}
+        Ok(self.info.expect("set when the items end"))
     }
 }
 
@@ -241,68 +420,154 @@ fn read_bytes(r: &mut impl Read, len: u32, place: &'static str) -> Result<Vec<u8
     Ok(out)
 }
 
-/// Reads a whole backup held in memory: its info and its pairs, after
-/// checking its header, order, count and checksum.
-pub fn read(bytes: &[u8]) -> Result<(BackupInfo, Vec<(Vec<u8>, Vec<u8>)>), BackupError> {
-    let mut pairs = Vec::new();
-    let info = read_each(bytes, |k, v| pairs.push((k.to_vec(), v.to_vec())))?;
-    Ok((info, pairs))
+/// Reads a whole backup held in memory: its info and its items, after
+/// checking its header, order, counts and checksum.
+pub fn read(bytes: &[u8]) -> Result<(BackupInfo, Vec<BackupItem>), BackupError> {
+    let mut reader = BackupReader::new(bytes)?;
+    let mut items = Vec::new();
+    while let Some(item) = reader.next_item()? {
+        items.push(item);
+    }
+    Ok((reader.info.expect("set when the items end"), items))
 }
 
-/// Reads a backup from `input`, handing each pair to `each` in order, and
-/// checks it; the pairs handed over before an error are not to be trusted.
-pub fn read_each(
-    input: impl Read,
-    mut each: impl FnMut(&[u8], &[u8]),
-) -> Result<BackupInfo, BackupError> {
-    let mut reader = BackupReader::new(input)?;
-    while let Some((k, v)) = reader.next_pair()? {
-        each(&k, &v);
-    }
-    Ok(reader.info.expect("set when the pairs end"))
+/// The pairs among `items`.
+pub fn pairs(items: &[BackupItem]) -> impl Iterator<Item = &BackupPair> {
+    items.iter().filter_map(|i| match i {
+        BackupItem::Pair(p) => Some(p),
+        BackupItem::Lease { .. } => None,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn backup(pairs: &[(&str, &str)]) -> Vec<u8> {
-        let (mut w, mut out) = BackupWriter::start(42, 7);
-        for (k, v) in pairs {
-            w.pair(k.as_bytes(), v.as_bytes(), &mut out);
+    fn pair(key: &str, value: &str, create_index: u64, mod_index: u64, lease: u64) -> BackupPair {
+        BackupPair {
+            key: key.into(),
+            value: value.into(),
+            create_index,
+            mod_index,
+            lease,
+        }
+    }
+
+    fn backup(leases: &[(u64, u64)], pairs: &[BackupPair]) -> Vec<u8> {
+        let (mut w, mut out) = BackupWriter::start(42, 7, 0xc1);
+        for (id, ttl) in leases {
+            w.lease(*id, *ttl, &mut out);
+        }
+        for p in pairs {
+            w.pair(p, &mut out);
         }
         out.extend(w.finish());
         out
     }
 
+    fn sample() -> Vec<u8> {
+        backup(
+            &[(3, 5000), (9, 60_000)],
+            &[
+                pair("a", "1", 10, 12, 0),
+                pair("b", "", 11, 11, 3),
+                pair("c", "three", 40, 41, 9),
+            ],
+        )
+    }
+
     #[test]
-    fn a_backup_reads_back_with_its_index_and_pairs() {
-        let b = backup(&[("a", "1"), ("b", ""), ("c", "three")]);
-        let (info, pairs) = read(&b).unwrap();
-        assert_eq!((info.index, info.created_unix_ms, info.pairs), (42, 7, 3));
-        let pairs: Vec<(&[u8], &[u8])> = pairs
-            .iter()
-            .map(|(k, v)| (k.as_slice(), v.as_slice()))
-            .collect();
+    fn a_backup_reads_back_with_its_leases_pairs_and_indexes() {
+        let (info, items) = read(&sample()).unwrap();
         assert_eq!(
-            pairs,
+            (
+                info.version,
+                info.index,
+                info.created_unix_ms,
+                info.cluster_id,
+                info.leases,
+                info.pairs
+            ),
+            (2, 42, 7, 0xc1, 2, 3)
+        );
+        assert_eq!(
+            items,
             vec![
-                (&b"a"[..], &b"1"[..]),
-                (&b"b"[..], &b""[..]),
-                (&b"c"[..], &b"three"[..])
+                BackupItem::Lease {
+                    id: 3,
+                    ttl_ms: 5000
+                },
+                BackupItem::Lease {
+                    id: 9,
+                    ttl_ms: 60_000
+                },
+                BackupItem::Pair(pair("a", "1", 10, 12, 0)),
+                BackupItem::Pair(pair("b", "", 11, 11, 3)),
+                BackupItem::Pair(pair("c", "three", 40, 41, 9)),
             ]
         );
         assert_eq!(info.sha256_hex().len(), 64);
-        let nothing = backup(&[]);
-        let (empty, none) = read(&nothing).unwrap();
-        assert_eq!((empty.pairs, none.len()), (0, 0));
+        let (empty, none) = read(&backup(&[], &[])).unwrap();
+        assert_eq!((empty.leases, empty.pairs, none.len()), (0, 0, 0));
+    }
+
+    /// A version 1 file, as the first format wrote it.
+    fn version_1(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&1u32.to_be_bytes());
+        out.extend_from_slice(&42u64.to_be_bytes());
+        out.extend_from_slice(&7u64.to_be_bytes());
+        for (k, v) in pairs {
+            out.extend_from_slice(&(k.len() as u32).to_be_bytes());
+            out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+            out.extend_from_slice(k.as_bytes());
+            out.extend_from_slice(v.as_bytes());
+        }
+        let sha = Sha256::digest(&out);
+        out.extend_from_slice(&u32::MAX.to_be_bytes());
+        out.extend_from_slice(&(pairs.len() as u64).to_be_bytes());
+        out.extend_from_slice(&sha);
+        out
+    }
+
+    #[test]
+    fn a_version_1_backup_still_reads_its_keys_at_the_backups_index() {
+        let old = version_1(&[("a", "1"), ("b", "2")]);
+        let (info, items) = read(&old).unwrap();
+        assert_eq!(
+            (
+                info.version,
+                info.index,
+                info.cluster_id,
+                info.leases,
+                info.pairs
+            ),
+            (1, 42, 0, 0, 2)
+        );
+        assert_eq!(
+            items,
+            vec![
+                BackupItem::Pair(pair("a", "1", 42, 42, 0)),
+                BackupItem::Pair(pair("b", "2", 42, 42, 0)),
+            ]
+        );
+        for i in 0..old.len() {
+            let mut damaged = old.clone();
+            damaged[i] ^= 0x40;
+            assert!(
+                read(&damaged).is_err(),
+                "version 1: byte {i} changed and still read"
+            );
+        }
     }
 
     #[test]
     fn a_damaged_cut_or_disordered_backup_does_not_read() {
-        // Proves: every changed byte, every cut, a swapped pair order and
-        // extra bytes are refused, each with its reason.
-        let b = backup(&[("a", "1"), ("b", "2")]);
+        // Proves: every changed byte, every cut, pairs or leases out of
+        // order, a lease after a pair and extra bytes are refused, each
+        // with its reason.
+        let b = sample();
         for i in 0..b.len() {
             let mut damaged = b.clone();
             damaged[i] ^= 0x40;
@@ -311,14 +576,22 @@ mod tests {
         for cut in 0..b.len() {
             assert!(read(&b[..cut]).is_err(), "cut at {cut} still read");
         }
-        assert!(matches!(
-            read(&backup(&[("b", "2"), ("a", "1")])),
-            Err(BackupError::Order(1))
-        ));
+        let swapped = backup(&[], &[pair("b", "2", 1, 1, 0), pair("a", "1", 1, 1, 0)]);
+        assert!(matches!(read(&swapped), Err(BackupError::Order(1))));
+        let leases = backup(&[(9, 1), (3, 1)], &[]);
+        assert!(matches!(read(&leases), Err(BackupError::LeaseOrder(1))));
+        let (mut w, mut late) = BackupWriter::start(1, 1, 0);
+        w.pair(&pair("a", "1", 1, 1, 0), &mut late);
+        w.lease(3, 1, &mut late);
+        late.extend(w.finish());
+        assert!(matches!(read(&late), Err(BackupError::LeaseOrder(0))));
         let mut longer = b.clone();
         longer.push(0);
         assert!(matches!(read(&longer), Err(BackupError::Trailing)));
         assert!(matches!(read(b"hello"), Err(BackupError::NotABackup)));
+        let mut future = b.clone();
+        future[11] = 3;
+        assert!(matches!(read(&future), Err(BackupError::Version(3))));
     }
 
     /// A backup of `pairs` pairs of 64 KiB values, made as it is read, so
@@ -335,8 +608,14 @@ mod tests {
             if self.pending.is_empty() {
                 if self.next < self.pairs {
                     let w = self.writer.as_mut().expect("writing");
-                    let key = format!("k{:08}", self.next);
-                    w.pair(key.as_bytes(), &[7u8; 64 << 10], &mut self.pending);
+                    let p = BackupPair {
+                        key: format!("k{:08}", self.next).into_bytes(),
+                        value: vec![7u8; 64 << 10],
+                        create_index: 1,
+                        mod_index: 2,
+                        lease: 0,
+                    };
+                    w.pair(&p, &mut self.pending);
                     self.next += 1;
                 } else if let Some(w) = self.writer.take() {
                     self.pending = w.finish();
@@ -350,11 +629,11 @@ mod tests {
     }
 
     #[test]
-    fn a_backup_is_read_a_pair_at_a_time_in_bounded_memory() {
+    fn a_backup_is_read_an_item_at_a_time_in_bounded_memory() {
         // Proves: checking a 64 MiB backup through a reader never makes an
         // allocation larger than a few pairs, so a backup larger than
         // memory can be checked and restored.
-        let (writer, header) = BackupWriter::start(5, 6);
+        let (writer, header) = BackupWriter::start(5, 6, 0);
         let input = Generated {
             pending: header,
             next: 0,
@@ -379,9 +658,10 @@ mod tests {
         // Proves: a damaged key length of 4 GiB is "cut short" once the input
         // ends, read a piece at a time, not an allocation of what it claims
         // (which would abort the process).
-        let (_, mut b) = BackupWriter::start(1, 1);
+        let (_, mut b) = BackupWriter::start(1, 1, 0);
+        b.push(TAG_PAIR);
         b.extend_from_slice(&(u32::MAX - 1).to_be_bytes());
-        b.extend_from_slice(&0u32.to_be_bytes());
+        b.extend_from_slice(&[0u8; 28]);
         b.extend_from_slice(b"short");
         assert!(matches!(read(&b), Err(BackupError::CutShort("in a key"))));
     }

@@ -16,6 +16,7 @@
 //! PutLeased:   key | value | lease u64
 //! PutWithTtl:  key | value | ttl_ms u64
 //! LeaseGrant:  id u64 | ttl_ms u64          LeaseRevoke: id u64
+//! ClusterId:   id u64
 //! ```
 //! Compare ops: equal 0, not equal 1, less 2, greater 3.
 //! Byte strings are a u32 length followed by the bytes; integers are
@@ -38,6 +39,7 @@ const TAG_PUT_LEASED: u8 = 6;
 const TAG_PUT_TTL: u8 = 7;
 const TAG_LEASE_GRANT: u8 = 8;
 const TAG_LEASE_REVOKE: u8 = 9;
+const TAG_CLUSTER_ID: u8 = 10;
 const TXN_PUT: u8 = 1;
 const TXN_DELETE: u8 = 2;
 const TXN_GET: u8 = 3;
@@ -100,6 +102,11 @@ pub enum Command {
     LeaseRevoke {
         id: u64,
     },
+    /// Names the cluster `id` (non-zero), unless it has a name already: the
+    /// first leader of a cluster proposes it.
+    ClusterId {
+        id: u64,
+    },
 }
 
 /// What applying a command produced, returned to the proposer.
@@ -129,6 +136,11 @@ pub enum ApplyResult {
     },
     /// Not applied: lease `id` exists already.
     LeaseExists {
+        id: u64,
+    },
+    /// The cluster's id, from this entry on (the one proposed, or the one
+    /// an earlier entry gave it).
+    ClusterId {
         id: u64,
     },
     /// Not applied: its request id names another request, applied at
@@ -305,6 +317,10 @@ impl Command {
                 out.push(TAG_LEASE_REVOKE);
                 out.extend_from_slice(&id.to_le_bytes());
             }
+            Command::ClusterId { id } => {
+                out.push(TAG_CLUSTER_ID);
+                out.extend_from_slice(&id.to_le_bytes());
+            }
         }
     }
 
@@ -403,6 +419,7 @@ impl Proposal {
                 ttl_ms: r.u64()?,
             },
             TAG_LEASE_REVOKE => Command::LeaseRevoke { id: r.u64()? },
+            TAG_CLUSTER_ID => Command::ClusterId { id: r.u64()? },
             _ => return Err(DecodeError("unknown command tag")),
         };
         if !r.buf.is_empty() {
@@ -443,6 +460,7 @@ impl Command {
                 key.len() + value.len() + 8
             }
             Command::LeaseGrant { .. } | Command::LeaseRevoke { .. } => 16,
+            Command::ClusterId { .. } => 8,
         }
     }
 }
@@ -661,6 +679,7 @@ mod tests {
             (any::<u64>(), any::<u64>())
                 .prop_map(|(id, ttl_ms)| Command::LeaseGrant { id, ttl_ms }),
             any::<u64>().prop_map(|id| Command::LeaseRevoke { id }),
+            any::<u64>().prop_map(|id| Command::ClusterId { id }),
         ]
     }
 

@@ -297,7 +297,10 @@ impl PeerHandle {
 
     /// The stamp for a batch of this peer's messages to member `to`.
     pub fn stamp_to(&self, to: u64) -> Stamp {
-        self.inner.stamps.to(to)
+        Stamp {
+            cluster_id: self.state_machine().cluster_id().unwrap_or(0),
+            ..self.inner.stamps.to(to)
+        }
     }
 
     /// Tells raft how sending a snapshot to `to` ended. Never waits, so

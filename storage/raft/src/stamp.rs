@@ -25,6 +25,9 @@ pub struct Stamp {
     /// `to_incarnation` names, holds its log up to an entry committed after
     /// it first heard from that life.
     pub vouched: bool,
+    /// The sender's cluster id (`state_machine/cluster_id.rs`); 0 while
+    /// it knows none. A member never steps a batch from another cluster.
+    pub cluster_id: u64,
 }
 
 /// What a peer's driver publishes for its transport to stamp batches
@@ -63,6 +66,7 @@ impl Stamps {
             proven: known.proven,
             to_incarnation: known.incarnations.get(&to).copied().unwrap_or(0),
             vouched: known.vouched.contains(&to),
+            cluster_id: 0,
         }
     }
 
@@ -104,6 +108,7 @@ mod tests {
                 proven: true,
                 to_incarnation: 9,
                 vouched: true,
+                cluster_id: 0,
             }
         );
         assert!(!stamps.to(3).vouched);

@@ -5,11 +5,13 @@
 //! never disagree after a crash. Replaying the raft log from that index
 //! restores anything the engine lost.
 
+mod cluster_id;
 mod dedupe;
 mod history;
 mod install;
 mod lease;
 mod record;
+mod seed;
 mod txn;
 
 pub use history::{
@@ -17,6 +19,7 @@ pub use history::{
 };
 pub use lease::MAX_LEASE_ID;
 pub use record::Versioned;
+pub use seed::Seeder;
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -90,6 +93,8 @@ pub struct StateMachine {
     history_from_key: Vec<u8>,
     request_clock_key: Vec<u8>,
     value_format_key: Vec<u8>,
+    cluster_id_key: Vec<u8>,
+    cluster_id: cluster_id::ClusterIdCache,
     /// How many raft indexes of changes the history keeps.
     history_entries: u64,
     trim: Mutex<history::Trim>,
@@ -115,6 +120,8 @@ impl StateMachine {
             history_from_key: keys::meta_key(group, "history_from"),
             request_clock_key: keys::meta_key(group, "request_clock_ms"),
             value_format_key: keys::meta_key(group, "value_format"),
+            cluster_id_key: keys::meta_key(group, "cluster_id"),
+            cluster_id: cluster_id::ClusterIdCache::default(),
             history_entries: DEFAULT_HISTORY_ENTRIES,
             trim: Mutex::new(history::Trim::default()),
             forget_cursor: Mutex::new(dedupe::ForgetCursor::default()),
@@ -191,6 +198,7 @@ impl StateMachine {
         let mut requests = dedupe::Requests::default();
         let mut overlay = Overlay::new();
         let mut leases = lease::LeaseRound::default();
+        let mut named = cluster_id::ClusterIdRound::default();
         let mut out = Vec::new();
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
@@ -310,6 +318,9 @@ impl StateMachine {
                 Command::Txn(txn) => {
                     self.apply_txn(&mut changes, &mut overlay, &mut leases, at, txn)?
                 }
+                Command::ClusterId { id } => {
+                    self.stage_cluster_id(changes.batch(), &mut named, *id)?
+                }
             };
             if let Some(d) = &p.dedupe {
                 self.remember(changes.batch(), &mut requests, d, entry.index, &result)?;
@@ -326,6 +337,7 @@ impl StateMachine {
         batch.put(&self.applied_key, &last.index.to_be_bytes());
         self.engine.write(&batch)?;
         self.trimmed(trimmed);
+        self.cluster_id_applied(named);
         self.applied_tx.send_replace(last.index);
         Ok(out)
     }

@@ -1,6 +1,6 @@
-//! Backups: every key and value as of one linearizable read, streamed in
-//! the backup format (`strata_proto::backup`) to `KV/Backup` and
-//! `GET /v1/backup`.
+//! Backups: every lease, and every key with its value, create and mod
+//! index and lease, as of one linearizable read, streamed in the backup
+//! format (`strata_proto::backup`) to `KV/Backup` and `GET /v1/backup`.
 //!
 //! The read barrier makes the state at least as new as every write
 //! acknowledged before the request; the engine view taken after it fixes
@@ -13,14 +13,16 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use strata_proto::backup::BackupWriter;
+use strata_engine::{EngineError, ReadPoint};
+use strata_proto::backup::{BackupPair, BackupWriter};
 use strata_proto::v1::Consistency;
+use strata_raft::StateMachine;
 use tokio::sync::mpsc;
 
 use crate::core::Core;
 use crate::error::{ApiError, ErrorCode};
 
-/// Pairs read from the view at a time.
+/// Leases or pairs read from the view at a time.
 const PAGE_PAIRS: usize = 1024;
 /// The size a chunk is sent at.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -40,40 +42,76 @@ pub async fn start(core: &Core) -> Result<mpsc::Receiver<Result<Bytes, ApiError>
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
+    let cluster_id = state_machine
+        .cluster_id()
+        .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
     tokio::task::spawn_blocking(move || {
-        let (mut writer, mut chunk) = BackupWriter::start(index, created);
-        let mut from = Vec::new();
-        loop {
-            let pairs = match state_machine.scan_at(&view, &from, None, PAGE_PAIRS) {
-                Ok(pairs) => pairs,
-                Err(e) => {
-                    let _ = tx.blocking_send(Err(ApiError::new(
-                        ErrorCode::StorageFailed,
-                        format!("the backup stopped: {e}"),
-                    )));
-                    return;
-                }
-            };
-            for (k, v) in &pairs {
-                writer.pair(k, v, &mut chunk);
-                if chunk.len() >= CHUNK_BYTES
-                    && tx
-                        .blocking_send(Ok(Bytes::from(std::mem::take(&mut chunk))))
-                        .is_err()
-                {
-                    return;
-                }
-            }
-            match pairs.last() {
-                Some((last, _)) if pairs.len() == PAGE_PAIRS => {
-                    from = last.clone();
-                    from.push(0);
-                }
-                _ => break,
-            }
+        let (writer, header) = BackupWriter::start(index, created, cluster_id);
+        if let Err(e) = copy(&state_machine, &view, writer, header, &tx) {
+            let _ = tx.blocking_send(Err(ApiError::new(
+                ErrorCode::StorageFailed,
+                format!("the backup stopped: {e}"),
+            )));
         }
-        chunk.extend(writer.finish());
-        let _ = tx.blocking_send(Ok(Bytes::from(chunk)));
     });
     Ok(rx)
+}
+
+/// Writes the leases and then the pairs `view` holds after `header`, in
+/// chunks; returns early (and fine) once the client went away.
+fn copy(
+    state_machine: &StateMachine,
+    view: &ReadPoint,
+    mut writer: BackupWriter,
+    mut chunk: Vec<u8>,
+    tx: &mpsc::Sender<Result<Bytes, ApiError>>,
+) -> Result<(), EngineError> {
+    // Hands the chunk over once it is full; false when no one reads.
+    let send_full = |chunk: &mut Vec<u8>| {
+        chunk.len() < CHUNK_BYTES
+            || tx
+                .blocking_send(Ok(Bytes::from(std::mem::take(chunk))))
+                .is_ok()
+    };
+    let mut after = None;
+    loop {
+        let leases = state_machine.leases_at(view, after, PAGE_PAIRS)?;
+        for &(id, ttl_ms) in &leases {
+            writer.lease(id, ttl_ms, &mut chunk);
+            if !send_full(&mut chunk) {
+                return Ok(());
+            }
+        }
+        match leases.last() {
+            Some(&(last, _)) if leases.len() == PAGE_PAIRS => after = Some(last),
+            _ => break,
+        }
+    }
+    let mut from = Vec::new();
+    loop {
+        let pairs = state_machine.scan_versioned_at(view, &from, None, PAGE_PAIRS)?;
+        for (key, v) in &pairs {
+            let pair = BackupPair {
+                key: key.clone(),
+                value: v.value.clone(),
+                create_index: v.create_index,
+                mod_index: v.mod_index,
+                lease: v.lease,
+            };
+            writer.pair(&pair, &mut chunk);
+            if !send_full(&mut chunk) {
+                return Ok(());
+            }
+        }
+        match pairs.last() {
+            Some((last, _)) if pairs.len() == PAGE_PAIRS => {
+                from = last.clone();
+                from.push(0);
+            }
+            _ => break,
+        }
+    }
+    chunk.extend(writer.finish());
+    let _ = tx.blocking_send(Ok(Bytes::from(chunk)));
+    Ok(())
 }

@@ -246,6 +246,21 @@ impl NodeConfig {
         Ok(members)
     }
 
+    /// The engine's directory in the data directory.
+    pub fn engine_dir(&self) -> PathBuf {
+        self.data_dir.join("engine")
+    }
+
+    /// The raft log's directory in the data directory.
+    pub fn raft_log_dir(&self) -> PathBuf {
+        self.data_dir.join(format!("raft-{}", self.group_id))
+    }
+
+    /// Where snapshots are built and staged, in the data directory.
+    pub fn snapshot_dir(&self) -> PathBuf {
+        self.data_dir.join(format!("snapshots-{}", self.group_id))
+    }
+
     pub fn advertise_address(&self) -> String {
         self.advertise
             .clone()

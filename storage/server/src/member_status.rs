@@ -57,14 +57,24 @@ pub async fn gather(core: &Core) -> StatusResponse {
     StatusResponse {
         leader_id,
         term,
+        cluster_id: local_cluster_id(&nodes, core.id()),
         nodes,
     }
+}
+
+/// The cluster id the answering node `id` knows.
+fn local_cluster_id(nodes: &[NodeStatus], id: u64) -> u64 {
+    nodes
+        .iter()
+        .find(|n| n.id == id)
+        .map_or(0, |n| n.cluster_id)
 }
 
 /// Replaces this node's entry in `status` with `local` and recomputes the
 /// leader; returns whether anything changed.
 fn with_local(status: &mut StatusResponse, local: NodeStatus) -> bool {
     let before = status.clone();
+    status.cluster_id = local.cluster_id;
     match status.nodes.iter_mut().find(|n| n.id == local.id) {
         Some(n) => *n = local,
         None => {
@@ -154,6 +164,7 @@ mod tests {
             leader_id: 1,
             term: 6,
             nodes: vec![node(1, 6, 1), node(2, 6, 1), node(3, 6, 1)],
+            cluster_id: 0,
         };
         assert!(with_local(&mut st, node(2, 7, 2)));
         assert_eq!((st.term, st.leader_id), (7, 2));

@@ -67,6 +67,8 @@ pub struct Node {
     stats_task: JoinHandle<()>,
     /// The leader's lease clock (`crate::lessor`).
     lessor_task: JoinHandle<()>,
+    /// Names the cluster if it has no id yet (`crate::cluster_name`).
+    naming_task: JoinHandle<()>,
     /// The consistency canary, when `--canary` runs it.
     canary: Option<JoinHandle<()>>,
 }
@@ -104,8 +106,7 @@ impl Node {
             ..EngineOptions::default()
         };
         let engine = Arc::new(
-            Engine::open(config.data_dir.join("engine"), engine_opts)
-                .context("opening the storage engine")?,
+            Engine::open(config.engine_dir(), engine_opts).context("opening the storage engine")?,
         );
         let state_machine = Arc::new(
             StateMachine::new(engine.clone(), config.group_id).with_history(config.watch_history),
@@ -132,7 +133,7 @@ impl Node {
             config.id,
             config.group_id,
             bootstrap_voters,
-            config.data_dir.join(format!("raft-{}", config.group_id)),
+            config.raft_log_dir(),
         );
         peer_config.members = directory;
         peer_config.read_mode = match config.timing.read_mode {
@@ -142,9 +143,7 @@ impl Node {
         peer_config.tick = Duration::from_millis(config.timing.tick_ms);
         peer_config.election_ticks = config.timing.election_ticks;
         peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
-        peer_config.snapshot_root = config
-            .data_dir
-            .join(format!("snapshots-{}", config.group_id));
+        peer_config.snapshot_root = config.snapshot_dir();
         peer_config.compact_log_entries = config.compact_log_entries;
         peer_config.compact_keep_entries = config.compact_keep_entries;
         peer_config.compact_log_bytes = config.compact_log_mb << 20;
@@ -205,6 +204,11 @@ impl Node {
             core.request_timeout(),
             stopping.subscribe(),
         );
+        let naming_task = crate::cluster_name::spawn(
+            core.peer().clone(),
+            core.request_timeout(),
+            stopping.subscribe(),
+        );
         let watches = Arc::new(Watches::new(
             config.id,
             core.peer().state_machine().clone(),
@@ -245,6 +249,7 @@ impl Node {
             watcher,
             stats_task,
             lessor_task,
+            naming_task,
             canary,
         })
     }
@@ -286,6 +291,7 @@ impl Node {
             watcher,
             stats_task,
             lessor_task,
+            naming_task,
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
@@ -362,6 +368,7 @@ impl Node {
         let _ = watcher.await;
         let _ = stats_task.await;
         let _ = lessor_task.await;
+        let _ = naming_task.await;
         if let Some(joining) = joining {
             joining.abort();
             let _ = joining.await;

@@ -319,6 +319,7 @@ fn collect_batch(
         from_proven: stamp.proven,
         to_incarnation: stamp.to_incarnation,
         vouched: stamp.vouched,
+        cluster_id: stamp.cluster_id,
     };
     (batch, left)
 }
@@ -340,6 +341,7 @@ mod tests {
         proven: true,
         to_incarnation: 22,
         vouched: true,
+        cluster_id: 33,
     };
 
     fn message(index: u64) -> Message {
@@ -383,9 +385,10 @@ mod tests {
                 first.from_incarnation,
                 first.from_proven,
                 first.to_incarnation,
-                first.vouched
+                first.vouched,
+                first.cluster_id
             ),
-            (11, true, 22, true),
+            (11, true, 22, true, 33),
             "the batch carries the stamp"
         );
         let indexes: Vec<u64> = first

@@ -811,6 +811,11 @@ export interface components {
              */
             term: number;
             /**
+             * @description The answering node's cluster id (see `NodeStatus.cluster_id`).
+             * @example 5f3a9c0d1e2b4a68
+             */
+            cluster_id: string;
+            /**
              * @description Every member, as reported by itself; an unreachable peer appears with
              *     `healthy: false`, `role: unknown` and an `error`.
              */
@@ -1500,6 +1505,14 @@ export interface components {
              *     it.
              */
             leaving: boolean;
+            /**
+             * @description The cluster the node belongs to, as 16 hex digits: a random id the
+             *     cluster's first leader drew (a cluster restored from a backup draws
+             *     a new one). Empty until that leader's entry is applied on the node,
+             *     and for a node that could not be asked.
+             * @example 5f3a9c0d1e2b4a68
+             */
+            cluster_id: string;
         };
         /**
          * @description The process and its data directory's file system (`strata_process_*`);

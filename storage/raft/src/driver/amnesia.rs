@@ -215,6 +215,7 @@ mod tests {
             proven: true,
             to_incarnation,
             vouched: false,
+            cluster_id: 0,
         }
     }
 

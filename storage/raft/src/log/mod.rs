@@ -7,5 +7,5 @@ pub mod segment;
 pub mod store;
 pub mod writer;
 
-pub use store::{DEFAULT_SEGMENT_BYTES, RaftLogStore};
+pub use store::{BOOTSTRAP_INDEX, BOOTSTRAP_TERM, DEFAULT_SEGMENT_BYTES, RaftLogStore};
 pub use writer::{LogWrite, LogWriter};

@@ -186,22 +186,48 @@ impl RaftLogStore {
             ));
         }
         if is_new && !bootstrap_voters.is_empty() {
-            let mut cs = ConfState::default();
-            cs.set_voters(bootstrap_voters.to_vec());
-            store.set_conf_state(&cs);
-            store.discard_through(BOOTSTRAP_INDEX, BOOTSTRAP_TERM);
-            store.frame(
-                RecordKind::Compacted,
-                &encode_compacted(BOOTSTRAP_INDEX, BOOTSTRAP_TERM),
-            );
-            store.set_hard_state(&HardState {
-                term: BOOTSTRAP_TERM,
-                commit: BOOTSTRAP_INDEX,
-                ..Default::default()
-            });
-            store.persist()?;
+            store.start_at(bootstrap_voters, BOOTSTRAP_INDEX, BOOTSTRAP_TERM)?;
         }
         Ok(store)
+    }
+
+    /// Creates the log of a member of a group that starts from a state
+    /// taken at raft `index` (a restored backup): as if every entry up to
+    /// `index` had been committed at `term` and compacted, with `voters`
+    /// the configuration. The log in `dir` must hold nothing yet.
+    pub fn seed(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        max_segment_bytes: u64,
+        voters: &[u64],
+        index: u64,
+        term: u64,
+    ) -> Result<Self, LogError> {
+        let mut store = Self::open(fs, dir, max_segment_bytes, &[])?;
+        if !store.opened_empty {
+            return Err(corrupt(
+                dir,
+                "the log holds records already; it is seeded empty",
+            ));
+        }
+        store.start_at(voters, index, term)?;
+        Ok(store)
+    }
+
+    /// Writes and syncs a new log's start: the configuration `voters`, and
+    /// every entry up to `index` compacted at `term` and committed.
+    fn start_at(&mut self, voters: &[u64], index: u64, term: u64) -> Result<(), LogError> {
+        let mut cs = ConfState::default();
+        cs.set_voters(voters.to_vec());
+        self.set_conf_state(&cs);
+        self.discard_through(index, term);
+        self.frame(RecordKind::Compacted, &encode_compacted(index, term));
+        self.set_hard_state(&HardState {
+            term,
+            commit: index,
+            ..Default::default()
+        });
+        self.persist().map(drop)
     }
 
     fn replay(&mut self, dir: &Path, rec: OwnedRecord) -> Result<(), LogError> {

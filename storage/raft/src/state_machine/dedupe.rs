@@ -113,6 +113,10 @@ impl Remembered {
                 v.push(8);
                 v.extend_from_slice(&id.to_be_bytes());
             }
+            ApplyResult::ClusterId { id } => {
+                v.push(9);
+                v.extend_from_slice(&id.to_be_bytes());
+            }
             ApplyResult::IdReused { .. } | ApplyResult::Replayed { .. } => {
                 return Err(corrupt("an answer that applied nothing is not recorded"));
             }
@@ -151,6 +155,7 @@ impl Remembered {
             6 => ApplyResult::LeaseRevoked { keys: u64_at(25)? },
             7 => ApplyResult::LeaseNotFound { id: u64_at(25)? },
             8 => ApplyResult::LeaseExists { id: u64_at(25)? },
+            9 => ApplyResult::ClusterId { id: u64_at(25)? },
             _ => return Err(corrupt("unknown answer")),
         };
         Ok(Remembered {
@@ -504,6 +509,7 @@ mod tests {
             ApplyResult::LeaseRevoked { keys: 12 },
             ApplyResult::LeaseNotFound { id: 9 },
             ApplyResult::LeaseExists { id: 10 },
+            ApplyResult::ClusterId { id: 11 },
         ];
         for result in answers {
             let r = Remembered {

@@ -69,6 +69,7 @@ impl StateMachine {
         let info = source.describe()?;
         let (history_from, _) = source.history_bounds()?;
         let request_clock = source.request_clock()?;
+        let cluster_id = source.stored_cluster_id()?;
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.applied_key, &info.index.to_be_bytes());
@@ -76,7 +77,13 @@ impl StateMachine {
         done.put(&self.members_key, &info.members);
         done.put(&self.history_from_key, &history_from.to_be_bytes());
         done.put(&self.request_clock_key, &request_clock.to_be_bytes());
+        if cluster_id == 0 {
+            done.delete(&self.cluster_id_key);
+        } else {
+            done.put(&self.cluster_id_key, &cluster_id.to_be_bytes());
+        }
         self.engine.write(&done)?;
+        self.cluster_id.set(cluster_id);
         self.make_durable()?;
         self.reset_trim();
         *self.forget_cursor.lock() = super::dedupe::ForgetCursor::default();

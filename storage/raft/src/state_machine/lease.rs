@@ -12,7 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 
-use strata_engine::{EngineError, WriteBatch};
+use strata_engine::{EngineError, ReadPoint, WriteBatch};
 
 use super::{Overlay, SCAN_BATCH_KEYS, StateMachine, history};
 use crate::command::ApplyResult;
@@ -167,6 +167,29 @@ impl StateMachine {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// Up to `limit` leases with their TTLs in ms as of `view`, ids after
+    /// `after` (all, for `None`), ascending.
+    pub fn leases_at(
+        &self,
+        view: &ReadPoint,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(u64, u64)>, EngineError> {
+        let (lo, hi) = keys::lease_range(self.group);
+        let from = match after {
+            Some(id) => match id.checked_add(1) {
+                Some(next) => keys::lease_key(self.group, next),
+                None => return Ok(Vec::new()),
+            },
+            None => lo,
+        };
+        view.scan(Bound::Included(&from[..]), Bound::Excluded(&hi[..]), limit)?
+            .into_iter()
+            .filter_map(|(k, v)| keys::lease_id(&k).map(|id| (id, v)))
+            .map(|(id, v)| Ok((id, ttl_of(id, &v)?)))
+            .collect()
     }
 
     /// Lease `id`'s TTL in ms, if it exists.

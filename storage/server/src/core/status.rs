@@ -39,6 +39,7 @@ impl Core {
             error,
             proven: st.proven,
             leaving: st.leaving.contains(&self.id),
+            cluster_id: self.peer.state_machine().cluster_id().unwrap_or(0),
         }
     }
 }

@@ -58,7 +58,21 @@ pub fn stamp_of(batch: &RaftBatch) -> Stamp {
         proven: batch.from_proven,
         to_incarnation: batch.to_incarnation,
         vouched: batch.vouched,
+        cluster_id: batch.cluster_id,
     }
+}
+
+/// Refuses a batch from a member of another cluster: both sides know their
+/// cluster's id, and the ids differ. A side that knows none yet (a cluster
+/// whose first leader has not named it) is let through.
+pub fn check_cluster(id: u64, ours: u64, batch: &RaftBatch) -> Result<(), Status> {
+    if ours != 0 && batch.cluster_id != 0 && batch.cluster_id != ours {
+        return Err(Status::failed_precondition(format!(
+            "node {id} belongs to cluster {ours:016x}; the batch from node {} is from cluster {:016x}",
+            batch.from_node, batch.cluster_id
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -92,6 +106,12 @@ impl RaftService {
 
     fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
         let stamp = stamp_of(batch);
+        let ours = self
+            .peer
+            .state_machine()
+            .cluster_id()
+            .map_err(|e| Status::unavailable(format!("reading the cluster id: {e}")))?;
+        check_cluster(self.id, ours, batch)?;
         for m in validate_batch(self.id, self.group_id, batch)? {
             self.peer.step(m, stamp);
         }
@@ -222,6 +242,64 @@ mod tests {
             messages: Vec::new(),
             ..RaftBatch::default()
         }
+    }
+
+    #[tokio::test]
+    async fn a_batch_from_another_cluster_is_refused_once_this_one_is_named() {
+        // Proves: before the cluster has an id a batch naming any passes;
+        // once it is named, a batch naming another cluster is refused
+        // (FAILED_PRECONDITION, both ids in the message), while one naming
+        // this cluster, or none, passes.
+        let (client, _stop, keep) = serve_one_node().await;
+        let mut c = client.clone();
+        let stranger = RaftBatch {
+            cluster_id: 0xbad,
+            ..batch_to(1, 1)
+        };
+        c.send(stranger.clone())
+            .await
+            .expect("unnamed: let through");
+        let peer = keep.0.handle();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match peer
+                .propose(strata_raft::Command::ClusterId { id: 0x600d })
+                .await
+            {
+                Ok((_, strata_raft::ApplyResult::ClusterId { id })) => {
+                    assert_eq!(id, 0x600d);
+                    break;
+                }
+                other => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "never named: {other:?}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+        let refused = c.send(stranger).await.unwrap_err();
+        assert_eq!(refused.code(), Code::FailedPrecondition, "{refused}");
+        assert!(
+            refused.message().contains("000000000000600d"),
+            "{}",
+            refused.message()
+        );
+        assert!(
+            refused.message().contains("0000000000000bad"),
+            "{}",
+            refused.message()
+        );
+        c.send(RaftBatch {
+            cluster_id: 0x600d,
+            ..batch_to(1, 1)
+        })
+        .await
+        .expect("this cluster's batch passes");
+        c.send(batch_to(1, 1))
+            .await
+            .expect("a batch naming none passes");
     }
 
     #[tokio::test]

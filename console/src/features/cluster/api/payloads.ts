@@ -33,7 +33,7 @@ function isRole(value: unknown): value is NodeRole {
 
 function parseNodeStatus(value: unknown): NodeStatus | null {
   if (!isObject(value)) return null;
-  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error, proven, leaving } = value;
+  const { id, address, role, term, commit_index, applied_index, healthy, leader_id, error, proven, leaving, cluster_id } = value;
   if (
     !isCount(id) ||
     typeof address !== 'string' ||
@@ -44,7 +44,8 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     typeof healthy !== 'boolean' ||
     !isCount(leader_id) ||
     (proven !== undefined && typeof proven !== 'boolean') ||
-    (leaving !== undefined && typeof leaving !== 'boolean')
+    (leaving !== undefined && typeof leaving !== 'boolean') ||
+    (cluster_id !== undefined && typeof cluster_id !== 'string')
   ) {
     return null;
   }
@@ -60,6 +61,7 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
     leader_id,
     proven: proven ?? true,
     leaving: leaving ?? false,
+    cluster_id: cluster_id ?? '',
   };
   if (typeof error === 'string' && error !== '') node.error = error;
   return node;
@@ -68,15 +70,16 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
 /** A ClusterStatus (GET /v1/cluster/status, SSE `status`), or null when malformed. */
 export function parseClusterStatus(value: unknown): ClusterStatus | null {
   if (!isObject(value)) return null;
-  const { leader_id, term, nodes } = value;
+  const { leader_id, term, nodes, cluster_id } = value;
   if (!isCount(leader_id) || !isCount(term) || !Array.isArray(nodes)) return null;
+  if (cluster_id !== undefined && typeof cluster_id !== 'string') return null;
   const parsed: NodeStatus[] = [];
   for (const raw of nodes) {
     const node = parseNodeStatus(raw);
     if (!node) return null;
     parsed.push(node);
   }
-  return { leader_id, term, nodes: parsed };
+  return { leader_id, term, cluster_id: cluster_id ?? '', nodes: parsed };
 }
 
 /** A RaftEvent (SSE `raft`), or null when malformed. */

@@ -1,6 +1,6 @@
 import { act, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
-import { clusterStatus, raftEvent } from '../../../test/fixtures';
+import { CLUSTER_ID, clusterStatus, raftEvent } from '../../../test/fixtures';
 import { renderWithQuery } from '../../../test/render';
 import type { ClusterEventsOptions } from '../hooks/useClusterEvents';
 import { ClusterPage } from './ClusterPage';
@@ -58,8 +58,17 @@ describe('ClusterPage', () => {
     expect(screen.getByTestId('node-row-2')).toHaveAttribute('data-leader', 'true');
     expect(screen.getByTestId('node-row-1')).toHaveAttribute('data-leader', 'false');
     expect(screen.getByTestId('cluster-term')).toHaveTextContent('4');
+    expect(screen.getByTestId('cluster-id')).toHaveTextContent(`cluster ${CLUSTER_ID}`);
     const events = screen.getByRole('list', { name: 'Recent raft events' });
     expect(within(events).getByText('Node 2 elected leader after 150 ms')).toBeInTheDocument();
+  });
+
+  it('says when the cluster has no id yet', () => {
+    renderWithQuery(<ClusterPage events={FAST} />);
+    act(() => {
+      MockEventSource.latest().emit('status', { ...clusterStatus(1, 3), cluster_id: '' });
+    });
+    expect(screen.getByTestId('cluster-id')).toHaveTextContent('cluster not named yet');
   });
 
   it('shows reconnecting when the stream errors, reconnects by itself, and clears on the next status', async () => {

@@ -7,7 +7,7 @@ interface ClusterSummaryProps {
   status: ClusterStatus;
 }
 
-/** The three facts an operator looks for first: who leads, in which term, how many are up. */
+/** The facts an operator looks for first: who leads, in which term (and cluster), how many are up. */
 export function ClusterSummary({ status }: ClusterSummaryProps) {
   const leader = currentLeader(status);
   const healthy = status.nodes.filter((node) => node.healthy).length;
@@ -25,7 +25,12 @@ export function ClusterSummary({ status }: ClusterSummaryProps) {
       </div>
       <div className={styles.fact}>
         <dt>Term</dt>
-        <dd data-testid="cluster-term">{formatCount(term)}</dd>
+        <dd data-testid="cluster-term">
+          {formatCount(term)}
+          <span className={styles.sub} data-testid="cluster-id" title="The cluster's id, drawn by its first leader">
+            {status.cluster_id ? `cluster ${status.cluster_id}` : 'cluster not named yet'}
+          </span>
+        </dd>
       </div>
       <div className={`${styles.fact} ${allHealthy ? '' : styles.alert}`}>
         <dt>Healthy nodes</dt>

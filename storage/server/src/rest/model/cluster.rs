@@ -115,6 +115,21 @@ pub struct NodeStatus {
     /// still votes, in the outgoing configuration, until the group leaves
     /// it.
     pub leaving: bool,
+    /// The cluster the node belongs to, as 16 hex digits: a random id the
+    /// cluster's first leader drew (a cluster restored from a backup draws
+    /// a new one). Empty until that leader's entry is applied on the node,
+    /// and for a node that could not be asked.
+    #[schema(example = "5f3a9c0d1e2b4a68")]
+    pub cluster_id: String,
+}
+
+/// A cluster id as the API shows it: 16 hex digits, empty for none (0).
+pub fn cluster_id_text(id: u64) -> String {
+    if id == 0 {
+        String::new()
+    } else {
+        format!("{id:016x}")
+    }
 }
 
 impl From<&pb::NodeStatus> for NodeStatus {
@@ -131,6 +146,7 @@ impl From<&pb::NodeStatus> for NodeStatus {
             error: n.error.clone(),
             proven: n.proven,
             leaving: n.leaving,
+            cluster_id: cluster_id_text(n.cluster_id),
         }
     }
 }
@@ -144,6 +160,9 @@ pub struct ClusterStatus {
     pub leader_id: u64,
     /// The answering node's current term.
     pub term: u64,
+    /// The answering node's cluster id (see `NodeStatus.cluster_id`).
+    #[schema(example = "5f3a9c0d1e2b4a68")]
+    pub cluster_id: String,
     /// Every member, as reported by itself; an unreachable peer appears with
     /// `healthy: false`, `role: unknown` and an `error`.
     pub nodes: Vec<NodeStatus>,
@@ -154,6 +173,7 @@ impl From<&pb::StatusResponse> for ClusterStatus {
         ClusterStatus {
             leader_id: s.leader_id,
             term: s.term,
+            cluster_id: cluster_id_text(s.cluster_id),
             nodes: s.nodes.iter().map(NodeStatus::from).collect(),
         }
     }
