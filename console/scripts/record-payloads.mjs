@@ -181,7 +181,113 @@ async function recordWatch() {
   return { events, compacted };
 }
 
-const recorders = { keys: recordKeys, actions: recordActions, load: recordLoad, k6: recordK6, scan: recordScan, watch: recordWatch };
+/**
+ * Leases: one granted with two keys put under it, one a put granted itself (`?ttl=`),
+ * their list and time to live, a keep-alive, the refusals (an id taken, a TTL out of
+ * range, a lease that does not exist) and a revoke with what it leaves behind.
+ */
+async function recordLeases() {
+  const granted = await call('POST', '/v1/leases', { ttl: '60s' });
+  const id = granted.body.id;
+  const putUnderLease = await call('PUT', `/v1/kv/lease/a?lease=${id}`, { value: 'held by the lease', encoding: 'utf8' });
+  await call('PUT', `/v1/kv/lease/b?lease=${id}`, { value: JSON.stringify({ owner: 'worker-1' }), encoding: 'utf8' });
+  const putWithTtl = await call('PUT', '/v1/kv/lease/own?ttl=30s', { value: 'own lease', encoding: 'utf8' });
+  const own = putWithTtl.body.lease;
+  const payloads = {
+    granted,
+    putUnderLease,
+    putWithTtl,
+    list: await call('GET', '/v1/leases'),
+    timeToLive: await call('GET', `/v1/leases/${id}?keys=true&encoding=base64`),
+    timeToLiveOwn: await call('GET', `/v1/leases/${own}?keys=true&encoding=base64`),
+    keptAlive: await call('POST', `/v1/leases/${id}/keepalive`),
+    grantTaken: await call('POST', '/v1/leases', { ttl: '60s', id }),
+    grantTtlTooShort: await call('POST', '/v1/leases', { ttl: '10ms' }),
+    grantTtlMalformed: await call('POST', '/v1/leases', { ttl: 'soon' }),
+    putUnknownLease: await call('PUT', '/v1/kv/lease/c?lease=999999', { value: 'x', encoding: 'utf8' }),
+    revoked: await call('DELETE', `/v1/leases/${id}`),
+  };
+  payloads.keyAfterRevoke = await call('GET', '/v1/kv/lease/a?encoding=base64');
+  payloads.keepAliveEnded = await call('POST', `/v1/leases/${id}/keepalive`);
+  payloads.revokeEnded = await call('DELETE', `/v1/leases/${id}`);
+  payloads.timeToLiveEnded = await call('GET', `/v1/leases/${id}?keys=true&encoding=base64`);
+  payloads.listAfterRevoke = await call('GET', '/v1/leases');
+  await call('DELETE', `/v1/leases/${own}`);
+  return payloads;
+}
+
+/**
+ * Transactions under `txn/`: one whose compares (every target) hold and whose success
+ * branch runs every kind of operation, one whose stale `mod_index` sends it down the
+ * failure branch, one reading a binary value, and the refusals of malformed ones.
+ */
+async function recordTxn() {
+  await call('PUT', '/v1/kv/txn/acct/a', { value: '5', encoding: 'utf8' });
+  await call('PUT', '/v1/kv/txn/acct/b', { value: JSON.stringify({ balance: 9, owner: 'bob' }), encoding: 'utf8' });
+  await call('PUT', '/v1/kv/txn/old', { value: 'to be deleted', encoding: 'utf8' });
+  await call('PUT', '/v1/kv/txn/blob', new Uint8Array([0, 1, 2, 0xff, 0xfe, 0x20, 0x62, 0x69, 0x6e]), 'application/octet-stream');
+  const lease = await call('POST', '/v1/leases', { ttl: '120s' });
+  const a = await call('GET', '/v1/kv/txn/acct/a?encoding=base64');
+  const { create_index: created, mod_index: modified } = a.body;
+  const succeeded = await call('POST', '/v1/txn', {
+    compare: [
+      { key: 'txn/acct/a', op: 'equal', value: '5' },
+      { key: 'txn/acct/b', op: 'equal', exists: true },
+      { key: 'txn/acct/a', op: 'greater', create_index: created - 1 },
+      { key: 'txn/acct/a', op: 'equal', mod_index: modified },
+      { key: 'txn/acct/a', op: 'equal', lease: 0 },
+      { key: 'txn/acct/b', op: 'less', value: '{"c' },
+      { key: 'txn/none', op: 'not_equal', exists: true },
+    ],
+    success: [
+      { op: 'put', key: 'txn/acct/a', value: '6', lease: lease.body.id },
+      { op: 'delete', key: 'txn/old' },
+      { op: 'delete', key: 'txn/none' },
+      { op: 'get', key: 'txn/acct/b' },
+      { op: 'get', key: 'txn/none' },
+      { op: 'range', start: 'txn/acct/', end: 'txn/acct0', limit: 10 },
+      { op: 'range', start: 'txn/', end: 'txn0', limit: 1 },
+    ],
+    failure: [{ op: 'get', key: 'txn/acct/a' }],
+    encoding: 'utf8',
+  });
+  const failed = await call('POST', '/v1/txn', {
+    compare: [{ key: 'txn/acct/a', op: 'equal', mod_index: modified }],
+    success: [{ op: 'put', key: 'txn/acct/a', value: '7' }],
+    failure: [
+      { op: 'get', key: 'txn/acct/a' },
+      { op: 'range', start: 'txn/acct/', end: 'txn/acct0' },
+    ],
+    encoding: 'utf8',
+  });
+  const payloads = {
+    lease,
+    getBefore: a,
+    succeeded,
+    failed,
+    binary: await call('POST', '/v1/txn', { success: [{ op: 'get', key: 'txn/blob' }], encoding: 'utf8' }),
+    noTarget: await call('POST', '/v1/txn', { compare: [{ key: 'txn/acct/a', op: 'equal' }], encoding: 'utf8' }),
+    existsLess: await call('POST', '/v1/txn', { compare: [{ key: 'txn/acct/a', op: 'less', exists: true }], encoding: 'utf8' }),
+    putWithoutValue: await call('POST', '/v1/txn', { success: [{ op: 'put', key: 'txn/acct/a' }], encoding: 'utf8' }),
+    unknownLease: await call('POST', '/v1/txn', {
+      success: [{ op: 'put', key: 'txn/acct/a', value: '8', lease: 999999 }],
+      encoding: 'utf8',
+    }),
+  };
+  await call('DELETE', `/v1/leases/${lease.body.id}`);
+  return payloads;
+}
+
+const recorders = {
+  keys: recordKeys,
+  actions: recordActions,
+  load: recordLoad,
+  k6: recordK6,
+  scan: recordScan,
+  watch: recordWatch,
+  leases: recordLeases,
+  txn: recordTxn,
+};
 
 mkdirSync(out, { recursive: true });
 for (const [name, record] of Object.entries(recorders)) {

@@ -7,6 +7,7 @@ const ElectionsPage = lazy(() => import('../features/elections').then((m) => ({ 
 const StoragePage = lazy(() => import('../features/storage').then((m) => ({ default: m.StoragePage })));
 const IncidentPage = lazy(() => import('../features/incident').then((m) => ({ default: m.IncidentPage })));
 const KeysPage = lazy(() => import('../features/keys').then((m) => ({ default: m.KeysPage })));
+const LeasesPage = lazy(() => import('../features/keys').then((m) => ({ default: m.LeasesPage })));
 const ActionsPage = lazy(() => import('../features/actions').then((m) => ({ default: m.ActionsPage })));
 const LoadPage = lazy(() => import('../features/load').then((m) => ({ default: m.LoadPage })));
 
@@ -29,6 +30,7 @@ export const sections: readonly [Section, ...Section[]] = [
   { id: 'storage', label: 'Storage', render: () => <StoragePage /> },
   { id: 'incident', label: 'Incident', render: () => <IncidentPage /> },
   { id: 'keys', label: 'Keys', render: () => <KeysPage /> },
+  { id: 'leases', label: 'Leases', render: () => <LeasesPage /> },
   { id: 'actions', label: 'Actions', render: () => <ActionsPage /> },
   { id: 'load', label: 'Load', render: () => <LoadPage /> },
 ];

@@ -6,6 +6,9 @@ export type ValueView =
   | { kind: 'text'; text: string }
   | { kind: 'binary'; text: string };
 
+/** The kind of a value in words, for its label. */
+export const VALUE_KIND_LABEL = { json: 'JSON', text: 'text', binary: 'binary (hex)' } as const;
+
 export function viewValue(bytes: Uint8Array): ValueView {
   const text = textFromBytes(bytes);
   if (text === null) return { kind: 'binary', text: hexDump(bytes) };

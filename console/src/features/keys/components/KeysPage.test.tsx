@@ -1,6 +1,7 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
 import recorded from '../../../test/recorded/keys.json';
+import leases from '../../../test/recorded/leases.json';
 import scan from '../../../test/recorded/scan.json';
 import watch from '../../../test/recorded/watch.json';
 import { parseSse } from '../../../test/sse';
@@ -209,6 +210,32 @@ describe('KeysPage', () => {
     expect(api.requests('PUT')[1]?.body).toEqual({ value: 'carol', encoding: 'utf8' });
     // The stored key is selected and read back.
     expect(await screen.findByTestId('selected-key')).toHaveTextContent('users/carol');
+  });
+
+  it('puts a key under an existing lease or a lease of its own, and shows an unknown lease’s 404', async () => {
+    // Proves the lease choice becomes ?lease=ID or ?ttl=… as typed, the API judging both.
+    const api = serveRecorded([
+      { method: 'PUT', url: '/v1/kv/lease%2Fc?lease=999999', answer: leases.putUnknownLease },
+      { method: 'PUT', url: '/v1/kv/lease%2Fown?ttl=30s', answer: leases.putWithTtl },
+      { method: 'GET', url: '/v1/kv/lease%2Fown?', answer: recorded.getText },
+    ]);
+    renderWithQuery(<KeysPage />);
+    const form = screen.getByTestId('put-form');
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Key' }), { target: { value: 'lease/c' } });
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Value' }), { target: { value: 'x' } });
+    fireEvent.change(within(form).getByRole('combobox', { name: 'Lease' }), { target: { value: 'lease' } });
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Lease id' }), { target: { value: '999999' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Put' }));
+    const error = await within(form).findByTestId('api-error');
+    expect(error).toHaveAttribute('data-code', 'NOT_FOUND');
+    expect(error).toHaveTextContent(leases.putUnknownLease.body.message);
+
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Key' }), { target: { value: 'lease/own' } });
+    fireEvent.change(within(form).getByRole('combobox', { name: 'Lease' }), { target: { value: 'ttl' } });
+    fireEvent.change(within(form).getByRole('textbox', { name: 'TTL' }), { target: { value: '30s' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Put' }));
+    expect(await within(form).findByTestId('put-ok')).toHaveTextContent(`under lease ${leases.putWithTtl.body.lease}`);
+    expect(api.requests('PUT').map((r) => r.url)).toEqual(['/v1/kv/lease%2Fc?lease=999999', '/v1/kv/lease%2Fown?ttl=30s']);
   });
 
   it('deletes only after confirmation', async () => {

@@ -2,21 +2,25 @@ import { useState, type SyntheticEvent } from 'react';
 import controls from '../../../components/Controls.module.css';
 import { Panel } from '../../../components/Panel';
 import { base64FromBytes } from '../api/bytes';
+import { casDraft, type TxnDraft } from '../api/txn';
 import { CasForm } from './CasForm';
 import { ChangeFeed } from './ChangeFeed';
 import { KeyList } from './KeyList';
 import page from '../../../components/Page.module.css';
 import styles from './KeysPage.module.css';
 import { PutForm } from './PutForm';
+import { TxnForm } from './TxnForm';
 import { ValueViewer } from './ValueViewer';
 
-/** Browse keys by prefix, read a value, put, delete and compare-and-swap. */
+/** Browse keys by prefix, read a value, put, delete, compare-and-swap and run transactions. */
 export function KeysPage() {
   const [draftPrefix, setDraftPrefix] = useState('');
   const [prefix, setPrefix] = useState('');
   // One token per page visited; the first page has none.
   const [pageTokens, setPageTokens] = useState<(string | null)[]>([null]);
   const [selected, setSelected] = useState<Uint8Array | null>(null);
+  // The transaction form starts afresh (a new key) from each prefill.
+  const [txnStart, setTxnStart] = useState<{ n: number; draft?: TxnDraft }>({ n: 0 });
 
   function browse(event: SyntheticEvent) {
     event.preventDefault();
@@ -74,6 +78,10 @@ export function KeysPage() {
               <ValueViewer
                 key={selectedId}
                 keyBytes={selected}
+                onCompareAndSwap={(seed) => {
+                  setTxnStart((start) => ({ n: start.n + 1, draft: casDraft(seed) }));
+                  document.getElementById('txn-panel')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+                }}
                 onDeleted={() => {
                   setSelected(null);
                   restart();
@@ -97,6 +105,11 @@ export function KeysPage() {
             </Panel>
           </div>
         </div>
+      </div>
+      <div id="txn-panel">
+        <Panel title="Transaction">
+          <TxnForm key={txnStart.n} initial={txnStart.draft} onRan={restart} />
+        </Panel>
       </div>
     </div>
   );

@@ -5,21 +5,22 @@ import controls from '../../../components/Controls.module.css';
 import { ErrorNote } from '../../../components/ErrorNote';
 import { Pill } from '../../../components/Pill';
 import { formatCount } from '../../../lib/format';
-import { keyLabel } from '../api/bytes';
+import { keyLabel, textFromBytes } from '../api/bytes';
 import { valueQuery } from '../api/getValue';
-import { viewValue } from '../api/valueView';
+import type { CasSeed } from '../api/txn';
+import { VALUE_KIND_LABEL, viewValue } from '../api/valueView';
 import { deleteKey } from '../api/writeKeys';
 import styles from './KeysPage.module.css';
 
 interface ValueViewerProps {
   keyBytes: Uint8Array;
   onDeleted: () => void;
+  /** Start a transaction that compare-and-swaps this key on its mod index (text keys only). */
+  onCompareAndSwap?: (seed: CasSeed) => void;
 }
 
-const KIND_LABEL = { json: 'JSON', text: 'text', binary: 'binary (hex)' } as const;
-
 /** One key's value, read linearizably, shown by kind; deleting it asks first. */
-export function ValueViewer({ keyBytes, onDeleted }: ValueViewerProps) {
+export function ValueViewer({ keyBytes, onDeleted, onCompareAndSwap }: ValueViewerProps) {
   const client = useQueryClient();
   const value = useQuery(valueQuery(keyBytes));
   const [confirming, setConfirming] = useState(false);
@@ -44,7 +45,7 @@ export function ValueViewer({ keyBytes, onDeleted }: ValueViewerProps) {
       <>
         <div className={styles.valueMeta}>
           <Pill tone="accent" testId="value-kind">
-            {KIND_LABEL[view.kind]}
+            {VALUE_KIND_LABEL[view.kind]}
           </Pill>
           <span>{formatCount(value.data.value.length)} bytes</span>
           <span data-testid="value-versions">
@@ -63,6 +64,21 @@ export function ValueViewer({ keyBytes, onDeleted }: ValueViewerProps) {
         <pre className={styles.value} data-testid="value-text" data-kind={view.kind}>
           {view.text === '' ? <span className={styles.hint}>(empty value)</span> : view.text}
         </pre>
+        {onCompareAndSwap && !label.binary && (
+          <div className={controls.row}>
+            <button
+              type="button"
+              className={controls.button}
+              data-testid="start-cas-txn"
+              onClick={() => {
+                onCompareAndSwap({ key: label.text, modIndex: value.data.modIndex, value: textFromBytes(value.data.value) });
+              }}
+            >
+              Compare-and-swap on its mod index…
+            </button>
+            <span className={styles.hint}>fills the transaction form below</span>
+          </div>
+        )}
       </>
     );
   }
