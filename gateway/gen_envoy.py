@@ -359,6 +359,11 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         # The raft transport is internal: never reachable through the gateway.
         {"match": {"prefix": "/strata.v1.Raft/"},
          "direct_response": {"status": 404, "body": {"inline_string": "the raft transport is internal"}}},
+        # So are the calls members make on each other (Cluster/LocalStatus, LocalStats,
+        # LocalCompact, LocalSnapshot), which the nodes do not check: a client asks any node for the
+        # cluster-wide call (Status, Compact, ...), which checks its role.
+        {"match": {"prefix": "/strata.v1.Cluster/Local"},
+         "direct_response": {"status": 404, "body": {"inline_string": "members' own calls are internal"}}},
         stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
         stream_route({"path": "/strata.v1.KV/Backup", "grpc": {}}),
         once_route(grpc_route("/strata.v1.KV/", "nodes")),
@@ -533,7 +538,9 @@ RESPONSE_FLAGS: dict[str, Flag] = {
 UNFLAGGED_GATEWAY_ERRORS = [502, 503, 504]
 # Bodies for the client errors Envoy answers itself (a request body over the buffer limit, the
 # internal raft route); their status stays.
-STATUS_CODES = {413: "PAYLOAD_TOO_LARGE", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT"}
+STATUS_CODES = {413: "PAYLOAD_TOO_LARGE", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT",
+                # The JWT filter's refusal of a token (a node's own 401s are not local replies).
+                401: "UNAUTHENTICATED"}
 
 
 def error_body(code: str) -> dict:
@@ -644,6 +651,29 @@ def access_log(target: str) -> list[dict]:
         "path": target, "log_format": fmt}}]
 
 
+def jwt_filter(jwks_path: str) -> dict:
+    """Envoy's JWT filter, checking a token where a request carries one against the cluster's public
+    keys (`strata auth keygen`'s jwks.json, read from `jwks_path`): a token that is expired, changed
+    or signed by another key is refused here (401) before any node sees it. A request without one
+    goes on: what it may do is the nodes' anonymous role. The token is forwarded, and every node
+    checks it again and decides what its role allows, so the gateway is a first check, not the only
+    one."""
+    return {
+        "name": "envoy.filters.http.jwt_authn",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+            "providers": {"strata": {
+                "issuer": "strata",
+                "local_jwks": {"filename": jwks_path},
+                "from_headers": [{"name": "authorization", "value_prefix": "Bearer "}],
+                "forward": True,
+                "clock_skew_seconds": 30,
+            }},
+            "rules": [{"match": {"prefix": "/"}, "requires": {"allow_missing": {}}}],
+        },
+    }
+
+
 def build(args: argparse.Namespace) -> dict:
     nodes = args.nodes
     listen_host, listen_port = args.listen
@@ -680,7 +710,7 @@ def build(args: argparse.Namespace) -> dict:
             }],
         },
         "local_reply_config": local_reply_config(),
-        "http_filters": [{
+        "http_filters": ([jwt_filter(args.jwks)] if args.jwks else []) + [{
             "name": "envoy.filters.http.router",
             "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
         }],
@@ -824,6 +854,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="percent of requests without a sampled traceparent that start a sampled trace "
                         "(default 100 with --otlp, else 0)")
     p.add_argument("--access-log", help="access log file path, or - for stdout (default: none)")
+    p.add_argument("--jwks", help="the cluster's public keys (jwks.json, as the nodes' --auth-jwks): tokens "
+                   "are then checked at the gateway too, and a refused one never reaches a node (default: "
+                   "not checked here; the nodes always check)")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
                    help="wrap the YAML config in a Kubernetes ConfigMap (data key envoy.yaml)")
@@ -834,7 +867,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
     defaults = dict(nodes="127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", listen="127.0.0.1:8080",
                     admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565",
-                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None)
+                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None, jwks=None)
     if a.preset:
         defaults.update(PRESETS[a.preset])
     for k, v in defaults.items():

@@ -238,6 +238,7 @@ class Routing(unittest.TestCase):
             ("/strata.v1.Lease/KeepAlive", True, "nodes_any"),
             ("/v1/leases/7/keepalive", False, "nodes"),
             ("/strata.v1.Cluster/Status", True, "nodes_any"),
+            ("/strata.v1.Cluster/Compact", True, "nodes_any"),
             ("/grpc.health.v1.Health/Check", True, "nodes_any"),
             ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", True, "nodes_any"),
             ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", True, "nodes_any"),
@@ -264,6 +265,8 @@ class Routing(unittest.TestCase):
         self.assertEqual(endpoints(cluster(build("--k6-dashboard", "127.0.0.1:18487"), "k6_dashboard")),
                          ["127.0.0.1:18487"])
         self.assertEqual(route_for(self.config, "/strata.v1.Raft/Send", True)["direct_response"]["status"], 404)
+        self.assertEqual(route_for(self.config, "/strata.v1.Cluster/LocalSnapshot", True)["direct_response"]["status"], 404)
+        self.assertEqual(route_for(self.config, "/strata.v1.Cluster/LocalStatus", True)["direct_response"]["status"], 404)
 
     def test_load_runner_route_only_when_asked_for_and_before_the_console(self):
         # Proves --load-runner: /load/ goes to the runner (path kept), everything else is routed as
@@ -363,6 +366,24 @@ class Routing(unittest.TestCase):
         self.assertEqual(build("--otlp", "jaeger:4317")["static_resources"]["listeners"][0]["filter_chains"][0]
                          ["filters"][0]["typed_config"]["tracing"]["random_sampling"], {"value": 100.0})
         self.assertEqual(endpoints(cluster(cfg, "otel_collector")), ["jaeger:4317"])
+
+    def test_tokens_are_checked_at_the_gateway_when_given_the_keys(self):
+        # Proves --jwks puts Envoy's JWT filter before the router, reading the keys from that file,
+        # letting a request without a token through (the nodes' anonymous role decides) and
+        # forwarding a token it verified (the nodes check it again); without --jwks there is no
+        # such filter.
+        hcm = build("--jwks", "/etc/strata/jwks.json")["static_resources"]["listeners"][0][
+            "filter_chains"][0]["filters"][0]["typed_config"]
+        names = [f["name"] for f in hcm["http_filters"]]
+        self.assertEqual(names, ["envoy.filters.http.jwt_authn", "envoy.filters.http.router"])
+        jwt = hcm["http_filters"][0]["typed_config"]
+        provider = jwt["providers"]["strata"]
+        self.assertEqual(provider["local_jwks"], {"filename": "/etc/strata/jwks.json"})
+        self.assertEqual(provider["issuer"], "strata")
+        self.assertTrue(provider["forward"])
+        self.assertEqual(jwt["rules"], [{"match": {"prefix": "/"}, "requires": {"allow_missing": {}}}])
+        plain = build()["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+        self.assertEqual([f["name"] for f in plain["http_filters"]], ["envoy.filters.http.router"])
 
     def test_optional_access_log(self):
         cfg = build("--access-log", "-")
@@ -470,7 +491,8 @@ class LocalReplies(unittest.TestCase):
     def test_client_errors_keep_their_status_and_get_a_code(self):
         # Proves Envoy's own 4xx replies (the internal raft route, a body over the buffer limit)
         # keep their status and carry the error shape's code.
-        for status, code in ((400, "INVALID_ARGUMENT"), (404, "NOT_FOUND"), (413, "PAYLOAD_TOO_LARGE")):
+        for status, code in ((400, "INVALID_ARGUMENT"), (401, "UNAUTHENTICATED"), (404, "NOT_FOUND"),
+                             (413, "PAYLOAD_TOO_LARGE")):
             with self.subTest(status=status):
                 rest = local_reply(self.config, set(), status, grpc=False)
                 self.assertEqual((rest["status"], rest["code"], rest["headers"]), (status, code, {}))
@@ -543,12 +565,22 @@ class EnvoyValidates(unittest.TestCase):
         finally:
             os.unlink(f.name)
 
+    def jwks(self) -> str:
+        """A JWKS file with one Ed25519 public key (a made-up one: validation reads its shape)."""
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump({"keys": [{"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": "test",
+                             "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}, f)
+        f.close()
+        self.addCleanup(os.unlink, f.name)
+        return f.name
+
     def test_variants_validate(self):
         variants = [
             [],
             ["--nodes", ",".join(f"127.0.0.1:{7001 + i}" for i in range(5))],
             ["--otlp", "127.0.0.1:4317", "--access-log", "-"],
             ["--load-runner", "127.0.0.1:6566"],
+            ["--jwks", self.jwks()],
             without_out(dockerfile_argv()),
             ["--k8s"],
         ]

@@ -5,6 +5,9 @@
 // and of Envoy (and Envoy's config) comes from the cluster launcher,
 // `strata-cluster command`; this package decides ports and peers and runs
 // the processes itself. Every process it starts is stopped by Close, by pid.
+// The nodes check roles: the cluster makes one key pair (`strata-cluster
+// auth`) and starts every node trusting it, with the anonymous role write;
+// AdminToken is for what needs admin.
 package cluster
 
 import (
@@ -70,6 +73,71 @@ type Cluster struct {
 	envoy   *exec.Cmd
 	HTTP    *http.Client
 	closed  bool
+	// jwks is the public key file every node trusts; adminToken a token of
+	// the admin role signed by its key (`strata-cluster auth`); nodeToken
+	// the file of the token the nodes send with their own requests.
+	jwks, adminToken, nodeToken string
+}
+
+// AnonymousRole is what a request without a token may do on every node:
+// read and write keys and leases, as a deployment whose clients carry no
+// credential would run; cluster administration needs the admin token.
+const AnonymousRole = "write"
+
+// authInfo is what `strata-cluster auth` prints.
+type authInfo struct {
+	JWKS  string `json:"jwks"`
+	Token string `json:"token"`
+	// NodeTokenFile holds the token nodes send with their own requests
+	// (a --join request needs admin).
+	NodeTokenFile string `json:"node_token_file"`
+}
+
+// auth runs `strata-cluster auth --dir dir --role role`: it makes the key
+// pair in dir (or reads the one there) and returns its public keys' file
+// and a token of role.
+func auth(launcher, dir, role string) (authInfo, error) {
+	var a authInfo
+	out, err := exec.Command(launcher, "auth", "--dir", dir, "--role", role).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			err = fmt.Errorf("%v: %s", err, ee.Stderr)
+		}
+		return a, fmt.Errorf("%s auth: %w", launcher, err)
+	}
+	if err := json.Unmarshal(out, &a); err != nil {
+		return a, fmt.Errorf("%s auth: %w", launcher, err)
+	}
+	if a.JWKS == "" || a.Token == "" || a.NodeTokenFile == "" {
+		return a, fmt.Errorf("%s auth printed no jwks, no token or no node token: %s", launcher, out)
+	}
+	return a, nil
+}
+
+// AuthDir holds the cluster's key pair.
+func (c *Cluster) AuthDir() string { return filepath.Join(c.cfg.RunDir, "auth") }
+
+// AdminToken is a token of the admin role the nodes take: membership,
+// leadership, compaction, snapshots and backups need it.
+func (c *Cluster) AdminToken() string { return c.adminToken }
+
+// Token makes a token of role ("read", "write" or "admin") signed by the
+// cluster's key.
+func (c *Cluster) Token(role string) (string, error) {
+	a, err := auth(c.cfg.Launcher, c.AuthDir(), role)
+	return a.Token, err
+}
+
+// ForeignToken makes a token of role signed by a key pair of its own in
+// dir, which the nodes do not trust.
+func (c *Cluster) ForeignToken(dir, role string) (string, error) {
+	a, err := auth(c.cfg.Launcher, dir, role)
+	return a.Token, err
+}
+
+// Authorize makes req carry the admin token.
+func (c *Cluster) Authorize(req *http.Request) {
+	req.Header.Set("Authorization", "Bearer "+c.adminToken)
 }
 
 // NodePort is node id's port; ProxyPort the port of link from→to;
@@ -146,6 +214,13 @@ func Start(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.RunDir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
+	// One key pair for the cluster's life: every node, joining and
+	// restarted ones too, trusts its public keys.
+	a, err := auth(cfg.Launcher, c.AuthDir(), "admin")
+	if err != nil {
+		return nil, err
+	}
+	c.jwks, c.adminToken, c.nodeToken = a.JWKS, a.Token, a.NodeTokenFile
 	for i := 1; i <= cfg.Slots; i++ {
 		dd := filepath.Join(cfg.RunDir, "data", fmt.Sprintf("node%d", i))
 		if len(cfg.DataDirs) >= i && cfg.DataDirs[i-1] != "" {
@@ -273,11 +348,15 @@ func (c *Cluster) nodeCommand(id int) (launched, error) {
 	if !c.Proxied(id) {
 		args = append(args, "--join")
 	}
+	// A node started with --join asks to be added, which needs the admin
+	// role: it sends its own token.
+	args = append(args, "--auth-jwks", c.jwks, "--anonymous-role", AnonymousRole, "--token-file", c.nodeToken)
 	return c.command(append(append(args, "--"), c.cfg.NodeArgs...)...)
 }
 
 // StartJoining starts the never-used node id with --join: it asks the
-// members to add it as a learner. The harness counts it a member from now.
+// members to add it as a learner, with its own token. The harness counts it
+// a member from now.
 func (c *Cluster) StartJoining(id int) error {
 	c.mu.Lock()
 	n := c.nodes[id-1]

@@ -52,7 +52,9 @@ func TestTrackedCloseStopsWhatStartHasStartedSoFar(t *testing.T) {
 	dir := t.TempDir()
 	marker := fmt.Sprintf("%d.%d", 3000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
 	launcher := filepath.Join(dir, "launcher")
-	script := fmt.Sprintf("#!/bin/sh\necho '{\"program\":\"sleep\",\"args\":[\"%s\"],\"env\":{}}'\n", marker)
+	script := fmt.Sprintf("#!/bin/sh\n"+
+		"if [ \"$1\" = auth ]; then echo '{\"jwks\":\"%s/auth/jwks.json\",\"token\":\"t\",\"node_token_file\":\"%s/auth/node.token\"}'; exit 0; fi\n"+
+		"echo '{\"program\":\"sleep\",\"args\":[\"%s\"],\"env\":{}}'\n", dir, dir, marker)
 	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +77,54 @@ func TestTrackedCloseStopsWhatStartHasStartedSoFar(t *testing.T) {
 	closeFn()
 	if n := alive(); n != 0 {
 		t.Errorf("%d processes still running after Close", n)
+	}
+}
+
+// Every node's command line, a joining node's and a restart's alike, asks
+// the launcher for the cluster's keys and the anonymous role "write", and
+// Start refuses a launcher whose `auth` gives no token.
+func TestNodesStartWithTheClusterKeys(t *testing.T) {
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "launcher")
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = auth ]; then echo \"{\\\"jwks\\\":\\\"$3/jwks.json\\\",\\\"token\\\":\\\"tok-$5\\\",\\\"node_token_file\\\":\\\"$3/node.token\\\"}\"; exit 0; fi\n" +
+		"shift\nprintf '{\"program\":\"x\",\"args\":[' ; sep=''\n" +
+		"for a in \"$@\"; do printf '%s\"%s\"' \"$sep\" \"$a\"; sep=,; done\necho '],\"env\":{}}'\n"
+	if err := os.WriteFile(launcher, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{cfg: Config{Launcher: launcher, NodeBin: "node", RunDir: dir, BasePort: 22900, Nodes: 3, Slots: 4}}
+	a, err := auth(launcher, c.AuthDir(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.jwks, c.adminToken, c.nodeToken = a.JWKS, a.Token, a.NodeTokenFile
+	for i := 1; i <= 4; i++ {
+		c.nodes = append(c.nodes, &Node{ID: i, Port: c.NodePort(i), member: i <= 3, joined: i == 4})
+	}
+	if c.AdminToken() != "tok-admin" {
+		t.Errorf("admin token %q", c.AdminToken())
+	}
+	if tok, err := c.Token("write"); err != nil || tok != "tok-write" {
+		t.Errorf("write token %q, %v", tok, err)
+	}
+	want := "--auth-jwks " + filepath.Join(dir, "auth", "jwks.json") + " --anonymous-role write --token-file " +
+		filepath.Join(dir, "auth", "node.token") + " --"
+	for _, id := range []int{1, 4} {
+		line, err := c.nodeCommand(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := line.String(); !strings.Contains(got, want) {
+			t.Errorf("node %d: %s\nwant it to carry %q", id, got, want)
+		}
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("#!/bin/sh\necho '{\"jwks\":\"j\"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(Config{Launcher: bad, RunDir: t.TempDir(), BasePort: 22900, Nodes: 1}); err == nil ||
+		!strings.Contains(err.Error(), "no token") {
+		t.Errorf("Start with a launcher that gives no token: %v", err)
 	}
 }

@@ -10,7 +10,13 @@
 # (known findings, reported) are accepted and only new ones fail. The
 # stateful phase is off: it chains membership changes (DELETE
 # /v1/cluster/members/{id}), which is cluster administration, not input.
+# The nodes check roles (requests without a token may read and write keys);
+# every request carries the admin token ($STRATA_ADMIN_TOKEN, set by
+# `strata-chaos exec`), so that the admin routes (compaction, snapshots,
+# backups) are explored past the role check rather than all answered 401.
+# The refusals themselves are `strata-chaos hostile`'s auth cases.
 set -euo pipefail
+: "${STRATA_ADMIN_TOKEN:?an admin token (strata-chaos exec sets it)}"
 root="$1"; examples="${2:-30}"; seed="${3:-1}"; strict="${4:-false}"
 out="${STRATA_RUN_DIR:-$root/.run/chaos-schemathesis}/schemathesis"
 mkdir -p "$out"
@@ -32,6 +38,7 @@ term_before="$(term)"
 rc=0
 nice "$venv/bin/schemathesis" run "$root/proto/openapi.json" \
   --url "$STRATA_URL" \
+  -H "Authorization: Bearer $STRATA_ADMIN_TOKEN" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
   --exclude-operation-id clusterEvents --exclude-operation-id addMember --exclude-operation-id removeMember \
   --exclude-operation-id promoteMember --exclude-operation-id transferLeader \

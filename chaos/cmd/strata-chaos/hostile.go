@@ -131,10 +131,22 @@ func clearCode(code string) bool {
 	return false
 }
 
-func sendRaw(client *http.Client, url string, body []byte) grpcAnswer {
+// refusedByAuth: UNAUTHENTICATED on any case, or PERMISSION_DENIED on the
+// KV service (which the anonymous role may use), is the role check's
+// answer, not the decoder's.
+func refusedByAuth(method, code string) bool {
+	return code == "16" || (code == "7" && strings.HasPrefix(method, "/strata.v1.KV/"))
+}
+
+// sendRaw posts a raw gRPC body, with the bearer token in the metadata
+// when token is not "".
+func sendRaw(client *http.Client, url string, body []byte, token string) grpcAnswer {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("content-type", "application/grpc")
 	req.Header.Set("te", "trailers")
+	if token != "" {
+		req.Header.Set("authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return grpcAnswer{Err: err.Error()}
@@ -152,16 +164,24 @@ func sendRaw(client *http.Client, url string, body []byte) grpcAnswer {
 // cmdHostile sends malformed and oversized gRPC messages to the KV service
 // through Envoy and to the internal raft service directly on a node, then
 // checks every answer is a clear error, every node still runs, and the
-// key space and raft terms are unchanged.
+// key space and raft terms are unchanged. The nodes check roles; the
+// hostile messages carry no token (the anonymous role, write, reaches the
+// decoder), and the auth cases (`authcheck.go`) try to remove a member
+// without the admin role.
 func cmdHostile(args []string) int {
 	var c common
 	fs := c.flagSet("hostile", 22300)
 	c.parse(fs, args)
 	cl := startCluster(c.config("cluster", 3))
 	kv := gatewayClient(cl, 5*time.Second)
+	var failures []string
+	// Without a token: the anonymous role (write) must let them through.
 	for i := 0; i < 10; i++ {
 		op := history.Op{Kind: history.Put, Key: fmt.Sprintf("seed/%d", i), Value: "v"}
 		kv.Put(&op)
+		if op.Result != history.Ok {
+			failures = append(failures, fmt.Sprintf("anonymous put of %s: %v %s", op.Key, op.Result, op.Note))
+		}
 	}
 	before, err := cl.WaitConverged(20 * time.Second)
 	if err != nil {
@@ -170,13 +190,12 @@ func cmdHostile(args []string) int {
 	termsBefore := terms(cl)
 	client := h2c()
 	var answers []grpcAnswer
-	var failures []string
 	for _, gc := range hostileCases() {
 		url := cl.GatewayURL() + gc.method
 		if gc.target == "node" {
 			url = cl.NodeURL(1) + gc.method
 		}
-		a := sendRaw(client, url, gc.body)
+		a := sendRaw(client, url, gc.body, "")
 		a.Case = gc.name
 		switch {
 		case a.Err != "":
@@ -184,6 +203,12 @@ func cmdHostile(args []string) int {
 			if gc.target == "gateway" {
 				failures = append(failures, gc.name+": "+a.Err)
 			}
+		case refusedByAuth(gc.method, a.GrpcStatus):
+			// The cases carry no token and the anonymous role may write:
+			// a refusal here means the input was never looked at.
+			a.Verdict = "REFUSED BY AUTH"
+			failures = append(failures, fmt.Sprintf("%s: grpc-status %s %q: refused before the input was read",
+				gc.name, a.GrpcStatus, a.Message))
 		case clearCode(a.GrpcStatus):
 			a.Verdict = "clear error"
 		case strings.HasPrefix(gc.method, "/strata.v1.Raft/") && gc.target == "gateway" && a.HTTPStatus == 404:
@@ -197,6 +222,9 @@ func cmdHostile(args []string) int {
 		fmt.Printf("  %-55s http %3d grpc-status %-3s %-16s %s\n", gc.name, a.HTTPStatus, a.GrpcStatus, a.Verdict,
 			truncate(a.Message+a.Err, 90))
 	}
+	fmt.Println("  auth (gateway; nodes with --anonymous-role " + cluster.AnonymousRole + "):")
+	authAnswers, authFailures := checkAuth(cl, c.runDir)
+	failures = append(failures, authFailures...)
 	if dead := cl.Exited(); len(dead) > 0 {
 		failures = append(failures, fmt.Sprintf("nodes %v exited", dead))
 	}
@@ -210,9 +238,11 @@ func cmdHostile(args []string) int {
 	}
 	termsAfter := terms(cl)
 	fmt.Printf("  raft terms before %v after %v\n", termsBefore, termsAfter)
-	report := map[string]any{"answers": answers, "failures": failures, "terms_before": termsBefore, "terms_after": termsAfter}
+	report := map[string]any{"answers": answers, "auth": authAnswers, "failures": failures,
+		"terms_before": termsBefore, "terms_after": termsAfter}
 	path := writeResult(c.runDir, report)
-	fmt.Printf("hostile: %d cases, %d unclear or harmful; %s\n", len(answers), len(failures), path)
+	fmt.Printf("hostile: %d cases, %d auth cases, %d unclear or harmful; %s\n", len(answers), len(authAnswers),
+		len(failures), path)
 	return exitCode(failures)
 }
 
@@ -238,7 +268,8 @@ func terms(cl *cluster.Cluster) map[int]uint64 {
 }
 
 // cmdExec starts a cluster, runs the command after "--" with STRATA_URL set
-// to the gateway, and stops the cluster.
+// to the gateway and STRATA_ADMIN_TOKEN to an admin token the nodes take
+// (requests without one may read and write keys), and stops the cluster.
 func cmdExec(args []string) int {
 	var c common
 	fs := c.flagSet("exec", 22400)
@@ -249,7 +280,8 @@ func cmdExec(args []string) int {
 	}
 	cl := startCluster(c.config("cluster", 3))
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
-	cmd.Env = append(os.Environ(), "STRATA_URL="+cl.GatewayURL(), "STRATA_RUN_DIR="+c.runDir)
+	cmd.Env = append(os.Environ(), "STRATA_URL="+cl.GatewayURL(), "STRATA_RUN_DIR="+c.runDir,
+		"STRATA_ADMIN_TOKEN="+cl.AdminToken())
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	atExit(func() {
 		if cmd.Process != nil && cmd.ProcessState == nil {

@@ -80,14 +80,16 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	return false
 }
 
-// post sends a membership request through the gateway, retrying the
-// retryable answers (503, and 504 for a change that may or may not have
-// happened: the caller checks the outcome) for up to 10 s.
+// post sends a membership request through the gateway with the admin
+// token, retrying the retryable answers (503, and 504 for a change that
+// may or may not have happened: the caller checks the outcome) for up to
+// 10 s.
 func post(cl *cluster.Cluster, path string) (int, string) {
 	var st int
 	var msg string
 	waitFor(10*time.Second, func() bool {
 		req, _ := http.NewRequest(http.MethodPost, cl.GatewayURL()+path, bytes.NewReader(nil))
+		cl.Authorize(req) // membership changes need the admin role
 		resp, err := cl.HTTP.Do(req)
 		if err != nil {
 			st, msg = 0, err.Error()

@@ -15,9 +15,11 @@ use strata_proto::v1::{
     KeyRange, KeyValue, PutOp, PutRequest, ResponseHeader, ScanRequest, StatusRequest,
     StatusResponse, TxnRequest, TxnResponse, batch_op, scan_request,
 };
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
 pub use backup::Restored;
+pub use credential::{Credential, Transport};
 pub use lease::KeepAlive;
 pub use once::REQUEST_ID_METADATA;
 pub use strata_proto::backup as proto_backup;
@@ -27,6 +29,7 @@ pub use watch::{WatchSelector, Watcher};
 use once::RequestIds;
 
 mod backup;
+mod credential;
 mod lease;
 pub mod once;
 pub mod txn;
@@ -49,6 +52,8 @@ pub enum ClientError {
     Io(std::io::Error),
     #[error("the cluster holds data (key {key:?}); a backup is restored into an empty cluster")]
     NotEmpty { key: String },
+    #[error("{0}")]
+    Token(String),
 }
 
 /// Metadata the node, and the gateway for requests it never sent to a node,
@@ -102,9 +107,10 @@ pub struct ScanPage {
 /// A cheap-to-clone client over one HTTP/2 connection.
 #[derive(Clone)]
 pub struct Client {
-    kv: KvClient<Channel>,
-    lease: LeaseClient<Channel>,
-    cluster: ClusterClient<Channel>,
+    channel: Channel,
+    kv: KvClient<Transport>,
+    lease: LeaseClient<Transport>,
+    cluster: ClusterClient<Transport>,
     /// With request ids (`with_request_ids`): where each write's id comes
     /// from.
     ids: Option<Arc<RequestIds>>,
@@ -130,14 +136,31 @@ impl Client {
     }
 
     pub fn from_channel(channel: Channel) -> Self {
+        Self::with_credential(channel, Credential::default(), None)
+    }
+
+    fn with_credential(
+        channel: Channel,
+        credential: Credential,
+        ids: Option<Arc<RequestIds>>,
+    ) -> Self {
+        let transport = || InterceptedService::new(channel.clone(), credential.clone());
         Client {
-            kv: KvClient::new(channel.clone())
+            kv: KvClient::new(transport())
                 .max_decoding_message_size(64 << 20)
                 .max_encoding_message_size(64 << 20),
-            lease: LeaseClient::new(channel.clone()),
-            cluster: ClusterClient::new(channel),
-            ids: None,
+            lease: LeaseClient::new(transport()),
+            cluster: ClusterClient::new(transport()),
+            channel,
+            ids,
         }
+    }
+
+    /// This client, sending `token` (as `strata auth token` prints it) with
+    /// every call; the cluster answers with what the token's role allows.
+    pub fn with_token(self, token: &str) -> Result<Self, ClientError> {
+        let credential = Credential::bearer(token).map_err(ClientError::Token)?;
+        Ok(Self::with_credential(self.channel, credential, self.ids))
     }
 
     /// This client, giving every write a request id of its own and sending

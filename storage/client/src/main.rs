@@ -9,6 +9,7 @@ use strata_client::proto::{ChangeKind, Role};
 use strata_client::proto_backup::BackupInfo;
 use strata_client::{Client, ScanSelector, WatchSelector};
 
+mod auth_cmd;
 mod txn_args;
 
 #[derive(Parser)]
@@ -22,12 +23,43 @@ struct Cli {
         default_value = "http://127.0.0.1:8080"
     )]
     endpoint: String,
+    /// A token to send with every call (`strata auth token`); without one
+    /// the cluster answers as its anonymous role allows.
+    #[arg(
+        long,
+        global = true,
+        env = "STRATA_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "token_file"
+    )]
+    token: Option<String>,
+    /// A file holding the token (`./dev up` writes one for the demo).
+    #[arg(long, global = true, env = "STRATA_TOKEN_FILE")]
+    token_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Cmd,
 }
 
+impl Cli {
+    /// The token given, if any.
+    fn token(&self) -> anyhow::Result<Option<String>> {
+        match (&self.token, &self.token_file) {
+            (Some(t), _) => Ok(Some(t.clone())),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map(|t| Some(t.trim().to_string()))
+                .with_context(|| format!("reading the token file {}", path.display())),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Cmd {
+    /// Keys and tokens (offline: no cluster needed).
+    Auth {
+        #[command(subcommand)]
+        action: auth_cmd::AuthCmd,
+    },
     /// Store a value (from the argument, or stdin with `-`).
     Put {
         key: String,
@@ -228,7 +260,13 @@ async fn main() -> anyhow::Result<()> {
             .with_context(|| format!("{} is not a whole backup", file.display()))?;
         return Ok(describe(&mut out, &info)?);
     }
-    let client = Client::connect(&cli.endpoint).await?;
+    if let Cmd::Auth { action } = cli.command {
+        return auth_cmd::run(action, &mut out);
+    }
+    let mut client = Client::connect(&cli.endpoint).await?;
+    if let Some(token) = cli.token()? {
+        client = client.with_token(&token)?;
+    }
     match cli.command {
         Cmd::Put {
             key,
@@ -371,6 +409,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Cmd::Snapshot { action } => snapshot(&client, action, &mut out).await?,
+        Cmd::Auth { .. } => unreachable!("run before connecting"),
         Cmd::Member { action } => {
             let members = match action {
                 MemberCmd::List => client.members().await?,

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use strata_proto::v1::kv_client::KvClient;
 use strata_proto::v1::{KeyRange, WatchRequest, WatchResponse, watch_request};
-use tonic::transport::Channel;
 use tonic::{Code, Streaming};
 
 use crate::ClientError;
@@ -50,7 +49,7 @@ const RESUME_PAUSE_MAX: Duration = Duration::from_secs(1);
 
 /// A watch that resumes itself.
 pub struct Watcher {
-    kv: KvClient<Channel>,
+    kv: KvClient<crate::Transport>,
     selector: WatchSelector,
     progress_ms: u32,
     /// The index the next start asks for (0: from now).
@@ -62,7 +61,7 @@ pub struct Watcher {
 
 impl Watcher {
     pub(crate) fn new(
-        kv: KvClient<Channel>,
+        kv: KvClient<crate::Transport>,
         selector: WatchSelector,
         from_index: u64,
         progress: Option<Duration>,

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use rustix::process::Signal;
 
+use strata_auth::Role;
+
+use crate::auth::ClusterAuth;
 use crate::command::{self, CommandLine, NodeSpec};
 use crate::gateway::GatewaySpec;
 use crate::{envoy_binary, free_port, workspace_binary};
@@ -39,6 +42,13 @@ pub struct Cluster {
     node_env: Vec<(String, String)>,
     /// The OTLP collector Envoy and the nodes export traces to, if any.
     otlp: Option<String>,
+    /// The keys the nodes trust; requests without a token may read and
+    /// write keys, as in the demo.
+    auth: ClusterAuth,
+    /// An admin token of those keys.
+    admin_token: String,
+    /// What requests without a token may do, when not the demo's.
+    anonymous_role: Option<String>,
 }
 
 impl Cluster {
@@ -68,6 +78,12 @@ impl Cluster {
         Self::start_configured(n, &[], &[], Some(otlp.to_string())).await
     }
 
+    /// Like [`start`](Self::start), with nodes that serve nothing to a
+    /// request without a token (`--anonymous-role none`, their default).
+    pub async fn start_closed(n: usize) -> Result<Cluster> {
+        Self::start_full(n, &[], &[], None, Some("none"), |_, _| Ok(())).await
+    }
+
     /// Like [`start`](Self::start), once `prepare` has been handed every
     /// node's id and (not yet created) data directory, and the `--peers`
     /// list the nodes start with: to build their data directories first,
@@ -76,7 +92,7 @@ impl Cluster {
         n: usize,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
-        Self::start_with(n, &[], &[], None, prepare).await
+        Self::start_full(n, &[], &[], None, None, prepare).await
     }
 
     async fn start_configured(
@@ -85,14 +101,15 @@ impl Cluster {
         node_env: &[(&str, &str)],
         otlp: Option<String>,
     ) -> Result<Cluster> {
-        Self::start_with(n, node_args, node_env, otlp, |_, _| Ok(())).await
+        Self::start_full(n, node_args, node_env, otlp, None, |_, _| Ok(())).await
     }
 
-    async fn start_with(
+    async fn start_full(
         n: usize,
         node_args: &[&str],
         node_env: &[(&str, &str)],
         otlp: Option<String>,
+        anonymous_role: Option<&str>,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
@@ -106,6 +123,13 @@ impl Cluster {
                 child: None,
             })
             .collect();
+        let auth = ClusterAuth::open_or_create(&dir.path().join("auth"))?;
+        let admin_token = auth.token("harness", Role::Admin);
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {admin_token}").parse()?,
+        );
         let mut cluster = Cluster {
             dir,
             nodes,
@@ -115,7 +139,11 @@ impl Cluster {
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(15))
                 .pool_max_idle_per_host(0)
+                .default_headers(headers)
                 .build()?,
+            auth,
+            admin_token,
+            anonymous_role: anonymous_role.map(str::to_string),
             node_args: node_args.iter().map(|a| a.to_string()).collect(),
             node_env: node_env
                 .iter()
@@ -195,6 +223,10 @@ impl Cluster {
         }
         let (listen, data_dir) = (format!("127.0.0.1:{}", node.port), node.data_dir.clone());
         let mut spec = NodeSpec::new(id, listen, self.peers(), data_dir);
+        self.auth.configure(&mut spec);
+        if let Some(role) = &self.anonymous_role {
+            spec.anonymous_role = Some(role.clone());
+        }
         spec.join = join;
         spec.log = NODE_LOG.into();
         spec.extra_args = self.node_args.clone();
@@ -225,6 +257,7 @@ impl Cluster {
             trace_sampling: None,
             load_runner: None,
             access_log: Some(self.dir.path().join("envoy-access.log")),
+            jwks: Some(self.auth.jwks().to_path_buf()),
         }
         .write_config(&cfg)?;
         let child = self
@@ -364,6 +397,23 @@ impl Cluster {
     pub fn pid(&self, id: u64) -> Option<u32> {
         let node = self.nodes.iter().find(|n| n.id == id)?;
         node.child.as_ref().map(Child::id)
+    }
+
+    /// An admin token the nodes take.
+    pub fn admin_token(&self) -> &str {
+        &self.admin_token
+    }
+
+    /// A token with `role` the nodes take.
+    pub fn token(&self, role: Role) -> String {
+        self.auth.token("harness", role)
+    }
+
+    /// A client of the gateway that sends the admin token.
+    pub async fn admin_client(&self) -> Result<strata_client::Client> {
+        Ok(strata_client::Client::connect(&self.gateway_url())
+            .await?
+            .with_token(&self.admin_token)?)
     }
 
     pub fn node_ids(&self) -> Vec<u64> {

@@ -63,6 +63,16 @@ pub struct NodeSpec {
     /// Further environment variables (e.g. the `OTEL_*` ones).
     #[serde(default)]
     pub extra_env: BTreeMap<String, String>,
+    /// The public keys whose tokens the node takes (`--auth-jwks`).
+    #[serde(default)]
+    pub auth_jwks: Option<PathBuf>,
+    /// What requests without a token may do (`--anonymous-role`); the
+    /// node's default (none) when not set.
+    #[serde(default)]
+    pub anonymous_role: Option<String>,
+    /// The token the node sends with its own requests (`--token-file`).
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
 }
 
 impl NodeSpec {
@@ -81,6 +91,9 @@ impl NodeSpec {
             log: std::env::var("STRATA_LOG").unwrap_or_else(|_| DEFAULT_NODE_LOG.to_string()),
             extra_args: Vec::new(),
             extra_env: BTreeMap::new(),
+            auth_jwks: None,
+            anonymous_role: None,
+            token_file: None,
         }
     }
 
@@ -106,6 +119,15 @@ impl NodeSpec {
         }
         if self.join {
             args.push("--join".into());
+        }
+        if let Some(jwks) = &self.auth_jwks {
+            args.extend(["--auth-jwks".into(), jwks.display().to_string()]);
+        }
+        if let Some(role) = &self.anonymous_role {
+            args.extend(["--anonymous-role".into(), role.clone()]);
+        }
+        if let Some(file) = &self.token_file {
+            args.extend(["--token-file".into(), file.display().to_string()]);
         }
         args.extend(self.extra_args.iter().cloned());
         CommandLine {

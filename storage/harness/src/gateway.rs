@@ -38,6 +38,10 @@ pub struct GatewaySpec {
     /// attempts, upstream and durations); none when `None`.
     #[serde(default)]
     pub access_log: Option<PathBuf>,
+    /// The cluster's public keys: Envoy then refuses a token they do not
+    /// verify before any node sees it.
+    #[serde(default)]
+    pub jwks: Option<PathBuf>,
 }
 
 impl GatewaySpec {
@@ -66,6 +70,9 @@ impl GatewaySpec {
         }
         if let Some(path) = &self.access_log {
             cmd.arg("--access-log").arg(path);
+        }
+        if let Some(jwks) = &self.jwks {
+            cmd.arg("--jwks").arg(jwks);
         }
         let output = cmd
             .arg("--out")
@@ -111,6 +118,7 @@ mod tests {
             trace_sampling: None,
             load_runner: None,
             access_log: None,
+            jwks: None,
         }
         .write_config(&out)
         .unwrap();
@@ -137,6 +145,7 @@ mod tests {
             trace_sampling: None,
             load_runner: None,
             access_log: None,
+            jwks: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+pub mod auth;
 mod cluster;
 pub mod command;
 pub mod gateway;

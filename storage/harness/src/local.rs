@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::ClusterAuth;
 use crate::command::{self, NodeSpec};
 use crate::gateway::GatewaySpec;
 use crate::jaeger::TraceViewer;
@@ -109,6 +110,8 @@ impl Layout {
         let peers = (1..=opts.nodes)
             .map(|id| Ok((id, format!("{ADDR}:{}", port(id)?))))
             .collect::<Result<Vec<_>>>()?;
+        let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
+        auth.write_admin_token(&Self::admin_token_file(run))?;
         let nodes = peers
             .iter()
             .map(|(id, listen)| {
@@ -118,6 +121,7 @@ impl Layout {
                     peers.clone(),
                     run.data().join(node_name(*id)),
                 );
+                auth.configure(&mut spec);
                 spec.io_threads = opts.threads;
                 if let Some(dir) = &opts.console_dir {
                     spec.extra_args
@@ -163,6 +167,7 @@ impl Layout {
                 otlp,
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
                 access_log: None,
+                jwks: Some(auth.jwks().to_path_buf()),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -173,6 +178,17 @@ impl Layout {
 
     fn file(run: &RunDir) -> PathBuf {
         run.root().join("cluster.json")
+    }
+
+    /// Where the cluster's key pair is kept (`crate::auth`).
+    fn auth_dir(run: &RunDir) -> PathBuf {
+        run.root().join("auth")
+    }
+
+    /// The admin token written at every start, for `strata --token-file`
+    /// and the console's sign-in.
+    pub fn admin_token_file(run: &RunDir) -> PathBuf {
+        run.root().join("admin.token")
     }
 
     pub fn save(&self, run: &RunDir) -> Result<()> {
@@ -291,6 +307,9 @@ impl Layout {
         spec.log = template.log.clone();
         spec.extra_args = template.extra_args.clone();
         spec.extra_env = template.extra_env.clone();
+        spec.auth_jwks = template.auth_jwks.clone();
+        spec.anonymous_role = template.anonymous_role.clone();
+        spec.token_file = template.token_file.clone();
         Ok(spec)
     }
 

@@ -37,7 +37,13 @@ async fn leader_transfer_under_load_moves_leadership_without_losing_writes() {
     // And back again over gRPC, sent to a follower (forwarded to the leader).
     // A transfer that does not finish in time answers UNAVAILABLE, which is
     // safe to retry; a client does so.
-    let via_follower = Client::connect(&c.node_url(old)).await.unwrap();
+    // The admin token travels with the forwarded request: the leader
+    // checks it.
+    let via_follower = Client::connect(&c.node_url(old))
+        .await
+        .unwrap()
+        .with_token(c.admin_token())
+        .unwrap();
     let mut attempts = 0;
     let back = loop {
         attempts += 1;

@@ -259,12 +259,14 @@ impl LoneNode {
     async fn start(strata_log: Option<&str>, rust_log: Option<&str>) -> LoneNode {
         let dir = tempfile::tempdir().unwrap();
         let listen = format!("127.0.0.1:{}", free_port());
-        let spec = NodeSpec::new(
+        let mut spec = NodeSpec::new(
             1,
             listen.clone(),
             vec![(1, listen.clone())],
             dir.path().join("data"),
         );
+        // Its one request is an anonymous write.
+        spec.anonymous_role = Some("write".into());
         let log = dir.path().join("node.log");
         let file = std::fs::File::create(&log).unwrap();
         let mut cmd = spec

@@ -124,7 +124,9 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
             && on("raft.apply")
             && follower_appended
     };
-    let trace = trace_with(&receiver, complete, "raft.propose").await;
+    // Found by the request span: the cluster's own proposals (the entry
+    // naming it) make traces of their own.
+    let trace = trace_with(&receiver, complete, "PUT /v1/kv/{key}").await;
     let leader = proposer(&trace).expect("a proposing member");
 
     // One root, in Envoy; every other span's parent is in the trace.

@@ -203,7 +203,12 @@ async fn bank_transfers_keep_the_total_and_apply_once_across_kills_and_transfers
     let pause = || tokio::time::sleep(Duration::from_millis(700));
     pause().await;
     let to = c.follower().await.unwrap();
-    plain.transfer_leader(to).await.unwrap();
+    c.admin_client()
+        .await
+        .unwrap()
+        .transfer_leader(to)
+        .await
+        .unwrap();
     pause().await;
     let follower = c.follower().await.unwrap();
     c.kill(follower).unwrap();

@@ -262,7 +262,12 @@ async fn watchers_see_the_committed_history_across_kills_and_transfers() {
     pause().await;
     let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
     let to = c.follower().await.unwrap();
-    client.transfer_leader(to).await.unwrap();
+    c.admin_client()
+        .await
+        .unwrap()
+        .transfer_leader(to)
+        .await
+        .unwrap();
     pause().await;
     let follower = c.follower().await.unwrap();
     c.kill(follower).unwrap();
@@ -276,7 +281,12 @@ async fn watchers_see_the_committed_history_across_kills_and_transfers() {
     c.start_node(leader_now).unwrap();
     pause().await;
     let to = c.follower().await.unwrap();
-    client.transfer_leader(to).await.unwrap();
+    c.admin_client()
+        .await
+        .unwrap()
+        .transfer_leader(to)
+        .await
+        .unwrap();
     pause().await;
     stop.store(true, Ordering::Relaxed);
     let acked = writer.await.unwrap();

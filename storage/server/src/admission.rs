@@ -192,7 +192,7 @@ pub async fn admit(State(budget): State<Arc<WriteBudget>>, req: Request, next: N
 /// each refused 15 MiB write a second or two on a busy node, and the
 /// gateway, retrying refusals, reached its route timeout with a retry in
 /// flight and answered "outcome unknown".
-async fn drain(body: Body) {
+pub(crate) async fn drain(body: Body) {
     let mut stream = body.into_data_stream();
     while let Some(Ok(_)) = stream.next().await {}
 }

@@ -17,6 +17,7 @@ use tonic::server::NamedService;
 use tower::{Service, ServiceExt};
 
 use crate::admission::{self, WriteBudget};
+use crate::auth::{self, Guard};
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
@@ -67,6 +68,7 @@ pub async fn router(
     state: AppState,
     raft: RaftService,
     console_dir: Option<&Path>,
+    guard: Arc<Guard>,
 ) -> anyhow::Result<Router> {
     let core = state.core.clone();
     let watches = state.watches.clone();
@@ -104,8 +106,9 @@ pub async fn router(
     if let Some(dir) = console_dir {
         app = app.merge(crate::console::router(dir)?);
     }
-    // Writes are charged before anything reads their bodies, and given
-    // their time from then (`crate::deadline`). Outside that,
+    // A caller's role is checked first (`crate::auth`). Writes are then
+    // charged before anything reads their bodies, and given their time
+    // from then (`crate::deadline`). Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
     let budget = Arc::new(
@@ -119,6 +122,7 @@ pub async fn router(
             budget,
             admission::admit,
         ))
+        .layer(axum::middleware::from_fn_with_state(guard, auth::guard))
         .layer(axum::middleware::from_fn_with_state(metrics, track))
         .layer(axum::middleware::from_fn_with_state(
             slow_requests,

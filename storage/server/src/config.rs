@@ -91,6 +91,21 @@ pub struct NodeConfig {
     /// slow request whose trace was sampled then carries its link.
     #[arg(long, env = "STRATA_TRACE_LINK")]
     pub trace_link: Option<String>,
+    /// A JWKS file of the Ed25519 public keys whose tokens this node takes
+    /// (`strata auth keygen` makes one). Without it no token is valid and
+    /// every request is anonymous.
+    #[arg(long, env = "STRATA_AUTH_JWKS")]
+    pub auth_jwks: Option<PathBuf>,
+    /// What a request without a token may do: none, read, or read and
+    /// write (never admin).
+    #[arg(long, env = "STRATA_ANONYMOUS_ROLE", default_value = "none")]
+    pub anonymous_role: crate::auth::AnonymousRole,
+    /// A file holding the token this node sends with the requests it makes
+    /// itself: its --join request (needs admin), and its consistency
+    /// canary's operations (need write, unless requests without a token may
+    /// write).
+    #[arg(long, env = "STRATA_NODE_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
     #[command(flatten)]
     pub canary: crate::canary::CanaryConfig,
     #[command(flatten)]
@@ -296,6 +311,9 @@ impl NodeConfig {
             gateway_admin: None,
             slow_request_ms: 100,
             trace_link: None,
+            auth_jwks: None,
+            anonymous_role: Default::default(),
+            token_file: None,
             canary: Default::default(),
             faults: Default::default(),
         }

@@ -57,6 +57,12 @@ pub enum ErrorCode {
     /// this node's history holds (`oldest_index`), or fell so far behind
     /// that its next change was trimmed away.
     Compacted,
+    /// The request carries no credential where one is needed, or one that
+    /// was refused (a token expired, changed, or not signed by a key the
+    /// node trusts).
+    Unauthenticated,
+    /// The caller's role does not allow the request.
+    PermissionDenied,
 }
 
 impl ErrorCode {
@@ -76,6 +82,8 @@ impl ErrorCode {
             ErrorCode::Internal => "INTERNAL",
             ErrorCode::PageTokenExpired => "PAGE_TOKEN_EXPIRED",
             ErrorCode::Compacted => "COMPACTED",
+            ErrorCode::Unauthenticated => "UNAUTHENTICATED",
+            ErrorCode::PermissionDenied => "PERMISSION_DENIED",
         }
     }
 
@@ -92,6 +100,8 @@ impl ErrorCode {
             ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             ErrorCode::StorageFailed | ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::PageTokenExpired | ErrorCode::Compacted => StatusCode::GONE,
+            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
         }
     }
 
@@ -109,6 +119,8 @@ impl ErrorCode {
             ErrorCode::StorageFailed | ErrorCode::Internal => Code::Internal,
             ErrorCode::PageTokenExpired => Code::FailedPrecondition,
             ErrorCode::Compacted => Code::OutOfRange,
+            ErrorCode::Unauthenticated => Code::Unauthenticated,
+            ErrorCode::PermissionDenied => Code::PermissionDenied,
         }
     }
 
@@ -127,6 +139,8 @@ impl ErrorCode {
             Code::ResourceExhausted if retryable => ErrorCode::Overloaded,
             Code::ResourceExhausted => ErrorCode::StorageFull,
             Code::FailedPrecondition => ErrorCode::PageTokenExpired,
+            Code::Unauthenticated => ErrorCode::Unauthenticated,
+            Code::PermissionDenied => ErrorCode::PermissionDenied,
             _ => ErrorCode::Internal,
         }
     }

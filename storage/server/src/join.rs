@@ -25,10 +25,16 @@ pub async fn join(core: Arc<Core>, advertise: String) {
             let Some(channel) = core.channels().channel(peer) else {
                 continue;
             };
-            let req = AddMemberRequest {
+            let mut req = tonic::Request::new(AddMemberRequest {
                 id,
                 address: advertise.clone(),
-            };
+            });
+            // Adding a member needs the admin role: the node's own token.
+            if let Some(value) = core.own_credential()
+                && let Ok(value) = tonic::metadata::MetadataValue::try_from(value.as_bytes())
+            {
+                req.metadata_mut().insert("authorization", value);
+            }
             match ClusterClient::new(channel).add_member(req).await {
                 Ok(_) => {
                     tracing::info!(id, via = peer, "added to the cluster as a learner");

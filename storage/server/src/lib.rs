@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod app;
+pub mod auth;
 pub mod backup;
 pub mod canary;
 pub mod channels;

@@ -90,6 +90,33 @@ impl Node {
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
         use anyhow::Context as _;
         let members = config.members().map_err(anyhow::Error::msg)?;
+        let guard = Arc::new(crate::auth::Guard::new(
+            config
+                .auth_jwks
+                .as_deref()
+                .map(strata_auth::Verifier::from_file)
+                .transpose()
+                .context("loading --auth-jwks")?,
+            config.anonymous_role,
+        ));
+        let own_token = config
+            .token_file
+            .as_ref()
+            .map(|path| {
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading --token-file {}", path.display()))
+            })
+            .transpose()?;
+        tracing::info!(
+            anonymous_role = %config.anonymous_role,
+            keys = config.auth_jwks.as_ref().map_or("none".to_string(), |p| p.display().to_string()),
+            "requests without a token may do: {}",
+            match config.anonymous_role.0 {
+                None => "nothing",
+                Some(strata_auth::Role::Read) => "reads",
+                Some(_) => "reads and writes of keys and leases",
+            }
+        );
         let allow_faults = std::env::var(crate::canary::fault::ALLOW_FAULTS_ENV).ok();
         config
             .faults
@@ -169,7 +196,8 @@ impl Node {
                 config.timing.clone(),
                 metrics.api.forwarded.clone(),
             )
-            .with_stale_reads_fault(config.faults.stale_reads),
+            .with_stale_reads_fault(config.faults.stale_reads)
+            .with_own_token(own_token.as_deref())?,
         );
         if config.faults.stale_reads {
             tracing::warn!("TEST-ONLY FAULT: linearizable reads skip the ReadIndex round");
@@ -226,7 +254,7 @@ impl Node {
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
         let peer_app = crate::app::peer_router(raft.clone());
-        let app = crate::app::router(state, raft, config.console_dir.as_deref()).await?;
+        let app = crate::app::router(state, raft, config.console_dir.as_deref(), guard).await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
         let canary = config.canary.enabled.then(|| {

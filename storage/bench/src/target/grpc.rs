@@ -33,10 +33,12 @@ fn classify(e: ClientError) -> TargetError {
     match &e {
         ClientError::Status(s) => TargetError::new(format!("{:?}", s.code()), &e),
         ClientError::Connect { .. } => TargetError::new("connect", &e),
-        // Backups and restores, which the bench never makes.
-        ClientError::Backup(_) | ClientError::Io(_) | ClientError::NotEmpty { .. } => {
-            TargetError::new("other", &e)
-        }
+        // Backups and restores, which the bench never makes, and a token
+        // it never sends.
+        ClientError::Backup(_)
+        | ClientError::Io(_)
+        | ClientError::NotEmpty { .. }
+        | ClientError::Token(_) => TargetError::new("other", &e),
     }
 }
 

@@ -50,6 +50,15 @@ enum Cmd {
     /// Print a command line as JSON (program, args, env) without running it.
     #[command(subcommand)]
     Command(Line),
+    /// Make a key pair in --dir (or read the one there) and print, as JSON,
+    /// its public keys' file (`jwks`, for --auth-jwks) and a token of
+    /// --role (`token`): for harnesses that start nodes themselves.
+    Auth {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value = "admin")]
+        role: strata_auth::Role,
+    },
     /// Print a trace from the cluster's trace viewer (`up --traces`) as a
     /// tree: the latest that holds a node span named --operation, or the
     /// one --id names.
@@ -214,6 +223,16 @@ enum Line {
         join: bool,
         #[arg(long)]
         io_threads: Option<usize>,
+        /// The public keys whose tokens the node takes.
+        #[arg(long)]
+        auth_jwks: Option<PathBuf>,
+        /// What requests without a token may do (none, read, write).
+        #[arg(long)]
+        anonymous_role: Option<String>,
+        /// The token the node sends with its own requests (its join, its
+        /// canary).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
         /// Further flags for the node.
         #[arg(last = true)]
         extra: Vec<String>,
@@ -238,6 +257,10 @@ enum Line {
         otlp: Option<String>,
         #[arg(long)]
         concurrency: Option<usize>,
+        /// The cluster's public keys: Envoy then refuses a token they do
+        /// not verify.
+        #[arg(long)]
+        jwks: Option<PathBuf>,
     },
 }
 
@@ -274,6 +297,17 @@ fn main() -> Result<()> {
         }
         Cmd::Command(line) => {
             println!("{}", serde_json::to_string(&command_line(line)?)?);
+            Ok(())
+        }
+        Cmd::Auth { dir, role } => {
+            let auth = strata_harness::auth::ClusterAuth::open_or_create(&dir)?;
+            let out = serde_json::json!({
+                "jwks": auth.jwks(),
+                "token": auth.token("harness", role),
+                "node_token_file": auth.node_token_file(),
+                "anonymous_role": strata_harness::auth::LOCAL_ANONYMOUS_ROLE,
+            });
+            println!("{out}");
             Ok(())
         }
         Cmd::Trace {
@@ -345,6 +379,9 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             data_dir,
             join,
             io_threads,
+            auth_jwks,
+            anonymous_role,
+            token_file,
             extra,
         } => {
             let mut spec = NodeSpec::new(
@@ -356,6 +393,9 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             spec.advertise = advertise;
             spec.join = join;
             spec.io_threads = io_threads;
+            spec.auth_jwks = auth_jwks;
+            spec.anonymous_role = anonymous_role;
+            spec.token_file = token_file;
             spec.extra_args = extra;
             spec.command_line(&node_bin)
         }
@@ -368,6 +408,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             k6,
             otlp,
             concurrency,
+            jwks,
         } => {
             GatewaySpec {
                 nodes,
@@ -379,6 +420,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 trace_sampling: None,
                 load_runner: None,
                 access_log: None,
+                jwks,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -503,6 +545,17 @@ async fn cmd_up(up: Up) -> Result<()> {
         println!("  traces (Jaeger)        {}", viewer.ui_url());
     }
     println!("  logs                   {}", run.logs().display());
+    let token = Layout::admin_token_file(&run);
+    println!(
+        "  requests without a token may read and write keys; an admin token (membership, \
+         leadership, compaction, snapshots, backups, load runs) is in {}:",
+        token.display()
+    );
+    println!("    export STRATA_TOKEN_FILE={}", token.display());
+    println!(
+        "    curl -H \"authorization: Bearer $(cat {})\" {gw}/v1/cluster/members",
+        token.display()
+    );
     Ok(())
 }
 

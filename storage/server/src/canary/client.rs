@@ -43,7 +43,11 @@ impl Client {
 
     /// Makes `op` on `key`.
     pub async fn call(&self, key: &[u8], op: Op) -> Outcome {
-        match tokio::time::timeout(self.timeout, self.answer(key, op)).await {
+        // Forwarded to the leader, the operation carries the node's own
+        // token, as a client's carries the client's.
+        let answer =
+            crate::auth::credential::scope(self.core.own_credential(), self.answer(key, op));
+        match tokio::time::timeout(self.timeout, answer).await {
             Ok(Ok(ret)) => Outcome::Answered(ret),
             Ok(Err(e)) if op == Op::Read => {
                 // A read that failed had no effect, whatever the reason.
@@ -102,12 +106,15 @@ impl Client {
                 op: Some(batch_op::Op::Delete(DeleteOp { key: key.into() })),
             })
             .collect();
-        let batch = self.core.batch(
-            BatchRequest {
-                ops,
-                ..Default::default()
-            },
-            Hop::Client,
+        let batch = crate::auth::credential::scope(
+            self.core.own_credential(),
+            self.core.batch(
+                BatchRequest {
+                    ops,
+                    ..Default::default()
+                },
+                Hop::Client,
+            ),
         );
         match tokio::time::timeout(self.timeout, batch).await {
             Ok(Ok(_)) => {}
@@ -131,7 +138,9 @@ fn classify(e: &ApiError) -> Outcome {
         | ErrorCode::PayloadTooLarge
         | ErrorCode::UnsupportedMediaType
         | ErrorCode::PageTokenExpired
-        | ErrorCode::Compacted => Outcome::NotApplied,
+        | ErrorCode::Compacted
+        | ErrorCode::Unauthenticated
+        | ErrorCode::PermissionDenied => Outcome::NotApplied,
         ErrorCode::OutcomeUnknown
         | ErrorCode::StorageFull
         | ErrorCode::StorageFailed

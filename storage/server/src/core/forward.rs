@@ -59,6 +59,12 @@ impl Core {
             tonic::metadata::MetadataValue::from(self.id),
         );
         crate::request_span::inject_current(req.metadata_mut());
+        // The leader checks the caller, not this node.
+        if let Some(credential) = crate::auth::credential::current()
+            && let Ok(value) = tonic::metadata::MetadataValue::try_from(credential.as_bytes())
+        {
+            req.metadata_mut().insert("authorization", value);
+        }
         req.set_timeout(wait);
         req
     }

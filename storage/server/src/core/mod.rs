@@ -57,6 +57,9 @@ pub struct Core {
     scan_views: ScanViews,
     /// The leader's lease clock (`crate::lessor`).
     lessor: Arc<Lessor>,
+    /// The `authorization` value this node sends with the requests it
+    /// makes itself (`--token-file`).
+    own_credential: Option<axum::http::HeaderValue>,
 }
 
 /// How a write ended: applied at `index` with `result`, by this request or,
@@ -116,7 +119,25 @@ impl Core {
             stale_reads: false,
             scan_views: ScanViews::default(),
             lessor,
+            own_credential: None,
         }
+    }
+
+    /// With `token` sent along with the requests this node makes itself:
+    /// its join request, its canary's operations when forwarded.
+    pub fn with_own_token(mut self, token: Option<&str>) -> anyhow::Result<Self> {
+        self.own_credential = token
+            .map(|t| axum::http::HeaderValue::from_str(&format!("Bearer {}", t.trim())))
+            .transpose()
+            .map_err(|_| {
+                anyhow::anyhow!("the node's token holds characters a header cannot carry")
+            })?;
+        Ok(self)
+    }
+
+    /// The `authorization` value of this node's own requests, if it has one.
+    pub fn own_credential(&self) -> Option<axum::http::HeaderValue> {
+        self.own_credential.clone()
     }
 
     /// The leader's lease clock; `crate::lessor::spawn` runs it.

@@ -70,11 +70,17 @@ impl Lease for LeaseService {
         req: Request<Streaming<LeaseKeepAliveRequest>>,
     ) -> Result<Response<Self::KeepAliveStream>, Status> {
         let core = self.core.clone();
+        // The stream is read after this returns, outside the request's
+        // scope: each keep-alive a follower sends on to the leader carries
+        // the caller's credential from here.
+        let credential = crate::auth::credential::current();
         let answers = req.into_inner().then(move |r| {
             let core = core.clone();
+            let credential = credential.as_deref().cloned();
             async move {
                 let r = r?;
-                Ok(core.lease_keep_alive(r, Hop::Client).await?)
+                let kept = core.lease_keep_alive(r, Hop::Client);
+                Ok(crate::auth::credential::scope(credential, kept).await?)
             }
         });
         Ok(Response::new(Box::pin(answers)))

@@ -23,6 +23,7 @@ use super::model::kv::ResponseHeader;
 use super::model::kv_request::ConsistencyParam;
 use super::model::watch::{WatchChanges, WatchProgress};
 use super::responses;
+use crate::auth::Access;
 use crate::error::{ErrorBody, ErrorCode};
 
 /// What the document says about itself and its shared components; the
@@ -71,6 +72,7 @@ pub fn document() -> Document {
             (openapi_path(&path), item)
         })
         .collect();
+    secure(&mut doc);
     let components = doc.components.get_or_insert_with(Default::default);
     components.responses.extend(responses::all());
     merge_flattened(&mut components.schemas);
@@ -79,6 +81,57 @@ pub fn document() -> Document {
     }
     doc
 }
+
+/// Every route that needs a role (`crate::auth::access`) takes a bearer
+/// token, or none where the anonymous role allows (`--anonymous-role`), and
+/// may answer 401 and 403.
+fn secure(doc: &mut Document) {
+    use utoipa::openapi::security::{
+        HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+    };
+    let components = doc.components.get_or_insert_with(Default::default);
+    components.security_schemes.insert(
+        BEARER.to_string(),
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Bearer)
+                .bearer_format("JWT")
+                .description(Some(
+                    "A token made by `strata auth token` (EdDSA JWT naming a role: read, write or admin).",
+                ))
+                .build(),
+        )
+        .into(),
+    );
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let operations = [
+            (axum::http::Method::GET, &mut item.get),
+            (axum::http::Method::PUT, &mut item.put),
+            (axum::http::Method::POST, &mut item.post),
+            (axum::http::Method::DELETE, &mut item.delete),
+            (axum::http::Method::PATCH, &mut item.patch),
+            (axum::http::Method::HEAD, &mut item.head),
+        ];
+        for (method, operation) in operations {
+            let Some(operation) = operation.as_mut() else {
+                continue;
+            };
+            if let Access::Needs(_) = crate::auth::needed(&method, path) {
+                operation.security = Some(vec![
+                    SecurityRequirement::new(BEARER, Vec::<String>::new()),
+                    SecurityRequirement::default(),
+                ]);
+                operation
+                    .responses
+                    .responses
+                    .extend(responses::auth_errors());
+            }
+        }
+    }
+}
+
+/// The name of the bearer token scheme in the document.
+const BEARER: &str = "bearer";
 
 /// The document as served and as checked in: pretty JSON with a final
 /// newline.

@@ -73,6 +73,27 @@ pub struct PageTokenExpired(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct Compacted(pub ErrorBody);
 
+/// UNAUTHENTICATED: the route needs a role that requests without a token
+/// do not have here (`--anonymous-role`), or the token was refused
+/// (expired, changed, or not signed by a key the node trusts). Send
+/// `authorization: Bearer <token>`.
+#[derive(ToResponse)]
+#[response(headers(
+    ("www-authenticate" = String, description = "`Bearer realm=\"strata\"`.")
+))]
+pub struct Unauthorized(pub ErrorBody);
+
+/// PERMISSION_DENIED: the token's role does not allow this route (reads
+/// need `read`, writes `write`, cluster changes and backups `admin`).
+#[derive(ToResponse)]
+pub struct Forbidden(pub ErrorBody);
+
+/// The answers of a route the caller's role may not allow, keyed by
+/// status.
+pub fn auth_errors() -> Errors {
+    [by_ref::<Unauthorized>(401), by_ref::<Forbidden>(403)].into()
+}
+
 /// Every error response, for the document's components.
 pub fn all() -> Vec<(String, RefOr<Response>)> {
     [
@@ -87,6 +108,8 @@ pub fn all() -> Vec<(String, RefOr<Response>)> {
         StorageFull::response(),
         PageTokenExpired::response(),
         Compacted::response(),
+        Unauthorized::response(),
+        Forbidden::response(),
     ]
     .into_iter()
     .map(|(name, response)| (name.to_string(), response))

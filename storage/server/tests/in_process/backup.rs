@@ -15,6 +15,7 @@ async fn a_backup_holds_every_key_as_of_its_index() {
     // last acknowledged write, and documented as the OpenAPI says.
     let n = one_node(Limits::default()).await;
     let app = &n.app;
+    let admin = ("authorization", n.admin.as_str());
     let granted = call(
         app,
         Method::POST,
@@ -33,7 +34,7 @@ async fn a_backup_holds_every_key_as_of_its_index() {
     let leased = call(app, Method::PUT, "/v1/kv/d?lease=7", &[], "4".to_string()).await;
     assert_eq!(leased.status, StatusCode::OK, "{:?}", leased.body);
     let last = leased.json()["index"].as_u64().unwrap();
-    let a = call(app, Method::GET, "/v1/backup", &[], Bytes::new()).await;
+    let a = call(app, Method::GET, "/v1/backup", &[admin], Bytes::new()).await;
     assert_eq!(a.status, StatusCode::OK);
     assert_documented(&document(), "get", "/v1/backup", &a);
     let (info, items) = strata_proto::backup::read(&a.body).unwrap();

@@ -19,6 +19,7 @@ async fn canary_on_one_node_checks_windows_ok_and_removes_their_keys() {
     // same, and a checked window's keys are deleted.
     let dir = tempfile::tempdir().unwrap();
     let mut config = NodeConfig::single(1, "127.0.0.1:0".parse().unwrap(), dir.path().into());
+    config.anonymous_role = "write".parse().unwrap();
     config.canary.enabled = true;
     config.canary.rate = 100.0;
     config.canary.window_secs = 1;

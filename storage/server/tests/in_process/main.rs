@@ -3,6 +3,7 @@
 //! served on a port (`node`). What needs several nodes or the gateway stays
 //! in `storage/harness/tests`.
 
+mod auth;
 mod backup;
 mod canary;
 mod deadlines;

@@ -28,7 +28,8 @@ impl Running {
     async fn start(dir: &Path) -> Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let config = NodeConfig::single(1, addr, dir.into());
+        let mut config = NodeConfig::single(1, addr, dir.into());
+        config.anonymous_role = "write".parse().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(strata_server::run(listener, config, async move {
             let _ = stopped.await;

@@ -13,6 +13,7 @@ async fn a_requested_snapshot_drops_the_raft_log_up_to_the_last_write() {
     // durable and the raft log beginning after it; the data is untouched.
     let n = one_node(Limits::default()).await;
     let app = &n.app;
+    let admin = ("authorization", n.admin.as_str());
     let doc = document();
     let mut last = 0;
     for i in 0..20 {
@@ -20,7 +21,14 @@ async fn a_requested_snapshot_drops_the_raft_log_up_to_the_last_write() {
         assert_eq!(put.status, StatusCode::OK);
         last = put.json()["index"].as_u64().unwrap();
     }
-    let done = call(app, Method::POST, "/v1/cluster/snapshot", &[], Bytes::new()).await;
+    let done = call(
+        app,
+        Method::POST,
+        "/v1/cluster/snapshot",
+        &[admin],
+        Bytes::new(),
+    )
+    .await;
     assert_eq!(done.status, StatusCode::OK, "{:?}", done.body);
     assert_documented(&doc, "post", "/v1/cluster/snapshot", &done);
     let node = &done.json()["nodes"][0];
@@ -42,7 +50,7 @@ async fn a_requested_snapshot_drops_the_raft_log_up_to_the_last_write() {
         app,
         Method::POST,
         "/v1/cluster/snapshot",
-        &[JSON],
+        &[JSON, admin],
         r#"{"node_ids":[1]}"#,
     )
     .await;
@@ -60,12 +68,13 @@ async fn a_snapshot_request_that_names_a_stranger_or_is_malformed_is_refused() {
     // the API's error body.
     let n = one_node(Limits::default()).await;
     let app = &n.app;
+    let admin = ("authorization", n.admin.as_str());
     let doc = document();
     let stranger = call(
         app,
         Method::POST,
         "/v1/cluster/snapshot",
-        &[JSON],
+        &[JSON, admin],
         r#"{"node_ids":[9]}"#,
     )
     .await;
@@ -73,11 +82,25 @@ async fn a_snapshot_request_that_names_a_stranger_or_is_malformed_is_refused() {
     assert_eq!(stranger.error_code(), "NOT_FOUND");
     assert_documented(&doc, "post", "/v1/cluster/snapshot", &stranger);
     for body in [r#"{"nodes":[1]}"#, r#"{"node_ids":"1"}"#, "{"] {
-        let bad = call(app, Method::POST, "/v1/cluster/snapshot", &[JSON], body).await;
+        let bad = call(
+            app,
+            Method::POST,
+            "/v1/cluster/snapshot",
+            &[JSON, admin],
+            body,
+        )
+        .await;
         assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{body}");
         assert_eq!(bad.error_code(), "INVALID_ARGUMENT", "{body}");
         assert_documented(&doc, "post", "/v1/cluster/snapshot", &bad);
     }
-    let text = call(app, Method::POST, "/v1/cluster/snapshot", &[], "node_ids=1").await;
+    let text = call(
+        app,
+        Method::POST,
+        "/v1/cluster/snapshot",
+        &[admin],
+        "node_ids=1",
+    )
+    .await;
     assert_eq!(text.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }

@@ -114,12 +114,20 @@ async fn a_requested_compaction_flushes_and_the_stats_show_its_work() {
     // configuration is refused as not found.
     let n = one_node(Limits::default()).await;
     let app = &n.app;
+    let admin = ("authorization", n.admin.as_str());
     let doc = document();
     for i in 0..50 {
         let put = call(app, Method::PUT, &format!("/v1/kv/k{i}"), &[], "value").await;
         assert_eq!(put.status, StatusCode::OK);
     }
-    let done = call(app, Method::POST, "/v1/cluster/compact", &[], Bytes::new()).await;
+    let done = call(
+        app,
+        Method::POST,
+        "/v1/cluster/compact",
+        &[admin],
+        Bytes::new(),
+    )
+    .await;
     assert_eq!(done.status, StatusCode::OK, "{:?}", done.body);
     assert_documented(&doc, "post", "/v1/cluster/compact", &done);
     assert_eq!(done.json()["nodes"][0]["outcome"], "done");
@@ -127,7 +135,7 @@ async fn a_requested_compaction_flushes_and_the_stats_show_its_work() {
         app,
         Method::POST,
         "/v1/cluster/compact",
-        &[JSON],
+        &[JSON, admin],
         r#"{"node_ids":[1]}"#,
     )
     .await;
@@ -155,7 +163,7 @@ async fn a_requested_compaction_flushes_and_the_stats_show_its_work() {
         app,
         Method::POST,
         "/v1/cluster/compact",
-        &[JSON],
+        &[JSON, admin],
         r#"{"node_ids":[9]}"#,
     )
     .await;

@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
+use strata_auth::{KeyPair, Role};
 use strata_server::NodeConfig;
 use strata_server::config::Limits;
 use strata_server::node::Node;
@@ -16,10 +17,27 @@ use tempfile::TempDir;
 use tower::ServiceExt;
 
 /// A started node that serves nowhere; its router is called directly.
+/// It takes tokens of its own key pair; requests without one may read and
+/// write (the demo's setting), and `admin` is the `authorization` header
+/// of an admin token for the rest.
 pub struct OneNode {
     pub app: Router,
     pub node: Node,
+    pub keys: KeyPair,
+    pub admin: String,
     _dir: TempDir,
+}
+
+impl OneNode {
+    /// The `authorization` header of a token of this node's key with `role`.
+    pub fn bearer(&self, role: Role) -> String {
+        let token = self
+            .keys
+            .signer()
+            .sign("test", role, Duration::from_secs(3600))
+            .unwrap();
+        format!("Bearer {token}")
+    }
 }
 
 /// Starts a one-voter node with `limits` and waits until it leads.
@@ -30,14 +48,28 @@ pub async fn one_node(limits: Limits) -> OneNode {
 /// A single-node cluster whose configuration `configure` changed.
 pub async fn one_node_configured(configure: impl FnOnce(&mut NodeConfig)) -> OneNode {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = NodeConfig::single(1, "127.0.0.1:0".parse().unwrap(), dir.path().into());
+    let keys = KeyPair::generate();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, keys.jwks_json()).unwrap();
+    let mut config = NodeConfig::single(1, "127.0.0.1:0".parse().unwrap(), dir.path().join("data"));
+    config.auth_jwks = Some(jwks);
+    config.anonymous_role = "write".parse().unwrap();
     configure(&mut config);
     let node = Node::start(config).await.unwrap();
     let app = node.router();
     wait_leader(&app).await;
+    wait_named(&node).await;
+    let admin = format!(
+        "Bearer {}",
+        keys.signer()
+            .sign("admin", Role::Admin, Duration::from_secs(3600))
+            .unwrap()
+    );
     OneNode {
         app,
         node,
+        keys,
+        admin,
         _dir: dir,
     }
 }
@@ -55,6 +87,18 @@ pub async fn wait_leader(app: &Router) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the node did not become leader in 5 s");
+}
+
+/// Waits until the node's first leader has named the cluster (its one
+/// proposal of its own), so that what a test proposes is all that follows.
+pub async fn wait_named(node: &Node) {
+    for _ in 0..500 {
+        if node.raft().state_machine().cluster_id().unwrap() != 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the cluster was not named in 5 s");
 }
 
 /// What a router answered.
