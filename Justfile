@@ -224,9 +224,10 @@ test-e2e: console-build
         --base-port 17201 --gateway-port 18280 --admin-port 19921 --console-dir console/dist \
         -- --compact-log-entries 100 --compact-keep-entries 20
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" STRATA_CLUSTER_BIN="{{cluster}}" \
-        E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
+        STRATA_TOKEN_FILE="$dir/admin.token" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
 
-# (Keys: put, read back through Envoy, delete → 404. Actions: remove a member and add it back as a
+# (Keys: put, read back through Envoy, delete → 404. Actions: signed out, a removal is refused
+# with 401; signed in with the launcher's admin token, remove a member and add it back as a
 # learner, promote it, snapshot every member. Load: the k6 smoke run from the view, both the nodes'
 # and k6's figures above zero, and the run ending by itself.)
 # The console's Keys, Actions and Load views in Debian's Chromium against a real cluster with its load runner.
@@ -240,4 +241,5 @@ test-e2e-ops: console-build setup-k6
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17401 --gateway-port 18480 --admin-port 19941 \
         --k6-port 18485 --k6-dashboard-port 18487 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
-    cd console && STRATA_URL=http://127.0.0.1:18480 E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops
+    cd console && STRATA_URL=http://127.0.0.1:18480 STRATA_TOKEN_FILE="$dir/admin.token" \
+        E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops

@@ -1,11 +1,18 @@
 // The Actions view against a real cluster behind Envoy, in Debian's Chromium:
+//   0. signed out, the header says anonymous and the view says the actions need admin;
+//      a confirmed removal is refused (401 UNAUTHENTICATED, shown as the node gave it, with
+//      a hint to sign in) and the member is still listed by a plain GET /v1/cluster/members;
+//      then the check signs in through the header's form with the admin token, and the
+//      header names the admin role;
 //   1. removing a voter first says what it does to fault tolerance and asks to confirm;
-//      once confirmed the member leaves (the view and GET /v1/cluster/members agree);
+//      once confirmed (again, signed in now) the member leaves (the view and
+//      GET /v1/cluster/members agree);
 //   2. adding it back makes it a learner, shown as one in the Actions view and the
 //      Cluster view (from the nodes' own status over the event stream);
 //   3. it is promoted back to voter, and a snapshot on every member reports `done`.
-// Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
+// Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (the admin token's
+// file), E2E_SCREENSHOT_DIR (optional).
+import { adminHeaders, base, checkNarrow, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
 
 const t = tally('actions e2e');
 
@@ -26,6 +33,14 @@ try {
   const row = page.getByTestId(`member-row-${leaving.id}`);
   await row.waitFor({ timeout: 10000 });
 
+  const credential = page.getByTestId('credential');
+  t.check((await credential.getAttribute('data-state')) === 'anonymous', 'signed out, the header says anonymous');
+  const needsAdmin = page.getByTestId('admin-needed');
+  t.check(
+    (await needsAdmin.textContent())?.includes('These actions need the admin role: sign in with an admin token.'),
+    'signed out, the view says the actions need the admin role',
+  );
+
   const form = page.getByTestId('membership-form');
   await form.getByRole('combobox', { name: 'Change' }).selectOption('remove');
   await form.getByRole('combobox', { name: 'Member' }).selectOption(String(leaving.id));
@@ -34,9 +49,32 @@ try {
   t.check(summary.includes('After this, one more failure loses quorum.'), `removal warns about quorum: "${summary}"`);
   t.check((await members()).length === before.length, 'nothing changed before confirming');
   await screenshot(page, 'actions-confirm-remove');
+
+  // Signed out, the request still goes: the node refuses it.
+  await form.getByTestId('confirm-button').click();
+  const refusal = form.locator('[data-testid="api-error"][data-code="UNAUTHENTICATED"][data-status="401"]');
+  await refusal.waitFor({ timeout: 10000 });
+  const refusalText = (await refusal.textContent()) ?? '';
+  t.check(refusalText.includes('this needs the admin role'), `the node's 401 is shown as it gave it: "${refusalText}"`);
+  t.check(
+    (await refusal.getByTestId('auth-hint').textContent())?.includes('Sign in (top right) with a token'),
+    'the refusal comes with a hint to sign in',
+  );
+  t.check((await members()).some((m) => m.id === leaving.id), `refused, node ${leaving.id} is still a member (plain GET)`);
+  t.check(await row.isVisible(), `refused, the view still lists node ${leaving.id}`);
+  await screenshot(page, 'auth-refused-signed-out');
+
+  const header = await signInThroughForm(page);
+  t.check(header.includes('admin'), `signed in through the form, the header shows the admin role: "${header}"`);
+  await needsAdmin.waitFor({ state: 'detached', timeout: 5000 });
+  t.pass('signed in as admin, the view no longer says admin is needed');
+  await screenshot(page, 'auth-signed-in');
+
+  // The confirmation is still open: confirming again sends the removal with the token.
   await form.getByTestId('confirm-button').click();
   await row.waitFor({ state: 'detached', timeout: 15000 });
   t.check(!(await members()).some((m) => m.id === leaving.id), `node ${leaving.id} left the configuration`);
+  t.check((await form.getByTestId('api-error').count()) === 0, 'the refusal is gone once the change succeeded');
 
   await form.getByRole('combobox', { name: 'Change' }).selectOption('add');
   await form.getByRole('textbox', { name: 'Node id' }).fill(String(leaving.id));
@@ -55,13 +93,22 @@ try {
 
   // Restore three voters (a learner may need a moment to catch up: 503 means retry).
   const promoted = await until(async () => {
-    const response = await fetch(`${base}/v1/cluster/members/${leaving.id}/promote`, { method: 'POST' });
+    const response = await fetch(`${base}/v1/cluster/members/${leaving.id}/promote`, {
+      method: 'POST',
+      headers: adminHeaders(),
+    });
     return response.status === 200;
   }, 20000, 500);
   t.check(promoted, `node ${leaving.id} promoted back to voter`);
 
   await page.goto(`${base}/#/actions`);
+  // A reload keeps the sign-in: the token stays in localStorage.
+  await page.reload({ waitUntil: 'domcontentloaded' });
   await page.locator(`[data-testid="member-row-${leaving.id}"][data-voter="true"]`).waitFor({ timeout: 15000 });
+  t.check(
+    (await page.getByTestId('credential').getAttribute('data-role')) === 'admin',
+    'after a reload the console is still signed in as admin',
+  );
   const maintenance = page.getByTestId('maintenance-form');
   await maintenance.getByRole('button', { name: 'Snapshot' }).click();
   await maintenance.getByTestId('maintenance-result').waitFor({ timeout: 15000 });

@@ -1,11 +1,46 @@
 // What the Keys, Actions and Load checks (*.ops.mjs) share: Debian's Chromium through playwright-core,
-// a pass/fail tally, and full-page screenshots into E2E_SCREENSHOT_DIR.
-import { mkdirSync } from 'node:fs';
+// a pass/fail tally, full-page screenshots into E2E_SCREENSHOT_DIR, and the admin token of
+// STRATA_TOKEN_FILE for the checks that need admin.
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 const shots = process.env.E2E_SCREENSHOT_DIR;
+
+/**
+ * The admin token from the file STRATA_TOKEN_FILE names (`strata-cluster up` writes one to
+ * `<run-dir>/admin.token`); null when it is not set. Admin actions (membership, leadership,
+ * compaction, snapshots) need it: requests without a token get the nodes' anonymous role.
+ */
+export const adminToken = process.env.STRATA_TOKEN_FILE
+  ? readFileSync(process.env.STRATA_TOKEN_FILE, 'utf8').trim()
+  : null;
+
+function requireAdminToken() {
+  if (!adminToken) throw new Error('STRATA_TOKEN_FILE is required: the file with an admin token (<run-dir>/admin.token)');
+  return adminToken;
+}
+
+/** The header that makes a plain fetch run as admin. */
+export function adminHeaders() {
+  return { authorization: `Bearer ${requireAdminToken()}` };
+}
+
+/**
+ * Signs `page` in as admin through the header's form, as an operator does: paste the token,
+ * Sign in, and the header names the admin role. Returns the header's text.
+ */
+export async function signInThroughForm(page) {
+  const token = requireAdminToken();
+  await page.getByTestId('sign-in-button').click();
+  const form = page.getByTestId('sign-in-form');
+  await form.getByRole('textbox', { name: 'Token' }).fill(token);
+  await form.getByTestId('sign-in-submit').click();
+  const credential = page.locator('[data-testid="credential"][data-state="signed-in"][data-role="admin"]');
+  await credential.waitFor({ timeout: 5000 });
+  return (await credential.textContent()) ?? '';
+}
 
 export function launch() {
   return chromium.launch({

@@ -9,7 +9,8 @@
 // Each file holds the frames in arrival order: [{ event, receivedAtMs, data }].
 //
 // Env: STRATA_URL (the gateway), STRATA_RUN_DIR (the cluster's run directory, whose
-// pids/node<id>.pid files name the nodes), OUT (default src/test/recorded).
+// pids/node<id>.pid files name the nodes and whose admin.token the compaction carries),
+// OUT (default src/test/recorded).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -17,6 +18,8 @@ const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 const runDir = process.env.STRATA_RUN_DIR;
 const out = process.env.OUT ?? 'src/test/recorded';
 if (!runDir) throw new Error('STRATA_RUN_DIR is required');
+// The compaction needs admin: the token `strata-cluster up` wrote into the run directory.
+const adminToken = readFileSync(join(runDir, 'admin.token'), 'utf8').trim();
 
 /**
  * Follows the event stream until `stop` resolves, opening it again when it ends (the
@@ -97,7 +100,7 @@ if (scenarios.includes('storage')) save(
     }
     const compacted = await fetch(`${base}/v1/cluster/compact`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
       body: '{}',
     });
     console.log(`record: compact ${compacted.status} ${await compacted.text()}`);

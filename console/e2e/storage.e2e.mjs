@@ -1,8 +1,10 @@
 // The Storage view against a real cluster behind Envoy, in Debian's Chromium: writes
 // enough keys that every node flushes (the cluster runs with a small
 // --compact-log-entries), then asks for a compaction (POST /v1/cluster/compact) →
-// the view shows every node's new flush, its tables, and the finished compaction.
-import { base, launchBrowser, screenshot, tally } from './lib.mjs';
+// the view shows every node's new flush, its tables, and the finished compaction. The
+// compaction needs admin: it carries the token of STRATA_TOKEN_FILE, and the page is signed
+// in with it too.
+import { adminHeaders, base, launchBrowser, screenshot, signInPage, tally } from './lib.mjs';
 
 const t = tally('storage');
 const browser = await launchBrowser();
@@ -46,7 +48,10 @@ function everyNodeShows(page, testId, sinceMs, ids) {
 
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await signInPage(page);
   await page.goto(`${base}/#/storage`, { waitUntil: 'domcontentloaded' });
+  const role = await page.getByTestId('credential').getAttribute('data-role');
+  t.check(role === 'admin', `the page is signed in as admin (header role "${role}")`);
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
   await page.locator('[data-testid^="storage-node-"]').nth(2).waitFor({ timeout: 15000 });
   const ids = await page
@@ -70,7 +75,7 @@ try {
   const response = await retrying(() =>
     fetch(`${base}/v1/cluster/compact`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...adminHeaders() },
       body: '{}',
     }),
   );

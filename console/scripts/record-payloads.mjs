@@ -3,19 +3,31 @@
 // answer (status and body, as received) under src/test/recorded/. Run it against a
 // fresh cluster (the keys it writes are part of the payloads):
 //
-//   STRATA_URL=http://127.0.0.1:8080 node scripts/record-payloads.mjs
-import { mkdirSync, writeFileSync } from 'node:fs';
+//   STRATA_URL=http://127.0.0.1:8080 STRATA_TOKEN_FILE=<run-dir>/admin.token node scripts/record-payloads.mjs
+//
+// Every request carries the admin token of STRATA_TOKEN_FILE (membership, snapshots and
+// compaction need it). `RECORD_ONLY=auth` records the refusals: also set
+// STRATA_WRITE_TOKEN_FILE to a file holding a write token, made by
+// `strata auth token --key <run-dir>/auth/signing-key.pem --role write --subject writer`.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 const out = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'test', 'recorded');
 const only = process.env.RECORD_ONLY?.split(',') ?? null;
+const tokenIn = (file) => (file ? readFileSync(file, 'utf8').trim() : null);
+const adminToken = tokenIn(process.env.STRATA_TOKEN_FILE);
 
-async function call(method, path, body, contentType = 'application/json') {
+/** `token`: the bearer token to send (the admin token unless given; null sends none). */
+async function call(method, path, body, contentType = 'application/json', token = adminToken) {
   const response = await fetch(base + path, {
     method,
-    headers: { Accept: 'application/json', ...(body !== undefined ? { 'Content-Type': contentType } : {}) },
+    headers: {
+      Accept: 'application/json',
+      ...(body !== undefined ? { 'Content-Type': contentType } : {}),
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+    },
     body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
   });
   const text = await response.text();
@@ -278,6 +290,21 @@ async function recordTxn() {
   return payloads;
 }
 
+/**
+ * The nodes' refusals: an admin action without a token (401) and with a write token (403),
+ * and a put with a token that is no token (401).
+ */
+async function recordAuth() {
+  const writeToken = tokenIn(process.env.STRATA_WRITE_TOKEN_FILE);
+  if (!writeToken) throw new Error('RECORD_ONLY=auth needs STRATA_WRITE_TOKEN_FILE (a write token)');
+  const leaving = (await call('GET', '/v1/cluster/members')).body.members.at(-1).id;
+  return {
+    removeAnonymous: await call('DELETE', `/v1/cluster/members/${leaving}`, undefined, undefined, null),
+    removeAsWriter: await call('DELETE', `/v1/cluster/members/${leaving}`, undefined, undefined, writeToken),
+    putRefusedToken: await call('PUT', '/v1/kv/users/dave', { value: 'dave', encoding: 'utf8' }, undefined, 'abc.def.ghi'),
+  };
+}
+
 const recorders = {
   keys: recordKeys,
   actions: recordActions,
@@ -287,6 +314,7 @@ const recorders = {
   watch: recordWatch,
   leases: recordLeases,
   txn: recordTxn,
+  auth: recordAuth,
 };
 
 mkdirSync(out, { recursive: true });

@@ -1,3 +1,4 @@
+import { credentialHeaders, credentialOf, storedToken } from '../lib/credential';
 import { ApiError } from './http';
 import type { ApiErrorBody } from './types';
 
@@ -23,7 +24,8 @@ export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 /**
  * Send a request to a same-origin JSON endpoint and answer its parsed body. `body`, when
  * given, is sent as JSON. Any non-2xx answer becomes an {@link ApiError} carrying the
- * node's `{"code","message"}` as it came, so views can show the API's own words.
+ * node's `{"code","message"}` as it came, so views can show the API's own words. The
+ * stored token, if any, goes along as `authorization: Bearer <token>`.
  *
  * The result type is the caller's claim, taken from the generated contract types; the
  * endpoint paths with parameters are not expressible through `getJson`'s path map.
@@ -34,7 +36,8 @@ export async function sendJson<Result>(
   body?: unknown,
   signal?: AbortSignal,
 ): Promise<Result> {
-  const headers: Record<string, string> = { Accept: 'application/json' };
+  const token = storedToken();
+  const headers: Record<string, string> = { Accept: 'application/json', ...credentialHeaders(token) };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const response = await fetch(path, {
     method,
@@ -44,7 +47,7 @@ export async function sendJson<Result>(
   });
   const text = await response.text();
   if (!response.ok) {
-    throw new ApiError(response.status, errorBodyOf(text), text.slice(0, 200));
+    throw new ApiError(response.status, errorBodyOf(text), text.slice(0, 200), credentialOf(token));
   }
   return JSON.parse(text) as Result;
 }

@@ -1,4 +1,7 @@
-import { render, screen, within } from '@testing-library/react';
+import { fireEvent, render, screen, waitFor, within } from '@testing-library/react';
+import recorded from '../test/recorded/actions.json';
+import { serveRecorded } from '../test/recordedApi';
+import { makeToken } from '../test/tokens';
 import { MockEventSource } from '../test/MockEventSource';
 import { App } from './App';
 import { createQueryClient } from './queryClient';
@@ -30,5 +33,33 @@ describe('App', () => {
     window.location.hash = '#/keys';
     render(<App queryClient={createQueryClient()} />);
     expect(await screen.findByRole('heading', { level: 1, name: 'Keys' })).toBeInTheDocument();
+  });
+
+  it('asks again with the token once signed in, without a reload', async () => {
+    // Proves the app refetches its queries when the token changes: the members are read
+    // anonymously first, then again carrying the pasted token, and again without it after sign-out.
+    const api = serveRecorded([{ method: 'GET', url: '/v1/cluster/members', answer: recorded.membersBefore }]);
+    window.location.hash = '#/actions';
+    render(<App queryClient={createQueryClient()} />);
+    await screen.findByTestId('member-row-3');
+    expect(screen.getByTestId('admin-needed')).toBeInTheDocument();
+    expect(api.requests('GET', '/v1/cluster/members')).toHaveLength(1);
+
+    const token = makeToken('ops', 'admin');
+    fireEvent.click(screen.getByTestId('sign-in-button'));
+    fireEvent.change(screen.getByRole('textbox', { name: 'Token' }), { target: { value: token } });
+    fireEvent.click(within(screen.getByTestId('sign-in-form')).getByRole('button', { name: 'Sign in' }));
+    await waitFor(() => {
+      expect(api.requests('GET', '/v1/cluster/members')).toHaveLength(2);
+    });
+    expect(api.requests('GET', '/v1/cluster/members')[1]?.headers.authorization).toBe(`Bearer ${token}`);
+    expect(screen.getByTestId('credential')).toHaveAttribute('data-role', 'admin');
+    expect(screen.queryByTestId('admin-needed')).not.toBeInTheDocument();
+
+    fireEvent.click(screen.getByTestId('sign-out-button'));
+    await waitFor(() => {
+      expect(api.requests('GET', '/v1/cluster/members')).toHaveLength(3);
+    });
+    expect(api.requests('GET', '/v1/cluster/members')[2]?.headers).not.toHaveProperty('authorization');
   });
 });

@@ -1,6 +1,7 @@
 import { QueryClientProvider, type QueryClient } from '@tanstack/react-query';
-import { Suspense } from 'react';
+import { Suspense, useEffect } from 'react';
 import { AppShell } from '../components/AppShell';
+import { subscribeToken } from '../lib/credential';
 import { sections } from './sections';
 import { useHashSection } from './useHashSection';
 
@@ -11,6 +12,14 @@ interface AppProps {
 export function App({ queryClient }: AppProps) {
   const requested = useHashSection();
   const active = sections.find((section) => section.id === requested) ?? sections[0];
+  // Signing in or out changes what the nodes allow: every query asks again, no reload.
+  useEffect(
+    () =>
+      subscribeToken(() => {
+        void queryClient.invalidateQueries();
+      }),
+    [queryClient],
+  );
   return (
     <QueryClientProvider client={queryClient}>
       <AppShell items={sections} activeId={active.id}>

@@ -1,5 +1,6 @@
 import type { ReactNode } from 'react';
 import styles from './AppShell.module.css';
+import { SignIn } from './SignIn';
 
 export interface NavItem {
   id: string;
@@ -12,7 +13,10 @@ interface AppShellProps {
   children: ReactNode;
 }
 
-/** Header with the product name and one tab per console section; links are `#/<id>`. */
+/**
+ * Header with the product name, one tab per console section (links are `#/<id>`) and who
+ * the console's requests run as (sign in and out).
+ */
 export function AppShell({ items, activeId, children }: AppShellProps) {
   return (
     <div className={styles.shell}>
@@ -37,6 +41,7 @@ export function AppShell({ items, activeId, children }: AppShellProps) {
             ))}
           </ul>
         </nav>
+        <SignIn />
       </header>
       <main className={styles.main}>{children}</main>
     </div>

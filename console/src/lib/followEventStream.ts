@@ -52,6 +52,8 @@ export function followEventStream(options: FollowOptions): () => void {
   };
 
   const connect = () => {
+    // An EventSource cannot send a header: the stream carries no token and runs with the
+    // nodes' anonymous role (README, "Signing in").
     const es = new EventSource(typeof url === 'function' ? url() : url);
     source = es;
     for (const [name, handle] of Object.entries(events)) {

@@ -12,6 +12,8 @@ export interface SentRequest {
   method: string;
   url: string;
   body: unknown;
+  /** The request's headers, names in lower case. */
+  headers: Record<string, string>;
 }
 
 export interface Route {
@@ -46,7 +48,11 @@ export function serveRecorded(routes: Route[]): RecordedApi {
         body = raw;
       }
     }
-    sent.push({ method, url, body });
+    const headers: Record<string, string> = {};
+    new Headers(init?.headers).forEach((value, name) => {
+      headers[name] = value;
+    });
+    sent.push({ method, url, body, headers });
     const route = routes.find((r) => r.method === method && matches(r.url, url));
     if (!route) {
       return Promise.resolve(new Response(`no recorded answer for ${method} ${url}`, { status: 599 }));

@@ -1,6 +1,9 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
 import recorded from '../../../test/recorded/actions.json';
+import auth from '../../../test/recorded/auth.json';
+import { TOKEN_KEY } from '../../../lib/credential';
+import { makeToken } from '../../../test/tokens';
 import { serveRecorded, type RecordedApi, type Route } from '../../../test/recordedApi';
 import { renderWithQuery } from '../../../test/render';
 import { ActionsPage } from './ActionsPage';
@@ -181,6 +184,60 @@ describe('ActionsPage', () => {
     });
     await waitFor(() => {
       expect(screen.queryByTestId('member-row-3')).not.toBeInTheDocument();
+    });
+  });
+
+  describe('without the admin role', () => {
+    function removeNode3() {
+      chooseChange('remove');
+      fireEvent.change(screen.getByRole('combobox', { name: 'Member' }), { target: { value: '3' } });
+      fireEvent.click(screen.getByTestId('review-change'));
+      fireEvent.click(screen.getByTestId('confirm-button'));
+    }
+
+    it('signed out: says admin is needed, still sends the removal and shows the 401 with a hint', async () => {
+      // The refusal was recorded from a real cluster (RECORD_ONLY=auth).
+      const api = start([{ method: 'DELETE', url: '/v1/cluster/members/3', answer: auth.removeAnonymous }]);
+      await screen.findByTestId('member-row-3');
+      expect(screen.getByTestId('admin-needed')).toHaveTextContent(
+        'These actions need the admin role: sign in with an admin token. You are not signed in (anonymous).',
+      );
+      removeNode3();
+      const error = await screen.findByTestId('api-error');
+      expect(error).toHaveAttribute('data-code', 'UNAUTHENTICATED');
+      expect(error).toHaveTextContent(`HTTP 401${auth.removeAnonymous.body.message}`);
+      expect(screen.getByTestId('auth-hint')).toHaveTextContent('Sign in (top right) with a token');
+      expect(api.requests('DELETE')).toHaveLength(1);
+      expect(api.requests('DELETE')[0]?.headers).not.toHaveProperty('authorization');
+      expect(screen.getByTestId('member-row-3')).toBeInTheDocument();
+    });
+
+    it('signed in with a write token: names the role, sends the token and shows the 403 with a hint', async () => {
+      const token = makeToken('writer', 'write');
+      window.localStorage.setItem(TOKEN_KEY, token);
+      const api = start([{ method: 'DELETE', url: '/v1/cluster/members/3', answer: auth.removeAsWriter }]);
+      await screen.findByTestId('member-row-3');
+      expect(screen.getByTestId('admin-needed')).toHaveTextContent('Signed in as writer with the write role.');
+      removeNode3();
+      const error = await screen.findByTestId('api-error');
+      expect(error).toHaveAttribute('data-code', 'PERMISSION_DENIED');
+      expect(error).toHaveTextContent(auth.removeAsWriter.body.message);
+      expect(screen.getByTestId('auth-hint')).toHaveTextContent('The role of the token sent (write, writer) is not enough');
+      expect(api.requests('DELETE')[0]?.headers.authorization).toBe(`Bearer ${token}`);
+    });
+
+    it('says nothing once signed in as admin', async () => {
+      window.localStorage.setItem(TOKEN_KEY, makeToken('ops', 'admin'));
+      start([]);
+      await screen.findByTestId('member-row-3');
+      expect(screen.queryByTestId('admin-needed')).not.toBeInTheDocument();
+    });
+
+    it('says an expired admin token is not enough', async () => {
+      window.localStorage.setItem(TOKEN_KEY, makeToken('ops', 'admin', -30));
+      start([]);
+      await screen.findByTestId('member-row-3');
+      expect(screen.getByTestId('admin-needed')).toHaveTextContent('The token of ops has expired.');
     });
   });
 });

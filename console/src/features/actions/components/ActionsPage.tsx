@@ -8,6 +8,7 @@ import type { NodeStatus } from '../api/types';
 import { useLiveStatus } from '../hooks/useLiveStatus';
 import page from '../../../components/Page.module.css';
 import styles from './ActionsPage.module.css';
+import { AdminNeeded } from './AdminNeeded';
 import { MaintenanceForm } from './MaintenanceForm';
 import { MembersTable } from './MembersTable';
 import { MembershipForm } from './MembershipForm';
@@ -41,6 +42,7 @@ export function ActionsPage() {
     );
     body = (
       <>
+        <AdminNeeded />
         <div className={styles.columns}>
           <Panel
             title="Members"

@@ -1,7 +1,9 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
 import recorded from '../../../test/recorded/keys.json';
+import auth from '../../../test/recorded/auth.json';
 import leases from '../../../test/recorded/leases.json';
+import { TOKEN_KEY } from '../../../lib/credential';
 import scan from '../../../test/recorded/scan.json';
 import watch from '../../../test/recorded/watch.json';
 import { parseSse } from '../../../test/sse';
@@ -210,6 +212,22 @@ describe('KeysPage', () => {
     expect(api.requests('PUT')[1]?.body).toEqual({ value: 'carol', encoding: 'utf8' });
     // The stored key is selected and read back.
     expect(await screen.findByTestId('selected-key')).toHaveTextContent('users/carol');
+  });
+
+  it('shows a put the node refused for its token (401) as the API gave it, with a hint', async () => {
+    // Recorded from a real cluster: a put carrying something that is no Strata token.
+    window.localStorage.setItem(TOKEN_KEY, 'abc.def.ghi');
+    const api = serveRecorded([{ method: 'PUT', url: '/v1/kv/users%2Fdave', answer: auth.putRefusedToken }]);
+    renderWithQuery(<KeysPage />);
+    const form = screen.getByTestId('put-form');
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Key' }), { target: { value: 'users/dave' } });
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Value' }), { target: { value: 'dave' } });
+    fireEvent.click(within(form).getByRole('button', { name: 'Put' }));
+    const error = await within(form).findByTestId('api-error');
+    expect(error).toHaveAttribute('data-code', 'UNAUTHENTICATED');
+    expect(error).toHaveTextContent(`HTTP 401${auth.putRefusedToken.body.message}`);
+    expect(within(form).getByTestId('auth-hint')).toHaveTextContent('The token was refused: sign in again');
+    expect(api.requests('PUT')[0]?.headers.authorization).toBe('Bearer abc.def.ghi');
   });
 
   it('puts a key under an existing lease or a lease of its own, and shows an unknown lease’s 404', async () => {

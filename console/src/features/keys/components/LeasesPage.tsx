@@ -6,7 +6,7 @@ import { Panel } from '../../../components/Panel';
 import { formatClock, formatCount } from '../../../lib/format';
 import { leasesQuery } from '../api/leases';
 import type { RevokeResult } from '../api/types';
-import { useNow } from '../hooks/useNow';
+import { useNow } from '../../../lib/useNow';
 import { GrantLeaseForm } from './GrantLeaseForm';
 import { LeaseDetail } from './LeaseDetail';
 import { LeaseTable } from './LeaseTable';
