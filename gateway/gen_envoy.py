@@ -397,10 +397,15 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
                       "idle_timeout": "0s"},
         },
         {
-            # k6's REST API (k6 run --address 127.0.0.1:6565); absent when no load test runs.
-            "match": {"prefix": "/k6/"},
+            # k6's REST API (k6 run --address 127.0.0.1:6565), to read; absent when no load test
+            # runs. Its controls (pause, scale, stop) are not routed: runs are started and stopped
+            # through the load runner (/load/run), which needs an admin token.
+            "match": {"prefix": "/k6/", "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
             "route": {"cluster": "k6", "prefix_rewrite": "/", "timeout": "5s"},
         },
+        {"match": {"prefix": "/k6/"},
+         "direct_response": {"status": 403, "body": {"inline_string": (
+             "k6's controls are not routed: start and stop runs through the load runner (/load/run)")}}},
         console_route(console),
     ]
 
@@ -540,7 +545,8 @@ UNFLAGGED_GATEWAY_ERRORS = [502, 503, 504]
 # internal raft route); their status stays.
 STATUS_CODES = {413: "PAYLOAD_TOO_LARGE", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT",
                 # The JWT filter's refusal of a token (a node's own 401s are not local replies).
-                401: "UNAUTHENTICATED"}
+                401: "UNAUTHENTICATED",
+                403: "PERMISSION_DENIED"}
 
 
 def error_body(code: str) -> dict:

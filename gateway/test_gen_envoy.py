@@ -66,14 +66,17 @@ def routes(config: dict) -> list[dict]:
     return hcm["route_config"]["virtual_hosts"][0]["routes"]
 
 
-def route_for(config: dict, path: str, grpc: bool = False, headers: tuple = ()) -> dict:
+def route_for(config: dict, path: str, grpc: bool = False, headers: tuple = (), method: str = "GET") -> dict:
     """First route whose path/prefix matches, as Envoy would pick it (grpc: content-type is gRPC;
-    headers: the names of the request's headers, for routes that need one present)."""
+    headers: the names of the request's headers, for routes that need one present; method: the
+    request's, for routes that match it)."""
     for r in routes(config):
         m = r["match"]
         if "grpc" in m and not grpc:
             continue
         if any(h.get("present_match") and h["name"] not in headers for h in m.get("headers", [])):
+            continue
+        if any(h["name"] == ":method" and h["string_match"]["exact"] != method for h in m.get("headers", [])):
             continue
         if ("path" in m and m["path"] == path) or ("prefix" in m and path.startswith(m["prefix"])):
             return r
@@ -276,6 +279,9 @@ class Routing(unittest.TestCase):
         self.assertNotIn("prefix_rewrite", route_for(config, "/load/run")["route"])
         self.assertEqual(route_for(config, "/")["route"]["cluster"], "nodes_any")
         self.assertEqual(route_for(config, "/k6/v1/status")["route"]["cluster"], "k6")
+        # k6's controls are not routed: runs start and stop through the load runner, as admin.
+        for method in ("PATCH", "POST", "DELETE"):
+            self.assertEqual(route_for(config, "/k6/v1/status", method=method)["direct_response"]["status"], 403)
         addr = cluster(config, "load_runner")["load_assignment"]["endpoints"][0]["lb_endpoints"][0]
         self.assertEqual(addr["endpoint"]["address"]["socket_address"]["port_value"], 16566)
         self.assertEqual(route_for(self.config, "/load/run")["route"]["cluster"], "nodes_any")
@@ -491,8 +497,8 @@ class LocalReplies(unittest.TestCase):
     def test_client_errors_keep_their_status_and_get_a_code(self):
         # Proves Envoy's own 4xx replies (the internal raft route, a body over the buffer limit)
         # keep their status and carry the error shape's code.
-        for status, code in ((400, "INVALID_ARGUMENT"), (401, "UNAUTHENTICATED"), (404, "NOT_FOUND"),
-                             (413, "PAYLOAD_TOO_LARGE")):
+        for status, code in ((400, "INVALID_ARGUMENT"), (401, "UNAUTHENTICATED"), (403, "PERMISSION_DENIED"),
+                             (404, "NOT_FOUND"), (413, "PAYLOAD_TOO_LARGE")):
             with self.subTest(status=status):
                 rest = local_reply(self.config, set(), status, grpc=False)
                 self.assertEqual((rest["status"], rest["code"], rest["headers"]), (status, code, {}))

@@ -5,8 +5,11 @@
 //      included, go above zero;
 //   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped),
 //      and k6's last figures stay on view.
-// Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
+// Starting a run needs the admin role: a plain request without a token is refused (401) and
+// starts nothing; the view starts it signed in.
+// Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (an admin token),
+// E2E_SCREENSHOT_DIR (optional).
+import { base, checkNarrow, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
 
 const t = tally('load e2e');
 const DURATION_S = 12;
@@ -16,6 +19,17 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(`${base}/#/load`, { waitUntil: 'domcontentloaded' });
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
+  const anonymous = await fetch(`${base}/load/run`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ scenario: 'smoke', rate_per_s: 20, duration_s: DURATION_S }),
+  });
+  const refusal = await anonymous.json().catch(() => ({}));
+  t.check(anonymous.status === 401 && refusal.code === 'UNAUTHENTICATED',
+    `a start without a token is refused (${anonymous.status} ${refusal.code})`);
+  const idle = await (await fetch(`${base}/load/run`)).json();
+  t.check(idle.state !== 'running', `and nothing runs (${idle.state})`);
+  await signInThroughForm(page);
   const form = page.getByTestId('run-form');
   await form.getByRole('combobox', { name: 'Scenario' }).selectOption('smoke');
   await form.getByRole('textbox', { name: 'Rate (requests/s)' }).fill('20');

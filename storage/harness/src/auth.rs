@@ -21,6 +21,21 @@ const TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The file of the token the nodes send with their own requests.
 const NODE_TOKEN_FILE: &str = "node.token";
 
+/// Sets `spec` to take the tokens of the pair kept in `dir`, requests
+/// without one as [`LOCAL_ANONYMOUS_ROLE`], and to send the node token
+/// there with its own requests. Touches no file: the pair is made when
+/// the cluster starts ([`ClusterAuth::open_or_create`]).
+pub fn configure(spec: &mut NodeSpec, dir: &Path) {
+    spec.auth_jwks = Some(dir.join(JWKS_FILE));
+    spec.anonymous_role = Some(LOCAL_ANONYMOUS_ROLE.to_string());
+    spec.token_file = Some(dir.join(NODE_TOKEN_FILE));
+}
+
+/// The public keys' file of the pair kept in `dir`.
+pub fn jwks_file(dir: &Path) -> PathBuf {
+    dir.join(JWKS_FILE)
+}
+
 /// A cluster's key pair on disk.
 pub struct ClusterAuth {
     jwks: PathBuf,

@@ -249,6 +249,9 @@ pub fn load_runner(
     if let Some(address) = &gateway.k6_dashboard {
         args.extend(["--k6-dashboard-address".into(), address.clone()]);
     }
+    if let Some(jwks) = &spec.auth_jwks {
+        args.extend(["--auth-jwks".into(), jwks.display().to_string()]);
+    }
     CommandLine {
         program: spec.launcher.clone(),
         args,

@@ -70,6 +70,10 @@ pub struct LoadRunnerSpec {
     pub listen: String,
     pub k6: PathBuf,
     pub scripts: PathBuf,
+    /// The cluster's public keys (set by [`Layout::plan`]): starting and
+    /// stopping a run need an admin token.
+    #[serde(default)]
+    pub auth_jwks: Option<PathBuf>,
 }
 
 /// Everything needed to start, restart or extend the cluster.
@@ -110,8 +114,7 @@ impl Layout {
         let peers = (1..=opts.nodes)
             .map(|id| Ok((id, format!("{ADDR}:{}", port(id)?))))
             .collect::<Result<Vec<_>>>()?;
-        let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
-        auth.write_admin_token(&Self::admin_token_file(run))?;
+        let auth_dir = Self::auth_dir(run);
         let nodes = peers
             .iter()
             .map(|(id, listen)| {
@@ -121,7 +124,7 @@ impl Layout {
                     peers.clone(),
                     run.data().join(node_name(*id)),
                 );
-                auth.configure(&mut spec);
+                crate::auth::configure(&mut spec, &auth_dir);
                 spec.io_threads = opts.threads;
                 if let Some(dir) = &opts.console_dir {
                     spec.extra_args
@@ -167,12 +170,15 @@ impl Layout {
                 otlp,
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
                 access_log: None,
-                jwks: Some(auth.jwks().to_path_buf()),
+                jwks: Some(crate::auth::jwks_file(&auth_dir)),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
             traces: opts.traces.clone(),
-            load_runner: opts.load_runner.clone(),
+            load_runner: opts.load_runner.clone().map(|r| LoadRunnerSpec {
+                auth_jwks: Some(crate::auth::jwks_file(&auth_dir)),
+                ..r
+            }),
         })
     }
 
@@ -225,6 +231,10 @@ impl Layout {
     /// Starts the trace viewer (first, so that it receives the first
     /// spans), every node and Envoy.
     pub fn start_all(&self, run: &RunDir) -> Result<()> {
+        // The keys the plan names, made on the first start, and an admin
+        // token for the operator.
+        let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
+        auth.write_admin_token(&Self::admin_token_file(run))?;
         if let Some(viewer) = &self.traces {
             let config = run.root().join("jaeger.yaml");
             viewer.write_config(&config)?;
@@ -465,6 +475,7 @@ mod tests {
             listen: "127.0.0.1:16566".into(),
             k6: "/t/k6".into(),
             scripts: "/repo/loadtest".into(),
+            auth_jwks: None,
         });
         let layout = Layout::plan(&opts, &RunDir::new("/r")).unwrap();
         assert_eq!(
@@ -491,6 +502,8 @@ mod tests {
                 "127.0.0.1:16565",
                 "--k6-dashboard-address",
                 "127.0.0.1:16567",
+                "--auth-jwks",
+                "/r/auth/jwks.json",
             ]
         );
         let plain = Layout::plan(&options(), &RunDir::new("/r")).unwrap();

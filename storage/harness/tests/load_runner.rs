@@ -2,10 +2,12 @@
 //! real k6 (`STRATA_K6`, else `k6` on the PATH): what it refuses, one run at
 //! a time, a run that ends by itself, and a run stopped on request.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use strata_auth::{KeyPair, Role, Verifier};
 use strata_harness::load_runner::http::router;
 use strata_harness::load_runner::{Runner, RunnerConfig};
 use strata_harness::{Cluster, free_port, k6_binary, loadtest_dir};
@@ -13,6 +15,15 @@ use strata_harness::{Cluster, free_port, k6_binary, loadtest_dir};
 /// Serves a runner for `target` on a free port; answers its base URL, k6's
 /// REST API address and k6's dashboard address.
 async fn serve_runner(target: String) -> (String, String, String) {
+    serve_runner_with(target, None).await
+}
+
+/// [`serve_runner`], starting and stopping runs only for admin tokens of
+/// `keys` when given.
+async fn serve_runner_with(
+    target: String,
+    keys: Option<Arc<Verifier>>,
+) -> (String, String, String) {
     let k6_address = format!("127.0.0.1:{}", free_port());
     let dashboard = format!("127.0.0.1:{}", free_port());
     let runner = Runner::new(RunnerConfig {
@@ -24,7 +35,7 @@ async fn serve_runner(target: String) -> (String, String, String) {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router(runner)).await });
+    tokio::spawn(async move { axum::serve(listener, router(runner, keys)).await });
     (base, k6_address, dashboard)
 }
 
@@ -168,6 +179,91 @@ async fn the_runner_refuses_anything_but_a_bundled_scenario_within_bounds() {
     assert_eq!(scenarios["max_rate_per_s"], 1000);
     let unknown = http.get(format!("{base}/load/other")).send().await.unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starting_or_stopping_a_run_needs_an_admin_token_of_the_clusters_keys() {
+    // Proves: with the cluster's keys, a start without a token is 401, with
+    // a write-role token 403, with an admin token of another key 401, and
+    // nothing runs after them; an admin token gets past the check (its bad
+    // body is then 400, its stop a 409 for no run); reading stays open.
+    let pair = KeyPair::generate();
+    let keys = Arc::new(Verifier::from_jwks(&pair.jwks_json(), "test").unwrap());
+    let (base, _, _) = serve_runner_with("http://127.0.0.1:9".into(), Some(keys)).await;
+    let token = |role| {
+        pair.signer()
+            .sign("test", role, Duration::from_secs(600))
+            .unwrap()
+    };
+    let stranger = KeyPair::generate()
+        .signer()
+        .sign("mallory", Role::Admin, Duration::from_secs(600))
+        .unwrap();
+    let http = reqwest::Client::new();
+    let plan = json!({"scenario": "smoke", "rate_per_s": 10, "duration_s": 5});
+    let post = |bearer: Option<String>| {
+        let mut req = http.post(format!("{base}/load/run")).json(&plan);
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        req.send()
+    };
+    for (what, bearer, status, code) in [
+        (
+            "no token",
+            None,
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+        ),
+        (
+            "a write token",
+            Some(token(Role::Write)),
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+        ),
+        (
+            "another key's admin token",
+            Some(stranger),
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+        ),
+    ] {
+        let refused = post(bearer).await.unwrap();
+        assert_eq!(refused.status(), status, "{what}");
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(body["code"], code, "{what}: {body}");
+    }
+    assert_eq!(
+        run_state(&http, &base).await["state"],
+        "idle",
+        "nothing ran"
+    );
+    let stop = http
+        .delete(format!("{base}/load/run"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), StatusCode::UNAUTHORIZED);
+    let admin = token(Role::Admin);
+    let bad_body = http
+        .post(format!("{base}/load/run"))
+        .bearer_auth(&admin)
+        .body("smoke")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_body.status(), StatusCode::BAD_REQUEST, "past the check");
+    let stop = http
+        .delete(format!("{base}/load/run"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        stop.status(),
+        StatusCode::CONFLICT,
+        "past the check: no run"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -99,6 +99,10 @@ enum Cmd {
         /// The bundled scenarios (default: the repository's loadtest/).
         #[arg(long)]
         scripts: Option<PathBuf>,
+        /// The cluster's public keys: starting and stopping a run then need
+        /// an admin token (without them, anyone who reaches the runner may).
+        #[arg(long)]
+        auth_jwks: Option<PathBuf>,
     },
 }
 
@@ -322,7 +326,16 @@ fn main() -> Result<()> {
             k6_address,
             k6_dashboard_address,
             scripts,
+            auth_jwks,
         } => block_on(async move {
+            let keys = auth_jwks
+                .as_deref()
+                .map(strata_auth::Verifier::from_file)
+                .transpose()?
+                .map(std::sync::Arc::new);
+            if keys.is_none() {
+                eprintln!("load runner: no --auth-jwks: anyone who reaches it may start runs");
+            }
             let runner = Runner::new(RunnerConfig {
                 k6: k6.unwrap_or_else(k6_binary),
                 scripts: scripts.unwrap_or_else(loadtest_dir),
@@ -335,7 +348,7 @@ fn main() -> Result<()> {
                 .with_context(|| format!("binding the load runner to {listen}"))?;
             println!("load runner on {listen}");
             let mut term = signal(SignalKind::terminate())?;
-            axum::serve(listener, load_runner::http::router(runner))
+            axum::serve(listener, load_runner::http::router(runner, keys))
                 .with_graceful_shutdown(async move {
                     tokio::select! {
                         _ = tokio::signal::ctrl_c() => {}
@@ -493,6 +506,8 @@ async fn cmd_up(up: Up) -> Result<()> {
                 listen: format!("127.0.0.1:{port}"),
                 k6: up.k6.unwrap_or_else(k6_binary),
                 scripts: loadtest_dir(),
+                // Set by the plan: the cluster's keys.
+                auth_jwks: None,
             }),
             None => None,
         },

@@ -5,19 +5,28 @@
 //! - `POST /load/run` `{"scenario","rate_per_s","duration_s"}`: start one;
 //! - `DELETE /load/run`: stop it.
 //!
+//! Starting and stopping a run need a token with the admin role, checked
+//! against the cluster's public keys (`--auth-jwks`), as the nodes check
+//! theirs; reading is open. A runner given no keys takes anyone's runs.
+//!
 //! Errors answer `{"code","message"}` as the nodes do: 400
-//! `INVALID_ARGUMENT` for a body that is not a valid request, 409
-//! `CONFLICT` for a start while a run is in progress (or a stop without
-//! one), 500 `INTERNAL` when k6 cannot be started.
+//! `INVALID_ARGUMENT` for a body that is not a valid request, 401
+//! `UNAUTHENTICATED` / 403 `PERMISSION_DENIED` for a start or stop without
+//! an admin token, 409 `CONFLICT` for a start while a run is in progress
+//! (or a stop without one), 500 `INTERNAL` when k6 cannot be started.
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::StatusCode;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use serde_json::json;
+use strata_auth::{Role, Verifier};
 
 use super::run::{RunConflict, Runner};
 use super::scenario::{MAX_DURATION_S, MAX_RATE_PER_S, RunRequest, Scenario};
@@ -101,10 +110,59 @@ async fn not_found() -> Refusal {
     )
 }
 
-pub fn router(runner: Runner) -> Router {
-    Router::new()
+/// Lets a start or stop through only with an admin token of `keys`.
+async fn admin_only(
+    State(keys): State<Arc<Verifier>>,
+    req: Request,
+    next: Next,
+) -> Result<Response, Refusal> {
+    if req.method() == Method::GET || req.method() == Method::HEAD {
+        return Ok(next.run(req).await);
+    }
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            Refusal(
+                StatusCode::UNAUTHORIZED,
+                "UNAUTHENTICATED",
+                "starting or stopping a run needs a token with the admin role \
+                 (header `authorization: Bearer <token>`)"
+                    .into(),
+            )
+        })?;
+    let claims = keys.verify(token.trim()).map_err(|e| {
+        Refusal(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHENTICATED",
+            format!("the token was refused: {e}"),
+        )
+    })?;
+    if !claims.role.allows(Role::Admin) {
+        return Err(Refusal(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            format!(
+                "starting or stopping a run needs the admin role; the token of {:?} has {}",
+                claims.sub, claims.role
+            ),
+        ));
+    }
+    Ok(next.run(req).await)
+}
+
+/// The runner's routes; with `keys`, starting and stopping a run need an
+/// admin token they verify.
+pub fn router(runner: Runner, keys: Option<Arc<Verifier>>) -> Router {
+    let routes = Router::new()
         .route("/load/scenarios", get(scenarios))
         .route("/load/run", get(view).post(start).delete(stop))
         .fallback(not_found)
-        .with_state(runner)
+        .with_state(runner);
+    match keys {
+        Some(keys) => routes.layer(axum::middleware::from_fn_with_state(keys, admin_only)),
+        None => routes,
+    }
 }
