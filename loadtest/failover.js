@@ -13,7 +13,8 @@ import grpc from 'k6/net/grpc';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
 import { Trend, Rate } from 'k6/metrics';
-import { baseUrl, keyUrl, waitReady } from './lib/rest.js';
+import { baseUrl, keyUrl, waitReady, withToken } from './lib/rest.js';
+import { withTokenMetadata } from './lib/grpc.js';
 import { randomValue } from './lib/ycsb.js';
 
 const BASE = baseUrl();
@@ -60,14 +61,14 @@ function send(key) {
       client.connect(ADDR, { plaintext: true, timeout: TIMEOUT });
       connected = true;
     }
-    const r = client.invoke('strata.v1.KV/Put', { key: encoding.b64encode(key), value: valueB64 }, { timeout: TIMEOUT });
+    const r = client.invoke('strata.v1.KV/Put', { key: encoding.b64encode(key), value: valueB64 }, withTokenMetadata({ timeout: TIMEOUT }));
     return r && r.status === grpc.StatusOK;
   }
-  const r = http.put(keyUrl(BASE, key), value, {
+  const r = http.put(keyUrl(BASE, key), value, withToken({
     headers: { 'Content-Type': 'application/octet-stream' },
     timeout: TIMEOUT,
     tags: { name: 'PUT /v1/kv/{key}' },
-  });
+  }));
   return r.status === 200;
 }
 

@@ -9,7 +9,7 @@
 import grpc from 'k6/net/grpc';
 import { check, sleep } from 'k6';
 import exec from 'k6/execution';
-import { b64, connector, grpcAddr } from './lib/grpc.js';
+import { b64, connector, grpcAddr, withTokenMetadata } from './lib/grpc.js';
 import { RUN, smokeOptions } from './lib/smoke.js';
 
 const ADDR = grpcAddr();
@@ -34,7 +34,7 @@ export default function () {
 
   const key = `smoke-grpc/${RUN}/${exec.vu.idInTest}/${exec.vu.iterationInScenario}`;
   const value = `v-${key}-${Math.random().toString(36).slice(2)}`;
-  const params = { timeout: '5s' };
+  const params = withTokenMetadata({ timeout: '5s' });
 
   const put = client.invoke('strata.v1.KV/Put', { key: b64(key), value: b64(value) }, params);
   check(put, {

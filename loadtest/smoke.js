@@ -8,7 +8,7 @@
 import http from 'k6/http';
 import { check } from 'k6';
 import exec from 'k6/execution';
-import { baseUrl, keyUrl, waitReady } from './lib/rest.js';
+import { baseUrl, keyUrl, waitReady, withToken } from './lib/rest.js';
 import { RUN, smokeOptions } from './lib/smoke.js';
 
 const BASE = baseUrl();
@@ -41,10 +41,10 @@ export default function (data) {
   const key = `smoke/${data.run}/${exec.vu.idInTest}/${exec.vu.iterationInScenario}`;
   const value = `v-${key}-${Math.random().toString(36).slice(2)}`;
 
-  const put = http.put(keyUrl(BASE, key), value, {
+  const put = http.put(keyUrl(BASE, key), value, withToken({
     headers: { 'Content-Type': 'application/octet-stream' },
     tags: { name: 'PUT /v1/kv/{key}' },
-  });
+  }));
   const w = json(put);
   check(put, {
     'put 200': (r) => r.status === 200,
@@ -53,7 +53,7 @@ export default function (data) {
     'put x-strata-node header': (r) => /^[0-9]+$/.test(r.headers['X-Strata-Node'] || ''),
   });
 
-  const get = http.get(keyUrl(BASE, key), { tags: { name: 'GET /v1/kv/{key}' } });
+  const get = http.get(keyUrl(BASE, key), withToken({ tags: { name: 'GET /v1/kv/{key}' } }));
   check(get, {
     'get 200': (r) => r.status === 200,
     'get octet-stream': (r) => (r.headers['Content-Type'] || '').startsWith('application/octet-stream'),
@@ -62,7 +62,7 @@ export default function (data) {
 
   // Every fourth iteration also reads the JSON form.
   if (exec.vu.iterationInScenario % 4 === 0) {
-    const gj = http.get(keyUrl(BASE, key), { headers: { Accept: 'application/json' }, tags: { name: 'GET /v1/kv/{key} json' } });
+    const gj = http.get(keyUrl(BASE, key), withToken({ headers: { Accept: 'application/json' }, tags: { name: 'GET /v1/kv/{key} json' } }));
     const g = json(gj);
     check(gj, {
       'get json 200': (r) => r.status === 200,
@@ -73,10 +73,10 @@ export default function (data) {
 
   // A key that was never written is a 404 with the error object (expected, so not a failed request).
   if (exec.vu.iterationInScenario % 8 === 0) {
-    const miss = http.get(keyUrl(BASE, `${key}/absent`), {
+    const miss = http.get(keyUrl(BASE, `${key}/absent`), withToken({
       tags: { name: 'GET /v1/kv/{key} missing' },
       responseCallback: http.expectedStatuses(404),
-    });
+    }));
     const e = json(miss);
     check(miss, {
       'missing key 404': (r) => r.status === 404,

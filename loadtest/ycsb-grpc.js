@@ -10,7 +10,7 @@ import exec from 'k6/execution';
 import { sleep } from 'k6';
 import { Generator, config, record, notFound, ycsbOptions, loadRun } from './lib/ycsb.js';
 import { baseUrl } from './lib/rest.js';
-import { b64, connector, grpcAddr } from './lib/grpc.js';
+import { b64, connector, grpcAddr, withTokenMetadata } from './lib/grpc.js';
 
 const cfg = config();
 const BASE = baseUrl();
@@ -27,7 +27,7 @@ export function setup() {
 
 let gen = null;
 let valueB64 = null;
-const PARAMS = { timeout: '5s' };
+const PARAMS = withTokenMetadata({ timeout: '5s' });
 
 function get(key, c) {
   const consistency = c.consistency === 'stale' ? 'CONSISTENCY_STALE' : 'CONSISTENCY_LINEARIZABLE';

@@ -9,7 +9,7 @@
 import http from 'k6/http';
 import exec from 'k6/execution';
 import { Generator, config, record, notFound, ycsbOptions, loadRun } from './lib/ycsb.js';
-import { baseUrl, keyUrl } from './lib/rest.js';
+import { baseUrl, keyUrl, withToken } from './lib/rest.js';
 
 const cfg = config();
 const BASE = baseUrl();
@@ -25,13 +25,13 @@ const found = http.expectedStatuses(200, 404);
 const HEADERS = { 'Content-Type': 'application/octet-stream' };
 
 function get(key, c) {
-  const res = http.get(`${keyUrl(BASE, key)}?consistency=${c.consistency}`, { tags: { name: 'GET /v1/kv/{key}' }, responseCallback: found });
+  const res = http.get(`${keyUrl(BASE, key)}?consistency=${c.consistency}`, withToken({ tags: { name: 'GET /v1/kv/{key}' }, responseCallback: found }));
   if (res.status === 404) notFound.add(1);
   return res;
 }
 
 function put(key, value) {
-  return http.put(keyUrl(BASE, key), value, { headers: HEADERS, tags: { name: 'PUT /v1/kv/{key}' } });
+  return http.put(keyUrl(BASE, key), value, withToken({ headers: HEADERS, tags: { name: 'PUT /v1/kv/{key}' } }));
 }
 
 export function ycsb(data) {
@@ -50,7 +50,7 @@ export function ycsb(data) {
       break;
     case 'scan': {
       const q = `start=${encodeURIComponent(op.start)}&end=${encodeURIComponent(op.end)}&limit=${op.limit}&consistency=${c.consistency}`;
-      ok = http.get(`${BASE}/v1/kv?${q}`, { tags: { name: 'GET /v1/kv?start' } }).status === 200;
+      ok = http.get(`${BASE}/v1/kv?${q}`, withToken({ tags: { name: 'GET /v1/kv?start' } })).status === 200;
       break;
     }
     default: {

@@ -10,6 +10,14 @@ export function grpcAddr() {
   return __ENV.STRATA_GRPC_ADDR || __ENV.STRATA_ADDR || baseUrl().replace(/^[a-z]+:\/\//, '').replace(/\/.*$/, '');
 }
 
+// `params` with the token of STRATA_TOKEN in the `authorization` metadata (see withToken in
+// rest.js); `params` as they are without it.
+export function withTokenMetadata(params = {}) {
+  const token = (__ENV.STRATA_TOKEN || '').trim();
+  if (!token) return params;
+  return { ...params, metadata: { ...(params.metadata || {}), authorization: `Bearer ${token}` } };
+}
+
 // gRPC `bytes` fields are base64 in k6's JSON mapping.
 export function b64(s) {
   return encoding.b64encode(s);

@@ -90,15 +90,10 @@ impl Node {
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
         use anyhow::Context as _;
         let members = config.members().map_err(anyhow::Error::msg)?;
-        let guard = Arc::new(crate::auth::Guard::new(
-            config
-                .auth_jwks
-                .as_deref()
-                .map(strata_auth::Verifier::from_file)
-                .transpose()
+        let guard = Arc::new(
+            crate::auth::Guard::load(config.auth_jwks.as_deref(), config.anonymous_role)
                 .context("loading --auth-jwks")?,
-            config.anonymous_role,
-        ));
+        );
         let own_token = config
             .token_file
             .as_ref()
@@ -107,16 +102,6 @@ impl Node {
                     .with_context(|| format!("reading --token-file {}", path.display()))
             })
             .transpose()?;
-        tracing::info!(
-            anonymous_role = %config.anonymous_role,
-            keys = config.auth_jwks.as_ref().map_or("none".to_string(), |p| p.display().to_string()),
-            "requests without a token may do: {}",
-            match config.anonymous_role.0 {
-                None => "nothing",
-                Some(strata_auth::Role::Read) => "reads",
-                Some(_) => "reads and writes of keys and leases",
-            }
-        );
         let allow_faults = std::env::var(crate::canary::fault::ALLOW_FAULTS_ENV).ok();
         config
             .faults

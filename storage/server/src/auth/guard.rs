@@ -6,6 +6,7 @@
 //! PERMISSION_DENIED (a role too small), in the request's own protocol.
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Version, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use strata_auth::{Role, Verifier};
+use strata_auth::{AuthError, Role, Verifier};
 
 use super::access::{Access, needed};
 use crate::error::{ApiError, ErrorCode};
@@ -60,6 +61,23 @@ impl Guard {
             verifier,
             anonymous,
         }
+    }
+
+    /// The guard of a node: the keys in the JWKS file `jwks` (none without
+    /// it) and `anonymous`; logs what requests without a token may do.
+    pub fn load(jwks: Option<&Path>, anonymous: AnonymousRole) -> Result<Self, AuthError> {
+        let verifier = jwks.map(Verifier::from_file).transpose()?;
+        tracing::info!(
+            anonymous_role = %anonymous,
+            keys = %jwks.map_or("none".to_string(), |p| p.display().to_string()),
+            "requests without a token may do: {}",
+            match anonymous.0 {
+                None => "nothing",
+                Some(Role::Read) => "reads",
+                Some(_) => "reads and writes of keys and leases",
+            }
+        );
+        Ok(Guard::new(verifier, anonymous))
     }
 
     pub fn anonymous(&self) -> AnonymousRole {
