@@ -4,30 +4,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { requireAdminToken } from './token.mjs';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 export const runDir = process.env.STRATA_RUN_DIR;
 export const shots = process.env.E2E_SCREENSHOT_DIR;
 if (!runDir) throw new Error('STRATA_RUN_DIR is required');
 
-/**
- * The admin token from the file STRATA_TOKEN_FILE names (`strata-cluster up` writes one to
- * `<run-dir>/admin.token`); null when it is not set. Admin actions (membership, leadership,
- * compaction, snapshots) need it: requests without a token get the nodes' anonymous role.
- */
-export const adminToken = process.env.STRATA_TOKEN_FILE
-  ? readFileSync(process.env.STRATA_TOKEN_FILE, 'utf8').trim()
-  : null;
-
-function requireAdminToken() {
-  if (!adminToken) throw new Error('STRATA_TOKEN_FILE is required: the file with an admin token (<run-dir>/admin.token)');
-  return adminToken;
-}
-
-/** The header that makes a plain fetch run as admin. */
-export function adminHeaders() {
-  return { authorization: `Bearer ${requireAdminToken()}` };
-}
+export { adminHeaders, adminToken } from './token.mjs';
 
 /**
  * Signs `page` in as admin before any script of it runs, on every load: the token goes

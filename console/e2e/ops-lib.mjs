@@ -1,31 +1,15 @@
 // What the Keys, Actions and Load checks (*.ops.mjs) share: Debian's Chromium through playwright-core,
 // a pass/fail tally, full-page screenshots into E2E_SCREENSHOT_DIR, and the admin token of
 // STRATA_TOKEN_FILE for the checks that need admin.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { requireAdminToken } from './token.mjs';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 const shots = process.env.E2E_SCREENSHOT_DIR;
 
-/**
- * The admin token from the file STRATA_TOKEN_FILE names (`strata-cluster up` writes one to
- * `<run-dir>/admin.token`); null when it is not set. Admin actions (membership, leadership,
- * compaction, snapshots) need it: requests without a token get the nodes' anonymous role.
- */
-export const adminToken = process.env.STRATA_TOKEN_FILE
-  ? readFileSync(process.env.STRATA_TOKEN_FILE, 'utf8').trim()
-  : null;
-
-function requireAdminToken() {
-  if (!adminToken) throw new Error('STRATA_TOKEN_FILE is required: the file with an admin token (<run-dir>/admin.token)');
-  return adminToken;
-}
-
-/** The header that makes a plain fetch run as admin. */
-export function adminHeaders() {
-  return { authorization: `Bearer ${requireAdminToken()}` };
-}
+export { adminHeaders, adminToken } from './token.mjs';
 
 /**
  * Signs `page` in as admin through the header's form, as an operator does: paste the token,
