@@ -259,16 +259,8 @@ pub fn spawn(
     mut stopping: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(CHECK_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                _ = stopping.changed() => return,
-            }
-            if *stopping.borrow() {
-                return;
-            }
+        let mut tick = crate::ticker::every(CHECK_EVERY);
+        while crate::ticker::next(&mut tick, &mut stopping).await {
             let now = Instant::now();
             lessor.refresh(now, false);
             for id in lessor.expired(now) {

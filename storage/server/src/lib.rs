@@ -39,6 +39,7 @@ pub mod snapshot_send;
 pub mod space;
 pub mod stats;
 pub mod telemetry;
+pub mod ticker;
 pub mod transport;
 pub mod validate;
 pub mod watch;
