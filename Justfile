@@ -226,10 +226,12 @@ test-e2e: console-build
     cd console && STRATA_URL=http://127.0.0.1:18280 STRATA_RUN_DIR="$dir" STRATA_CLUSTER_BIN="{{cluster}}" \
         STRATA_TOKEN_FILE="$dir/admin.token" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e
 
-# (Keys: put, read back through Envoy, delete → 404. Actions: signed out, a removal is refused
-# with 401; signed in with the launcher's admin token, remove a member and add it back as a
-# learner, promote it, snapshot every member. Load: the k6 smoke run from the view, both the nodes'
-# and k6's figures above zero, and the run ending by itself.)
+# (Against a cluster that takes no request without a token, as compose and Kubernetes run it:
+# Keys: signed out, the view shows the 401; signed in, put, read back through Envoy, delete → 404.
+# Actions: with a read token, a removal is refused with 403; signed in with the launcher's admin
+# token, remove a member and add it back as a learner, promote it, snapshot every member. Load: the
+# k6 smoke run from the view, both the nodes' and k6's figures above zero, k6's checks passing
+# with the starter's token, and the run ending by itself.)
 # The console's Keys, Actions and Load views in Debian's Chromium against a real cluster with its load runner.
 test-e2e-ops: console-build setup-k6
     #!/usr/bin/env bash
@@ -240,6 +242,9 @@ test-e2e-ops: console-build setup-k6
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
         --base-port 17401 --gateway-port 18480 --admin-port 19941 \
-        --k6-port 18485 --k6-dashboard-port 18487 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist
+        --k6-port 18485 --k6-dashboard-port 18487 --load-port 18486 --k6 "{{k6}}" --console-dir console/dist \
+        --anonymous-role none
+    "{{cluster}}" auth --dir "$dir/auth" --role read \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])' > "$dir/read.token"
     cd console && STRATA_URL=http://127.0.0.1:18480 STRATA_TOKEN_FILE="$dir/admin.token" \
-        E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops
+        STRATA_READ_TOKEN_FILE="$dir/read.token" E2E_SCREENSHOT_DIR="$dir/screenshots" npm run e2e:ops

@@ -1,23 +1,26 @@
-// The Actions view against a real cluster behind Envoy, in Debian's Chromium:
-//   0. signed out, the header says anonymous and the view says the actions need admin;
-//      a confirmed removal is refused (401 UNAUTHENTICATED, shown as the node gave it, with
-//      a hint to sign in) and the member is still listed by a plain GET /v1/cluster/members;
-//      then the check signs in through the header's form with the admin token, and the
-//      header names the admin role;
+// The Actions view against a real cluster behind Envoy that takes no request without a
+// token, in Debian's Chromium:
+//   0. signed in with a read-role token, the header names the read role and the view says
+//      the actions need admin; a confirmed removal is refused (403 PERMISSION_DENIED, shown
+//      as the node gave it, with a hint about the role) and the member is still listed by
+//      GET /v1/cluster/members; then the check signs in through the header's form with the
+//      admin token, and the header names the admin role;
 //   1. removing a voter first says what it does to fault tolerance and asks to confirm;
-//      once confirmed (again, signed in now) the member leaves (the view and
+//      once confirmed (again, as admin now) the member leaves (the view and
 //      GET /v1/cluster/members agree);
 //   2. adding it back makes it a learner, shown as one in the Actions view and the
 //      Cluster view (from the nodes' own status over the event stream);
 //   3. it is promoted back to voter, and a snapshot on every member reports `done`.
 // Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (the admin token's
-// file), E2E_SCREENSHOT_DIR (optional).
-import { adminHeaders, base, checkNarrow, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
+// file), STRATA_READ_TOKEN_FILE (a read-role token's file), E2E_SCREENSHOT_DIR (optional).
+import {
+  adminHeaders, base, checkNarrow, fetchWithToken, launch, requireReadToken, screenshot, signInThroughForm, tally, until,
+} from './ops-lib.mjs';
 
 const t = tally('actions e2e');
 
 async function members() {
-  const response = await fetch(`${base}/v1/cluster/members`);
+  const response = await fetchWithToken(`${base}/v1/cluster/members`);
   return (await response.json()).members;
 }
 
@@ -25,20 +28,22 @@ const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(`${base}/#/actions`, { waitUntil: 'domcontentloaded' });
+  await signInThroughForm(page, requireReadToken(), 'read');
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
   const before = await members();
-  const status = await (await fetch(`${base}/v1/cluster/status`)).json();
+  const status = await (await fetchWithToken(`${base}/v1/cluster/status`)).json();
   // A follower leaves, so the test never waits on an election.
   const leaving = before.find((m) => m.id !== status.leader_id && m.voter);
   const row = page.getByTestId(`member-row-${leaving.id}`);
   await row.waitFor({ timeout: 10000 });
 
   const credential = page.getByTestId('credential');
-  t.check((await credential.getAttribute('data-state')) === 'anonymous', 'signed out, the header says anonymous');
+  t.check((await credential.getAttribute('data-role')) === 'read', 'signed in with a read token, the header says read');
   const needsAdmin = page.getByTestId('admin-needed');
+  const needsText = (await needsAdmin.textContent()) ?? '';
   t.check(
-    (await needsAdmin.textContent())?.includes('These actions need the admin role: sign in with an admin token.'),
-    'signed out, the view says the actions need the admin role',
+    needsText.includes('These actions need the admin role: sign in with an admin token.') && needsText.includes('with the read role'),
+    `with the read role, the view says the actions need the admin role: "${needsText}"`,
   );
 
   const form = page.getByTestId('membership-form');
@@ -50,19 +55,19 @@ try {
   t.check((await members()).length === before.length, 'nothing changed before confirming');
   await screenshot(page, 'actions-confirm-remove');
 
-  // Signed out, the request still goes: the node refuses it.
+  // With the read role, the request still goes: the node refuses it.
   await form.getByTestId('confirm-button').click();
-  const refusal = form.locator('[data-testid="api-error"][data-code="UNAUTHENTICATED"][data-status="401"]');
+  const refusal = form.locator('[data-testid="api-error"][data-code="PERMISSION_DENIED"][data-status="403"]');
   await refusal.waitFor({ timeout: 10000 });
   const refusalText = (await refusal.textContent()) ?? '';
-  t.check(refusalText.includes('this needs the admin role'), `the node's 401 is shown as it gave it: "${refusalText}"`);
+  t.check(refusalText.includes('has read'), `the node's 403 is shown as it gave it: "${refusalText}"`);
   t.check(
-    (await refusal.getByTestId('auth-hint').textContent())?.includes('Sign in (top right) with a token'),
-    'the refusal comes with a hint to sign in',
+    (await refusal.getByTestId('auth-hint').textContent())?.includes('is not enough for this'),
+    'the refusal says the role is not enough',
   );
-  t.check((await members()).some((m) => m.id === leaving.id), `refused, node ${leaving.id} is still a member (plain GET)`);
+  t.check((await members()).some((m) => m.id === leaving.id), `refused, node ${leaving.id} is still a member (GET)`);
   t.check(await row.isVisible(), `refused, the view still lists node ${leaving.id}`);
-  await screenshot(page, 'auth-refused-signed-out');
+  await screenshot(page, 'auth-refused-read-role');
 
   const header = await signInThroughForm(page);
   t.check(header.includes('admin'), `signed in through the form, the header shows the admin role: "${header}"`);
@@ -70,7 +75,11 @@ try {
   t.pass('signed in as admin, the view no longer says admin is needed');
   await screenshot(page, 'auth-signed-in');
 
-  // The confirmation is still open: confirming again sends the removal with the token.
+  // Switching tokens signed the view out for a moment (every request refused 401), so the
+  // change is reviewed again; confirming it now sends the removal with the admin token.
+  await form.getByRole('combobox', { name: 'Change' }).selectOption('remove');
+  await form.getByRole('combobox', { name: 'Member' }).selectOption(String(leaving.id));
+  await form.getByTestId('review-change').click();
   await form.getByTestId('confirm-button').click();
   await row.waitFor({ state: 'detached', timeout: 15000 });
   t.check(!(await members()).some((m) => m.id === leaving.id), `node ${leaving.id} left the configuration`);
@@ -93,7 +102,7 @@ try {
 
   // Restore three voters (a learner may need a moment to catch up: 503 means retry).
   const promoted = await until(async () => {
-    const response = await fetch(`${base}/v1/cluster/members/${leaving.id}/promote`, {
+    const response = await fetchWithToken(`${base}/v1/cluster/members/${leaving.id}/promote`, {
       method: 'POST',
       headers: adminHeaders(),
     });

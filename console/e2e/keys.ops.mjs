@@ -5,8 +5,11 @@
 //      with the raft index its answer gave;
 //   4. deleting it from the view (after confirming) makes the API answer 404, and the
 //      feed shows the delete.
-// Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally } from './ops-lib.mjs';
+// The cluster takes no request without a token: signed out, the view shows the refusal;
+// signed in (admin), everything above works, its live feed included.
+// Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (an admin token),
+// E2E_SCREENSHOT_DIR (optional).
+import { base, checkNarrow, fetchWithToken, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
 
 const t = tally('keys e2e');
 const key = `e2e/keys/${Date.now()}`;
@@ -17,6 +20,10 @@ const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(`${base}/#/keys`, { waitUntil: 'domcontentloaded' });
+  const refused = page.locator('[data-testid="api-error"][data-status="401"]');
+  t.check(await until(async () => (await refused.count()) > 0, 10000), 'signed out, the view shows the 401 refusal');
+  await screenshot(page, 'keys-signed-out');
+  await signInThroughForm(page);
 
   const put = page.getByTestId('put-form');
   await put.getByRole('textbox', { name: 'Key' }).fill(key);
@@ -24,7 +31,7 @@ try {
   await put.getByRole('button', { name: 'Put' }).click();
   await put.getByTestId('put-ok').waitFor({ timeout: 10000 });
 
-  const read = await fetch(keyUrl);
+  const read = await fetchWithToken(keyUrl);
   t.check(read.status === 200 && (await read.text()) === value, `the put value reads back through Envoy (${read.status})`);
 
   await page.getByRole('textbox', { name: 'Prefix' }).fill('e2e/keys/');
@@ -36,7 +43,7 @@ try {
   t.check((await shown.getAttribute('data-kind')) === 'json', 'the value is shown as JSON');
   t.check((await shown.textContent()) === JSON.stringify(JSON.parse(value), null, 2), 'the JSON is pretty-printed');
   const other = `${key}-by-another-client`;
-  const written = await fetch(`${base}/v1/kv/${encodeURIComponent(other)}`, { method: 'PUT', body: 'from curl' });
+  const written = await fetchWithToken(`${base}/v1/kv/${encodeURIComponent(other)}`, { method: 'PUT', body: 'from curl' });
   const { index } = await written.json();
   await page.locator(`[data-testid="change-row"][data-index="${index}"]`).waitFor({ timeout: 5000 });
   t.pass(`another client's write appears in the change feed at its index ${index}`);
@@ -46,7 +53,7 @@ try {
   await page.getByTestId('delete-key').click();
   await page.getByTestId('confirm-button').click();
   await page.getByTestId('value-viewer').waitFor({ state: 'detached', timeout: 10000 });
-  const gone = await fetch(keyUrl);
+  const gone = await fetchWithToken(keyUrl);
   const body = await gone.json().catch(() => null);
   t.check(gone.status === 404 && body?.code === 'NOT_FOUND', `after the delete the API answers 404 NOT_FOUND (${gone.status})`);
   await page.locator('[data-testid="change-row"]', { hasText: `delete${key}` }).first().waitFor({ timeout: 5000 });

@@ -6,7 +6,7 @@
 //   4. revoking it from the view (after a confirmation naming how many keys go with
 //      it) ends it: the API answers 404 for both keys and for the lease.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, checkNarrow, launch, screenshot, tally, until } from './ops-lib.mjs';
+import { base, checkNarrow, fetchWithToken, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
 
 const t = tally('leases e2e');
 const prefix = `e2e/leases/${Date.now()}`;
@@ -18,6 +18,7 @@ const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(`${base}/#/leases`, { waitUntil: 'domcontentloaded' });
+  await signInThroughForm(page);
 
   const grant = page.getByTestId('grant-form');
   await grant.getByRole('textbox', { name: 'TTL' }).fill('120s');
@@ -26,7 +27,7 @@ try {
   const detail = page.getByTestId('lease-detail');
   await detail.waitFor({ timeout: 10000 });
   const id = Number(await detail.getAttribute('data-lease-id'));
-  const listed = await (await fetch(`${base}/v1/leases`)).json();
+  const listed = await (await fetchWithToken(`${base}/v1/leases`)).json();
   const entry = listed.leases.find((l) => l.id === id);
   t.check(entry?.ttl_ms === 120000, `the lease granted from the view (${id}) is in the cluster's list with a 120 s TTL`);
 
@@ -35,9 +36,9 @@ try {
   await put.getByRole('textbox', { name: 'Value' }).fill('held by the lease');
   await put.getByRole('button', { name: 'Put' }).click();
   await put.getByTestId('put-ok').waitFor({ timeout: 10000 });
-  const read = await (await fetch(`${keyUrl(viaView)}?encoding=base64`, { headers: { Accept: 'application/json' } })).json();
+  const read = await (await fetchWithToken(`${keyUrl(viaView)}?encoding=base64`, { headers: { Accept: 'application/json' } })).json();
   t.check(read.lease === id, `the key put from the view is under lease ${id} (${read.lease})`);
-  const byFetch = await fetch(`${keyUrl(viaFetch)}?lease=${id}`, { method: 'PUT', body: 'put by another client' });
+  const byFetch = await fetchWithToken(`${keyUrl(viaFetch)}?lease=${id}`, { method: 'PUT', body: 'put by another client' });
   t.check(byFetch.status === 200, `a plain PUT ?lease=${id} is accepted (${byFetch.status})`);
 
   const row = page.locator(`[data-testid="lease-row"][data-lease-id="${id}"]`);
@@ -76,11 +77,11 @@ try {
   t.pass('the lease is gone from the list');
 
   for (const key of [viaView, viaFetch]) {
-    const gone = await fetch(keyUrl(key));
+    const gone = await fetchWithToken(keyUrl(key));
     const body = await gone.json().catch(() => null);
     t.check(gone.status === 404 && body?.code === 'NOT_FOUND', `after the revoke ${key} answers 404 NOT_FOUND (${gone.status})`);
   }
-  const lease = await fetch(`${base}/v1/leases/${id}`);
+  const lease = await fetchWithToken(`${base}/v1/leases/${id}`);
   t.check(lease.status === 404, `after the revoke the lease answers 404 (${lease.status})`);
   await screenshot(page, 'leases-after-revoke');
 } catch (e) {

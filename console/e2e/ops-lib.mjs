@@ -9,19 +9,22 @@ import { requireAdminToken } from './token.mjs';
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
 const shots = process.env.E2E_SCREENSHOT_DIR;
 
-export { adminHeaders, adminToken } from './token.mjs';
+export { adminHeaders, adminToken, fetchWithToken, requireReadToken } from './token.mjs';
 
 /**
- * Signs `page` in as admin through the header's form, as an operator does: paste the token,
- * Sign in, and the header names the admin role. Returns the header's text.
+ * Signs `page` in through the header's form, as an operator does (signing out first when
+ * signed in): paste the token (the admin token unless another is given), Sign in, and the
+ * header names its role. Returns the header's text.
  */
-export async function signInThroughForm(page) {
-  const token = requireAdminToken();
+export async function signInThroughForm(page, token = requireAdminToken(), role = 'admin') {
+  await page.getByTestId('credential').waitFor({ timeout: 15000 });
+  const signOut = page.getByTestId('sign-out-button');
+  if (await signOut.isVisible()) await signOut.click();
   await page.getByTestId('sign-in-button').click();
   const form = page.getByTestId('sign-in-form');
   await form.getByRole('textbox', { name: 'Token' }).fill(token);
   await form.getByTestId('sign-in-submit').click();
-  const credential = page.locator('[data-testid="credential"][data-state="signed-in"][data-role="admin"]');
+  const credential = page.locator(`[data-testid="credential"][data-state="signed-in"][data-role="${role}"]`);
   await credential.waitFor({ timeout: 5000 });
   return (await credential.textContent()) ?? '';
 }

@@ -1,4 +1,5 @@
-// The admin token of STRATA_TOKEN_FILE, shared by the end-to-end files (lib.mjs, ops-lib.mjs).
+// The tokens of STRATA_TOKEN_FILE (admin) and STRATA_READ_TOKEN_FILE (read), shared by the
+// end-to-end files (lib.mjs, ops-lib.mjs).
 import { readFileSync } from 'node:fs';
 
 /**
@@ -19,4 +20,19 @@ export function requireAdminToken() {
 /** The header that makes a plain fetch run as admin. */
 export function adminHeaders() {
   return { authorization: `Bearer ${requireAdminToken()}` };
+}
+
+/** The read-role token from STRATA_READ_TOKEN_FILE; fails when it is not set. */
+export function requireReadToken() {
+  const file = process.env.STRATA_READ_TOKEN_FILE;
+  if (!file) throw new Error('STRATA_READ_TOKEN_FILE is required: the file with a read-role token');
+  return readFileSync(file, 'utf8').trim();
+}
+
+/**
+ * A fetch as a client of the cluster with the admin token: the ops checks run against a
+ * cluster that takes no request without one, as compose and Kubernetes run it.
+ */
+export function fetchWithToken(url, init = {}) {
+  return fetch(url, { ...init, headers: { ...(init.headers ?? {}), ...adminHeaders() } });
 }

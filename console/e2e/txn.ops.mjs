@@ -6,7 +6,7 @@
 //   2. run again, the mod index it compares is stale: the failure branch runs, its get
 //      shows the value the key holds (pretty-printed JSON), and the key is unchanged.
 // Env: STRATA_URL (the gateway serving the console), E2E_SCREENSHOT_DIR (optional).
-import { base, launch, screenshot, tally } from './ops-lib.mjs';
+import { base, fetchWithToken, launch, screenshot, signInThroughForm, tally } from './ops-lib.mjs';
 
 const t = tally('txn e2e');
 const prefix = `e2e/txn/${Date.now()}/`;
@@ -18,12 +18,13 @@ const late = JSON.stringify({ balance: 7 });
 
 const browser = await launch();
 try {
-  const written = await fetch(keyUrl, { method: 'PUT', body: before });
+  const written = await fetchWithToken(keyUrl, { method: 'PUT', body: before });
   t.check(written.status === 200, `the key is written by a plain HTTP client (${written.status})`);
-  const { mod_index: modIndex } = await (await fetch(`${keyUrl}?encoding=base64`, { headers: { Accept: 'application/json' } })).json();
+  const { mod_index: modIndex } = await (await fetchWithToken(`${keyUrl}?encoding=base64`, { headers: { Accept: 'application/json' } })).json();
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(`${base}/#/keys`, { waitUntil: 'domcontentloaded' });
+  await signInThroughForm(page);
   await page.getByRole('textbox', { name: 'Prefix' }).fill(prefix);
   await page.getByRole('button', { name: 'Browse' }).click();
   await page.locator(`[data-testid="key-row"][data-key="${key}"]`).click();
@@ -38,7 +39,7 @@ try {
   const result = form.getByTestId('txn-result');
   await result.waitFor({ timeout: 10000 });
   t.check((await result.getAttribute('data-succeeded')) === 'true', 'the compare holds: the success branch ran');
-  const afterFirst = await (await fetch(keyUrl)).text();
+  const afterFirst = await (await fetchWithToken(keyUrl)).text();
   t.check(afterFirst === swapped, `the cluster holds the swapped value (${afterFirst})`);
   await screenshot(page, 'txn-succeeded');
 
@@ -51,7 +52,7 @@ try {
     (await shown.getAttribute('data-kind')) === 'json' && (await shown.textContent()) === JSON.stringify(JSON.parse(swapped), null, 2),
     'the failure branch’s get shows the value held, pretty-printed',
   );
-  const afterSecond = await (await fetch(keyUrl)).text();
+  const afterSecond = await (await fetchWithToken(keyUrl)).text();
   t.check(afterSecond === swapped, `the cluster still holds the swapped value (${afterSecond})`);
   await form.scrollIntoViewIfNeeded();
   await screenshot(page, 'txn-failed');

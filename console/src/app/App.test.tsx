@@ -8,7 +8,6 @@ import { createQueryClient } from './queryClient';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
   window.location.hash = '';
 });
 

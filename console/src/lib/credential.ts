@@ -2,7 +2,7 @@
 // (src/api/http.ts, src/api/send.ts) as `authorization: Bearer <token>` on every fetch,
 // and decoded here to say who is signed in. Decoding only: the nodes verify the
 // signature, the issuer and the expiry, and answer 401 or 403 when they refuse.
-// EventSource streams cannot carry a header; they run with the node's anonymous role.
+// Server-sent event streams carry it too (src/lib/openEventSource.ts).
 
 import { useSyncExternalStore } from 'react';
 

@@ -3,7 +3,11 @@
 // (seconds); when the gateway answers with an error instead (Envoy's 503 while no node
 // is healthy, during an election, or with no k6 run behind /k6/events), it gives up for
 // good. So on any error, and after too long a silence, the stream is closed and opened
-// again here, after a short backoff.
+// again here, after a short backoff. Streams carry the signed-in token (openEventSource);
+// when the operator signs in or out, every stream is opened again with the new one.
+
+import { subscribeToken } from './credential';
+import { CLOSED, openEventSource, refusalOf, type EventStream } from './openEventSource';
 
 /** One handler per SSE event name. Returning true marks a sign of life: the backoff
  * starts over and the silence watch is rearmed. */
@@ -37,7 +41,7 @@ export function followEventStream(options: FollowOptions): () => void {
     options.reconnectDelaysMs && options.reconnectDelaysMs.length > 0
       ? options.reconnectDelaysMs
       : DEFAULT_RECONNECT_DELAYS_MS;
-  let source: EventSource | null = null;
+  let source: EventStream | null = null;
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   let silenceTimer: ReturnType<typeof setTimeout> | undefined;
   let failedAttempts = 0;
@@ -52,9 +56,7 @@ export function followEventStream(options: FollowOptions): () => void {
   };
 
   const connect = () => {
-    // An EventSource cannot send a header: the stream carries no token and runs with the
-    // nodes' anonymous role (README, "Signing in").
-    const es = new EventSource(typeof url === 'function' ? url() : url);
+    const es = openEventSource(typeof url === 'function' ? url() : url);
     source = es;
     for (const [name, handle] of Object.entries(events)) {
       es.addEventListener(name, (event) => {
@@ -64,8 +66,8 @@ export function followEventStream(options: FollowOptions): () => void {
         }
       });
     }
-    es.addEventListener('error', () => {
-      lose(es.readyState === EventSource.CLOSED ? 'stream closed' : 'stream interrupted');
+    es.addEventListener('error', (event) => {
+      lose(refusalOf(event) ?? (es.readyState === CLOSED ? 'stream closed' : 'stream interrupted'));
     });
     watchSilence();
     onOpen?.();
@@ -83,9 +85,21 @@ export function followEventStream(options: FollowOptions): () => void {
     reconnectTimer = setTimeout(connect, delay);
   }
 
+  // A new credential: the stream opens again at once, with it.
+  const reopen = () => {
+    if (disposed) return;
+    source?.close();
+    clearTimeout(reconnectTimer);
+    clearTimeout(silenceTimer);
+    failedAttempts = 0;
+    connect();
+  };
+  const unsubscribe = subscribeToken(reopen);
+
   connect();
   return () => {
     disposed = true;
+    unsubscribe();
     clearTimeout(reconnectTimer);
     clearTimeout(silenceTimer);
     source?.close();

@@ -1,5 +1,6 @@
 /**
- * A stand-in for the browser's EventSource (jsdom has none). Tests drive it by hand:
+ * A stand-in for the `eventsource` package's EventSource, which the views open their
+ * streams with (mocked for every test in src/setupTests.ts). Tests drive it by hand:
  * `emit` delivers a named SSE event, `fail` fires `error` the way a dropped connection
  * (`closed: false`) or a refused one (`closed: true`) does.
  */

@@ -22,12 +22,12 @@ const TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 const NODE_TOKEN_FILE: &str = "node.token";
 
 /// Sets `spec` to take the tokens of the pair kept in `dir`, requests
-/// without one as [`LOCAL_ANONYMOUS_ROLE`], and to send the node token
-/// there with its own requests. Touches no file: the pair is made when
-/// the cluster starts ([`ClusterAuth::open_or_create`]).
-pub fn configure(spec: &mut NodeSpec, dir: &Path) {
+/// without one as `anonymous_role`, and to send the node token there with
+/// its own requests. Touches no file: the pair is made when the cluster
+/// starts ([`ClusterAuth::open_or_create`]).
+pub fn configure(spec: &mut NodeSpec, dir: &Path, anonymous_role: &str) {
     spec.auth_jwks = Some(dir.join(JWKS_FILE));
-    spec.anonymous_role = Some(LOCAL_ANONYMOUS_ROLE.to_string());
+    spec.anonymous_role = Some(anonymous_role.to_string());
     spec.token_file = Some(dir.join(NODE_TOKEN_FILE));
 }
 

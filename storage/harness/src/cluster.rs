@@ -404,6 +404,11 @@ impl Cluster {
         &self.admin_token
     }
 
+    /// The public keys (JWKS file) whose tokens the nodes take.
+    pub fn jwks(&self) -> &Path {
+        self.auth.jwks()
+    }
+
     /// A token with `role` the nodes take.
     pub fn token(&self, role: Role) -> String {
         self.auth.token("harness", role)

@@ -59,6 +59,9 @@ pub struct UpOptions {
     pub canary: bool,
     /// The load runner beside the cluster, if any.
     pub load_runner: Option<LoadRunnerSpec>,
+    /// What the nodes let requests without a token do (`none`, `read`,
+    /// `write`).
+    pub anonymous_role: String,
 }
 
 /// The load runner (`strata-cluster load-runner`): it serves on `listen`
@@ -124,7 +127,7 @@ impl Layout {
                     peers.clone(),
                     run.data().join(node_name(*id)),
                 );
-                crate::auth::configure(&mut spec, &auth_dir);
+                crate::auth::configure(&mut spec, &auth_dir, &opts.anonymous_role);
                 spec.io_threads = opts.threads;
                 if let Some(dir) = &opts.console_dir {
                     spec.extra_args
@@ -412,6 +415,7 @@ mod tests {
             trace_sampling: 100.0,
             canary: true,
             load_runner: None,
+            anonymous_role: "write".into(),
         }
     }
 

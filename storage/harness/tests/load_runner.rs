@@ -358,3 +358,47 @@ async fn one_run_at_a_time_that_ends_by_itself_or_when_stopped() {
     let stopped = wait_state(&http, &base, "stopped", Duration::from_secs(20)).await;
     assert!(stopped["output"].as_array().is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_acts_with_the_token_of_whoever_started_it() {
+    // Proves: against a cluster that lets requests without a token do
+    // nothing, a smoke run started with an admin token writes (k6 sends the
+    // starter's token), and none of its requests is refused 401.
+    let c = Cluster::start_closed(1).await.unwrap();
+    let jwks = std::fs::read_to_string(c.jwks()).unwrap();
+    let keys = Arc::new(Verifier::from_jwks(&jwks, "cluster").unwrap());
+    let (base, _, _) = serve_runner_with(c.gateway_url(), Some(keys)).await;
+    let http = reqwest::Client::new();
+    let started = http
+        .post(format!("{base}/load/run"))
+        .bearer_auth(c.admin_token())
+        .json(&json!({"scenario": "smoke", "rate_per_s": 20, "duration_s": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), StatusCode::ACCEPTED);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let run = run_state(&http, &base).await;
+        if run["state"] != "running" {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "the run did not end: {run}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let metrics = c.scrape(1).await;
+    let count = |code: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("strata_api_requests_total{")
+                    && l.contains("route=\"PUT /v1/kv/{key}\"")
+                    && l.contains(&format!("code=\"{code}\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert!(count("200") > 0, "the run wrote nothing: {done}");
+    assert_eq!(count("401"), 0, "requests went without the token: {done}");
+    assert_eq!(done["state"], "finished", "{done}");
+}

@@ -186,6 +186,11 @@ struct Up {
     /// docs/operations.md).
     #[arg(long)]
     no_canary: bool,
+    /// What requests without a token may do: none, read or write (write
+    /// here, for a demo bound to 127.0.0.1; the node's own default is none).
+    #[arg(long, default_value = strata_harness::auth::LOCAL_ANONYMOUS_ROLE,
+          value_parser = ["none", "read", "write"])]
+    anonymous_role: String,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -500,6 +505,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         traces,
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
+        anonymous_role: up.anonymous_role,
         load_runner: match up.load_port {
             Some(port) => Some(LoadRunnerSpec {
                 launcher: std::env::current_exe().context("finding strata-cluster itself")?,

@@ -8,6 +8,9 @@
 //! Starting and stopping a run need a token with the admin role, checked
 //! against the cluster's public keys (`--auth-jwks`), as the nodes check
 //! theirs; reading is open. A runner given no keys takes anyone's runs.
+//! A run acts with the credential of whoever started it: k6 sends the
+//! starter's token with its requests (`STRATA_TOKEN`), so a run works
+//! against a cluster whose requests without a token may do nothing.
 //!
 //! Errors answer `{"code","message"}` as the nodes do: 400
 //! `INVALID_ARGUMENT` for a body that is not a valid request, 401
@@ -19,7 +22,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Request, State};
+use axum::extract::{Extension, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -84,7 +87,15 @@ async fn view(State(runner): State<Runner>) -> impl IntoResponse {
     axum::Json(runner.view())
 }
 
-async fn start(State(runner): State<Runner>, body: Bytes) -> Result<impl IntoResponse, Refusal> {
+/// The verified token of the request that starts a run.
+#[derive(Clone)]
+struct StartedBy(String);
+
+async fn start(
+    State(runner): State<Runner>,
+    started_by: Option<Extension<StartedBy>>,
+    body: Bytes,
+) -> Result<impl IntoResponse, Refusal> {
     let request: RunRequest = serde_json::from_slice(&body).map_err(|e| {
         Refusal(
             StatusCode::BAD_REQUEST,
@@ -95,7 +106,8 @@ async fn start(State(runner): State<Runner>, body: Bytes) -> Result<impl IntoRes
     let plan = request
         .validate(runner.target())
         .map_err(|e| Refusal(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", e.to_string()))?;
-    Ok((StatusCode::ACCEPTED, axum::Json(runner.start(plan)?)))
+    let token = started_by.map(|Extension(StartedBy(token))| token);
+    Ok((StatusCode::ACCEPTED, axum::Json(runner.start(plan, token)?)))
 }
 
 async fn stop(State(runner): State<Runner>) -> Result<impl IntoResponse, Refusal> {
@@ -113,7 +125,7 @@ async fn not_found() -> Refusal {
 /// Lets a start or stop through only with an admin token of `keys`.
 async fn admin_only(
     State(keys): State<Arc<Verifier>>,
-    req: Request,
+    mut req: Request,
     next: Next,
 ) -> Result<Response, Refusal> {
     if req.method() == Method::GET || req.method() == Method::HEAD {
@@ -133,7 +145,8 @@ async fn admin_only(
                     .into(),
             )
         })?;
-    let claims = keys.verify(token.trim()).map_err(|e| {
+    let token = token.trim().to_string();
+    let claims = keys.verify(&token).map_err(|e| {
         Refusal(
             StatusCode::UNAUTHORIZED,
             "UNAUTHENTICATED",
@@ -150,6 +163,7 @@ async fn admin_only(
             ),
         ));
     }
+    req.extensions_mut().insert(StartedBy(token));
     Ok(next.run(req).await)
 }
 

@@ -143,8 +143,9 @@ impl Runner {
         view
     }
 
-    /// Starts `plan` unless a run is in progress.
-    pub fn start(&self, plan: RunPlan) -> Result<RunView, RunConflict> {
+    /// Starts `plan` unless a run is in progress; k6 sends `token` (the
+    /// starter's) with its requests.
+    pub fn start(&self, plan: RunPlan, token: Option<String>) -> Result<RunView, RunConflict> {
         let mut current = self.current.lock();
         if matches!(current.view.state, RunState::Running | RunState::Stopping) {
             let name = current.view.plan.as_ref().map(|p| p.scenario.name());
@@ -163,6 +164,7 @@ impl Runner {
             .arg(&script)
             .envs(plan.scenario.env(&plan))
             .envs(dashboard_env(&self.config.k6_dashboard_address))
+            .envs(token.map(|t| ("STRATA_TOKEN", t)))
             .current_dir(&self.config.scripts)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

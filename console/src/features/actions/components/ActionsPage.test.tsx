@@ -13,7 +13,6 @@ import { ActionsPage } from './ActionsPage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 function start(routes: Route[], members = recorded.membersBefore): RecordedApi {

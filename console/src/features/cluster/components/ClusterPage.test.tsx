@@ -25,7 +25,6 @@ function indicator() {
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
   vi.stubGlobal('fetch', statusFetch('no healthy upstream', 503));
 });
 

@@ -6,7 +6,6 @@ import { ClusterPage } from './ClusterPage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
   vi.stubGlobal('fetch', vi.fn(() => Promise.resolve(new Response('no healthy upstream', { status: 503 }))));
 });
 

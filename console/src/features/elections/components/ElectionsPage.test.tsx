@@ -6,7 +6,6 @@ import { ElectionsPage } from './ElectionsPage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 describe('ElectionsPage', () => {

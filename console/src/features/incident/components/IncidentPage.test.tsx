@@ -6,7 +6,6 @@ import { IncidentPage } from './IncidentPage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
   vi.useFakeTimers({ toFake: ['Date'] });
 });
 

@@ -38,7 +38,6 @@ async function keyRows() {
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 /** The watch streams the page opened for keys under `watch/`, oldest first. */

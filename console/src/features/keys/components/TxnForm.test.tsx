@@ -12,7 +12,6 @@ import { TxnForm } from './TxnForm';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 function form() {

@@ -48,7 +48,9 @@ export function K6Panel({ k6, active }: K6PanelProps) {
             </div>
             <div>
               <dt>checks failed</dt>
-              <dd data-testid="k6-checks-failed">{percent(figures?.checksFailed ?? null)}</dd>
+              <dd data-testid="k6-checks-failed" data-value={figures?.checksFailed ?? ''}>
+                {percent(figures?.checksFailed ?? null)}
+              </dd>
             </div>
             <div>
               <dt>requests failed</dt>

@@ -12,7 +12,6 @@ import { LoadPage } from './LoadPage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 const BASE: Route[] = [

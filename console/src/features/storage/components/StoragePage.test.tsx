@@ -6,7 +6,6 @@ import { StoragePage } from './StoragePage';
 
 beforeEach(() => {
   MockEventSource.reset();
-  vi.stubGlobal('EventSource', MockEventSource);
 });
 
 describe('StoragePage', () => {
