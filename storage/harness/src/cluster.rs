@@ -21,6 +21,19 @@ use crate::{envoy_binary, free_port, workspace_binary};
 /// Raft-rs logs at info too: some tests look for its snapshot messages.
 const NODE_LOG: &str = "info,raft=info";
 
+/// Where a node started by a command of its own lives, and what of the
+/// cluster's it needs.
+#[derive(Debug, Clone)]
+pub struct NodeSlot {
+    /// `127.0.0.1:PORT`, to listen on and advertise.
+    pub listen: String,
+    pub data_dir: PathBuf,
+    /// The public keys whose tokens the nodes take.
+    pub jwks: PathBuf,
+    /// The token nodes send with their own requests (admin).
+    pub node_token: PathBuf,
+}
+
 struct NodeProc {
     id: u64,
     port: u16,
@@ -287,6 +300,49 @@ impl Cluster {
             child: None,
         });
         self.spawn_node(id, true)
+    }
+
+    /// The members as `--peers` takes them (`1=127.0.0.1:PORT,...`).
+    pub fn peer_list(&self) -> String {
+        self.peers()
+            .iter()
+            .map(|(id, addr)| format!("{id}={addr}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Where node `id` lives (a new one is given a free port and a data
+    /// directory), for a caller that starts it with a command of its own
+    /// ([`start_node_as`](Self::start_node_as)).
+    pub fn node_slot(&mut self, id: u64) -> NodeSlot {
+        if !self.nodes.iter().any(|n| n.id == id) {
+            self.nodes.push(NodeProc {
+                id,
+                port: free_port(),
+                data_dir: self.dir.path().join(format!("node{id}")),
+                child: None,
+            });
+        }
+        let node = self.nodes.iter().find(|n| n.id == id).expect("just added");
+        NodeSlot {
+            listen: format!("127.0.0.1:{}", node.port),
+            data_dir: node.data_dir.clone(),
+            jwks: self.auth.jwks().to_path_buf(),
+            node_token: self.auth.node_token_file().to_path_buf(),
+        }
+    }
+
+    /// Starts node `id` (see [`node_slot`](Self::node_slot)) with `line`,
+    /// the caller's own command; it is stopped and killed like the others.
+    pub fn start_node_as(&mut self, id: u64, line: &CommandLine) -> Result<()> {
+        if self.node_mut(id)?.child.is_some() {
+            bail!("node {id} is already running");
+        }
+        let child = self
+            .spawn_logged(&format!("node{id}"), line)
+            .with_context(|| format!("spawning {}", line.program.display()))?;
+        self.node_mut(id)?.child = Some(child);
+        Ok(())
     }
 
     /// Starts node `id`, an existing member of this cluster's list that

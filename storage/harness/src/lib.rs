@@ -34,7 +34,7 @@ pub mod local;
 pub mod otlp;
 pub mod run_dir;
 
-pub use cluster::Cluster;
+pub use cluster::{Cluster, NodeSlot};
 
 /// The repository the harness reads the gateway generator and the load
 /// scenarios from: `STRATA_REPO_ROOT` (set by `./dev`, since a build cached
