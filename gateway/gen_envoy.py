@@ -64,6 +64,10 @@ node), and ``local_reply_config`` is generated from it. Left alone, Envoy would 
 cut off after it was sent with 503, and an upstream timeout with 504, and gRPC clients would read
 both as UNAVAILABLE, "safe to retry", for a write the node may still commit.
 ``python3 gateway/gen_envoy.py --flags-table`` prints the table docs/reliability.md carries.
+
+Limits against abuse (a rate per client address, a connection cap, request and idle timeouts) are
+in limits.py, with their flags; the role checks made with --jwks, from the nodes' own table, in
+roles.py.
 """
 
 from __future__ import annotations
@@ -642,8 +646,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(default 100 with --otlp, else 0)")
     p.add_argument("--access-log", help="access log file path, or - for stdout (default: none)")
     p.add_argument("--jwks", help="the cluster's public keys (jwks.json, as the nodes' --auth-jwks): tokens "
-                   "are then checked at the gateway too, and a refused one never reaches a node (default: "
-                   "not checked here; the nodes always check)")
+                   "and their roles are then checked at the gateway too (roles.py), and a refused request "
+                   "never reaches a node (default: not checked here; the nodes always check)")
     limits.add_arguments(p)
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
