@@ -147,7 +147,8 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
     // Proves, with a limit of 5 requests a second per client address: 200
     // writes sent by one client as fast as it can are partly refused 429
     // RATE_LIMITED in the API's error shape with retry-after, by the
-    // gateway; exactly the writes answered 200 exist afterwards (read back);
+    // gateway; every write answered 200 exists afterwards and none refused
+    // 429 does (read back);
     // a second client, flooding nothing, is served meanwhile; and a gRPC
     // client over its rate gets RESOURCE_EXHAUSTED marked retryable.
     let c = Cluster::start_with_gateway_args(3, &["--rate-limit-rps", "5"])
@@ -180,25 +181,31 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
             answers
         });
     }
-    // Meanwhile, the other client reads and writes as usual.
+    // Meanwhile, the other client reads and writes as usual: never refused
+    // 429 (a busy node's own 503 / 504 is retried, as any client would).
     for i in 0..3 {
-        let put = bystander
-            .put(format!("{gw}/v1/kv/bystander/{i}"))
-            .body("v")
-            .send()
-            .await
-            .unwrap();
-        let status = put.status();
-        let body = put.text().await.unwrap();
-        assert_eq!(status, StatusCode::OK, "the bystander is refused: {body}");
-        let get = bystander
-            .get(format!("{gw}/v1/kv/bystander/{i}"))
-            .send()
-            .await
-            .unwrap();
+        let url = format!("{gw}/v1/kv/bystander/{i}");
+        let mut tries = 0;
+        loop {
+            let put = bystander.put(&url).body("v").send().await.unwrap();
+            let status = put.status();
+            let body = put.text().await.unwrap();
+            assert_ne!(
+                status,
+                StatusCode::TOO_MANY_REQUESTS,
+                "the bystander is refused: {body}"
+            );
+            if status == StatusCode::OK {
+                break;
+            }
+            tries += 1;
+            assert!(tries < 10, "the bystander is not served: {status} {body}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let get = bystander.get(&url).send().await.unwrap();
         assert_eq!(get.status(), StatusCode::OK);
     }
-    let mut applied = BTreeSet::new();
+    let (mut applied, mut refused) = (BTreeSet::new(), BTreeSet::new());
     let (mut ok, mut limited) = (0, 0);
     while let Some(answers) = tasks.join_next().await {
         for (key, status, headers, body) in answers.unwrap() {
@@ -209,6 +216,7 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
                 }
                 StatusCode::TOO_MANY_REQUESTS => {
                     limited += 1;
+                    refused.insert(key);
                     assert_eq!(body["code"], "RATE_LIMITED", "{body}");
                     assert!(
                         body["message"].as_str().unwrap().starts_with("gateway:"),
@@ -217,6 +225,18 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
                     assert_eq!(headers["retry-after"], "1");
                     assert_eq!(headers["x-strata-retryable"], "true");
                     assert_eq!(headers["retry-after-ms"], "1000");
+                }
+                // A node's own answer to a write the gateway let through:
+                // on a busy host a leader can lose its lease mid-flood, and
+                // its writes' outcome is then unknown (504), or they were not
+                // applied (503). Neither is a rate-limit refusal.
+                StatusCode::GATEWAY_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE
+                    if !body["message"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("gateway:") =>
+                {
+                    eprintln!("{key}: a node answered {status}: {body}");
                 }
                 other => panic!("{key}: {other} {body}"),
             }
@@ -236,13 +256,20 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
         "{ok} served in {took:?}, over the limit"
     );
 
-    assert_eq!(
-        keys_under(&c, "flood/").await,
-        applied,
-        "the keys written are exactly the writes served"
+    let written = keys_under(&c, "flood/").await;
+    assert!(
+        applied.is_subset(&written),
+        "a write served is missing: {:?}",
+        applied.difference(&written).collect::<Vec<_>>()
+    );
+    assert!(
+        refused.is_disjoint(&written),
+        "writes refused 429 were applied: {:?}",
+        refused.intersection(&written).collect::<Vec<_>>()
     );
 
-    // gRPC: the same limit, told as RESOURCE_EXHAUSTED, retryable.
+    // gRPC: the same limit, told as RESOURCE_EXHAUSTED, which the Rust
+    // client counts as retryable (nothing applied).
     let channel = tonic::transport::Endpoint::from_shared(gw.clone())
         .unwrap()
         .local_address(Some(GRPC_FLOODER))
@@ -254,7 +281,11 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
     for i in 0..30 {
         match grpc.put(format!("grpc-flood/{i}"), "v").await {
             Ok(_) => {}
-            Err(ClientError::Status(s)) if s.code() == tonic::Code::ResourceExhausted => {
+            Err(e @ ClientError::Status(_)) if e.is_retryable() => {
+                let ClientError::Status(s) = e else {
+                    unreachable!()
+                };
+                assert_eq!(s.code(), tonic::Code::ResourceExhausted, "{s:?}");
                 exhausted = Some((i, s));
                 break;
             }
