@@ -42,14 +42,14 @@ def refused(argv: list[str]) -> bool:
 class RateLimit(unittest.TestCase):
     def test_one_bucket_per_client_address_by_default(self):
         # Proves the default: every request takes a token from its client address's bucket only
-        # (not from one shared by every client), 10,000 a second with as large a burst, first of
+        # (not from one shared by every client), 20,000 a second with as large a burst, first of
         # the filters, and gRPC is told RESOURCE_EXHAUSTED.
         config = build()
         self.assertEqual(hcm(config)["http_filters"][0]["name"], "envoy.filters.http.local_ratelimit")
         rl = rate_limit(config)
         self.assertEqual(rl["rate_limits"], [{"actions": [{"remote_address": {}}]}])
         self.assertEqual(rl["descriptors"], [{"entries": [{"key": "remote_address"}], "token_bucket": {
-            "max_tokens": 10_000, "tokens_per_fill": 10_000, "fill_interval": "1s"}}])
+            "max_tokens": 20_000, "tokens_per_fill": 20_000, "fill_interval": "1s"}}])
         self.assertGreater(rl["max_dynamic_descriptors"], 0)
         self.assertIs(rl["always_consume_default_token_bucket"], False)
         self.assertIs(rl["rate_limited_as_resource_exhausted"], True)
