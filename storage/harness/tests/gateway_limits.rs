@@ -145,7 +145,8 @@ async fn keys_under(c: &Cluster, prefix: &str) -> BTreeSet<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied() {
     // Proves, with a limit of 5 requests a second per client address: 200
-    // writes sent by one client as fast as it can are partly refused 429
+    // writes sent by one client as fast as it can, each claiming another
+    // address in x-forwarded-for, are partly refused 429
     // RATE_LIMITED in the API's error shape with retry-after, by the
     // gateway; every write answered 200 exists afterwards and none refused
     // 429 does (read back);
@@ -167,8 +168,11 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
             let mut answers = Vec::new();
             for i in 0..25 {
                 let key = format!("flood/{worker}-{i}");
+                // Each request claims to come from another address: the
+                // gateway keys its buckets on the TCP peer, not on this.
                 let resp = flooder
                     .put(format!("{gw}/v1/kv/{key}"))
+                    .header("x-forwarded-for", format!("10.0.{worker}.{i}"))
                     .body("v")
                     .send()
                     .await
