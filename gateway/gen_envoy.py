@@ -64,6 +64,10 @@ node), and ``local_reply_config`` is generated from it. Left alone, Envoy would 
 cut off after it was sent with 503, and an upstream timeout with 504, and gRPC clients would read
 both as UNAVAILABLE, "safe to retry", for a write the node may still commit.
 ``python3 gateway/gen_envoy.py --flags-table`` prints the table docs/reliability.md carries.
+
+Limits against abuse (a rate per client address, a connection cap, request and idle timeouts) are
+in limits.py, with their flags; the role checks made with --jwks, from the nodes' own table, in
+roles.py.
 """
 
 from __future__ import annotations
@@ -74,7 +78,9 @@ import json
 import re
 import sys
 
-from local_replies import (  # the script's own folder is on sys.path
+import limits  # the script's own folder is on sys.path
+import roles
+from local_replies import (
     REQUEST_ID_HEADER,
     RETRYABLE_HEADER,
     flags_table,
@@ -96,7 +102,6 @@ CB_MAX_CONNECTIONS = 8192
 CB_MAX_PENDING = 8192
 CB_MAX_REQUESTS = 8192
 CB_MAX_RETRIES = 4096  # Envoy's default is 3 concurrent retries, far too few during an election.
-MAX_DOWNSTREAM_CONNECTIONS = 50000
 
 KV_RETRY_GRPC = "connect-failure,refused-stream,unavailable,retriable-headers"
 KV_RETRY_REST = "connect-failure,refused-stream,retriable-headers"
@@ -445,27 +450,31 @@ def access_log(target: str) -> list[dict]:
         "path": target, "log_format": fmt}}]
 
 
-def jwt_filter(jwks_path: str) -> dict:
+def jwt_filters(jwks_path: str) -> list[dict]:
     """Envoy's JWT filter, checking a token where a request carries one against the cluster's public
     keys (`strata auth keygen`'s jwks.json, read from `jwks_path`): a token that is expired, changed
     or signed by another key is refused here (401) before any node sees it. A request without one
-    goes on: what it may do is the nodes' anonymous role. The token is forwarded, and every node
-    checks it again and decides what its role allows, so the gateway is a first check, not the only
-    one."""
-    return {
-        "name": "envoy.filters.http.jwt_authn",
+    goes on (what it may do is the nodes' anonymous role), except to a route that needs admin.
+    Then the RBAC filter refuses (403) what the token's role does not allow (roles.py). The token
+    is forwarded, and every node checks it again and decides what its role allows, so the gateway
+    is a first check, not the only one."""
+    table = roles.load()
+    return [{
+        "name": roles.JWT_FILTER,
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
-            "providers": {"strata": {
+            "providers": {roles.PROVIDER: {
                 "issuer": "strata",
                 "local_jwks": {"filename": jwks_path},
                 "from_headers": [{"name": "authorization", "value_prefix": "Bearer "}],
                 "forward": True,
                 "clock_skew_seconds": 30,
+                # The verified claims, for the RBAC filter's role checks.
+                "payload_in_metadata": roles.PAYLOAD_KEY,
             }},
-            "rules": [{"match": {"prefix": "/"}, "requires": {"allow_missing": {}}}],
+            "rules": roles.jwt_rules(table),
         },
-    }
+    }, roles.rbac_filter(table)]
 
 
 def build(args: argparse.Namespace) -> dict:
@@ -485,13 +494,8 @@ def build(args: argparse.Namespace) -> dict:
         "normalize_path": False,
         "merge_slashes": False,
         "path_with_escaped_slashes_action": "KEEP_UNCHANGED",
-        "stream_idle_timeout": "300s",
-        "request_headers_timeout": "10s",
-        "http2_protocol_options": {
-            "max_concurrent_streams": 1024,
-            "initial_stream_window_size": 4 * 1024 * 1024,
-            "initial_connection_window_size": 16 * 1024 * 1024,
-        },
+        # Timeouts on a client's request and connection, HTTP/2 limits (limits.py).
+        **limits.connection_manager_limits(args),
         "route_config": {
             "name": "strata",
             "virtual_hosts": [{
@@ -504,7 +508,8 @@ def build(args: argparse.Namespace) -> dict:
             }],
         },
         "local_reply_config": local_reply_config(),
-        "http_filters": ([jwt_filter(args.jwks)] if args.jwks else []) + [{
+        # Cheapest refusal first: a client over its rate is refused before its token is checked.
+        "http_filters": limits.rate_limit_filter(args) + (jwt_filters(args.jwks) if args.jwks else []) + [{
             "name": "envoy.filters.http.router",
             "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
         }],
@@ -547,15 +552,7 @@ def build(args: argparse.Namespace) -> dict:
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
         "admin": {"address": socket_address(admin_host, admin_port)},
-        "overload_manager": {
-            "resource_monitors": [{
-                "name": "envoy.resource_monitors.global_downstream_max_connections",
-                "typed_config": {
-                    "@type": "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
-                    "max_active_downstream_connections": MAX_DOWNSTREAM_CONNECTIONS,
-                },
-            }],
-        },
+        "overload_manager": limits.overload_manager(args),
         "static_resources": {
             "listeners": [{
                 "name": "ingress",
@@ -649,8 +646,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(default 100 with --otlp, else 0)")
     p.add_argument("--access-log", help="access log file path, or - for stdout (default: none)")
     p.add_argument("--jwks", help="the cluster's public keys (jwks.json, as the nodes' --auth-jwks): tokens "
-                   "are then checked at the gateway too, and a refused one never reaches a node (default: "
-                   "not checked here; the nodes always check)")
+                   "and their roles are then checked at the gateway too (roles.py), and a refused request "
+                   "never reaches a node (default: not checked here; the nodes always check)")
+    limits.add_arguments(p)
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
                    help="wrap the YAML config in a Kubernetes ConfigMap (data key envoy.yaml)")
@@ -677,6 +675,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    problem = limits.check(a)
+    if problem:
+        p.error(problem)
     if a.format is None:
         a.format = "json" if a.out.endswith(".json") else "yaml"
     return a

@@ -32,9 +32,15 @@ class Answer:
     code: str
     grpc_status: int
     retryable: bool = False
+    # With `retryable`: how long to wait before retrying (retry-after-ms).
+    retry_after_ms: int = 50
 
 
 NOT_APPLIED = Answer(503, "UNAVAILABLE", 14, retryable=True)
+# A client over its rate (limits.py): refused before any node saw it, safe to retry once its
+# bucket has refilled (within a second). gRPC clients read RESOURCE_EXHAUSTED marked retryable as
+# a node's OVERLOADED: retry after a pause.
+RATE_LIMITED = Answer(429, "RATE_LIMITED", 8, retryable=True, retry_after_ms=1000)
 OUTCOME_UNKNOWN = Answer(504, "OUTCOME_UNKNOWN", 4)
 # Refused before routing: nothing was applied, but the request itself is at fault, so retrying it
 # changes nothing. The gRPC codes are the ones the node gives for the same mistakes.
@@ -43,9 +49,10 @@ BAD_REQUEST = Answer(400, "INVALID_ARGUMENT", 3)
 
 # Several flags can be set on one reply (a retried request carries the last attempt's flag and URX);
 # the first answer in this order that one of them maps to wins, so "outcome unknown" beats the rest.
-ANSWER_PRECEDENCE = [OUTCOME_UNKNOWN, NOT_APPLIED, BAD_REQUEST, NO_ROUTE]
+ANSWER_PRECEDENCE = [OUTCOME_UNKNOWN, NOT_APPLIED, RATE_LIMITED, BAD_REQUEST, NO_ROUTE]
 
-GRPC_CODE_NAMES = {3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 12: "UNIMPLEMENTED", 14: "UNAVAILABLE"}
+GRPC_CODE_NAMES = {3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 8: "RESOURCE_EXHAUSTED",
+                   12: "UNIMPLEMENTED", 14: "UNAVAILABLE"}
 
 
 @dataclass(frozen=True)
@@ -113,11 +120,15 @@ RESPONSE_FLAGS: dict[str, Flag] = {
                 "The client broke HTTP. If Envoy can still answer, no complete request reached a "
                 "node (a node acts only on a complete request); if the connection is lost, no "
                 "answer reaches the client."),
+    # Refused by the gateway's own limits.
+    "RL": Flag("rate limited: the client's address sent more requests a second than "
+               "--rate-limit-rps (and --rate-limit-burst) allow", RATE_LIMITED,
+               "Refused by the local rate limit filter before routing, so no node was sent a byte; "
+               "the client's bucket refills within a second (retry-after: 1)."),
     # Features we do not configure.
     "LH": Flag("local service failed its health check", None, "no health-check filter"),
     "DI": Flag("delay injected", None, "no fault-injection filter"),
     "FI": Flag("fault injected", None, "no fault-injection filter"),
-    "RL": Flag("rate limited", None, "no rate-limit filter"),
     "UAEX": Flag("denied by the external authorization service", None, "no ext_authz filter"),
     "RLSE": Flag("rate-limit service error", None, "no rate-limit filter"),
     "RFCF": Flag("response from the cache filter", None, "no cache filter"),
@@ -135,6 +146,9 @@ UNFLAGGED_GATEWAY_ERRORS = [502, 503, 504]
 # Bodies for the client errors Envoy answers itself (a request body over the buffer limit, the
 # internal raft route); their status stays.
 STATUS_CODES = {413: "PAYLOAD_TOO_LARGE", 404: "NOT_FOUND", 400: "INVALID_ARGUMENT",
+                # A client too slow to send its request's headers or its whole request (limits.py):
+                # no complete request reached a node.
+                408: "REQUEST_TIMEOUT",
                 # The JWT filter's refusal of a token (a node's own 401s are not local replies).
                 401: "UNAUTHENTICATED",
                 403: "PERMISSION_DENIED"}
@@ -166,7 +180,12 @@ def answer_mappers(answer: Answer, matches: dict) -> list[dict]:
 
     For gRPC, Envoy would derive grpc-status from the HTTP status (502, 503 and 504 all become
     UNAVAILABLE); a grpc-status header set here wins over that. The body becomes grpc-message."""
-    headers = [header(RETRYABLE_HEADER, "true"), header("retry-after-ms", "50")] if answer.retryable else []
+    headers = []
+    if answer.retryable:
+        headers = [header(RETRYABLE_HEADER, "true"), header("retry-after-ms", str(answer.retry_after_ms))]
+    if answer == RATE_LIMITED:
+        # The standard header too, in whole seconds, for clients that know only that one.
+        headers.append(header("retry-after", str(-(-answer.retry_after_ms // 1000))))
     common = {"status_code": answer.http_status, "body_format_override": error_body(answer.code)}
     grpc = {
         "filter": {"and_filter": {"filters": [matches, IS_GRPC]}},
@@ -201,7 +220,12 @@ def local_reply_config() -> dict:
         RETRIED_WITH_A_REQUEST_ID, {"response_flag_filter": {"flags": not_applied}}]}})
     for answer in ANSWER_PRECEDENCE:
         flags = [name for name, flag in RESPONSE_FLAGS.items() if flag.answer == answer]
-        mappers += answer_mappers(answer, {"response_flag_filter": {"flags": flags}})
+        matches = {"response_flag_filter": {"flags": flags}}
+        if answer == RATE_LIMITED:
+            # The local rate limit filter sets RL only after it has sent its reply, so the reply
+            # is known by its status: no other reply Envoy makes itself is a 429.
+            matches = {"or_filter": {"filters": [matches, status_filter([answer.http_status])]}}
+        mappers += answer_mappers(answer, matches)
     mappers += answer_mappers(OUTCOME_UNKNOWN, status_filter(UNFLAGGED_GATEWAY_ERRORS))
     mappers += [{"filter": status_filter([status]), "body_format_override": error_body(code)}
                 for status, code in STATUS_CODES.items()]
@@ -217,7 +241,9 @@ def flags_table() -> str:
         if a is None:
             rows.append(f"| `{name}` | {flag.meaning} | — | — | cannot occur | {flag.why} |")
             continue
-        if a.retryable:
+        if a == RATE_LIMITED:
+            safe = "yes, after `retry-after` (`x-strata-retryable: true`)"
+        elif a.retryable:
             safe = "yes (`x-strata-retryable: true`)"
         elif a == OUTCOME_UNKNOWN:
             safe = "no: may have been applied"

@@ -62,6 +62,8 @@ pub struct Cluster {
     admin_token: String,
     /// What requests without a token may do, when not the demo's.
     anonymous_role: Option<String>,
+    /// Extra flags for the gateway's generator (its limits).
+    gateway_args: Vec<String>,
 }
 
 impl Cluster {
@@ -94,7 +96,14 @@ impl Cluster {
     /// Like [`start`](Self::start), with nodes that serve nothing to a
     /// request without a token (`--anonymous-role none`, their default).
     pub async fn start_closed(n: usize) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, Some("none"), |_, _| Ok(())).await
+        Self::start_full(n, &[], &[], None, Some("none"), &[], |_, _| Ok(())).await
+    }
+
+    /// Like [`start`](Self::start), with `gateway_args` for the gateway's
+    /// generator (`gateway/gen_envoy.py`): its limits, when a test needs
+    /// them lower than their defaults.
+    pub async fn start_with_gateway_args(n: usize, gateway_args: &[&str]) -> Result<Cluster> {
+        Self::start_full(n, &[], &[], None, None, gateway_args, |_, _| Ok(())).await
     }
 
     /// Like [`start`](Self::start), once `prepare` has been handed every
@@ -105,7 +114,7 @@ impl Cluster {
         n: usize,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, None, prepare).await
+        Self::start_full(n, &[], &[], None, None, &[], prepare).await
     }
 
     async fn start_configured(
@@ -114,7 +123,7 @@ impl Cluster {
         node_env: &[(&str, &str)],
         otlp: Option<String>,
     ) -> Result<Cluster> {
-        Self::start_full(n, node_args, node_env, otlp, None, |_, _| Ok(())).await
+        Self::start_full(n, node_args, node_env, otlp, None, &[], |_, _| Ok(())).await
     }
 
     async fn start_full(
@@ -123,6 +132,7 @@ impl Cluster {
         node_env: &[(&str, &str)],
         otlp: Option<String>,
         anonymous_role: Option<&str>,
+        gateway_args: &[&str],
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
@@ -157,6 +167,7 @@ impl Cluster {
             auth,
             admin_token,
             anonymous_role: anonymous_role.map(str::to_string),
+            gateway_args: gateway_args.iter().map(|a| a.to_string()).collect(),
             node_args: node_args.iter().map(|a| a.to_string()).collect(),
             node_env: node_env
                 .iter()
@@ -271,6 +282,7 @@ impl Cluster {
             load_runner: None,
             access_log: Some(self.dir.path().join("envoy-access.log")),
             jwks: Some(self.auth.jwks().to_path_buf()),
+            extra_args: self.gateway_args.clone(),
         }
         .write_config(&cfg)?;
         let child = self

@@ -42,6 +42,11 @@ pub struct GatewaySpec {
     /// verify before any node sees it.
     #[serde(default)]
     pub jwks: Option<PathBuf>,
+    /// More flags for the generator, after the ones above: the gateway's
+    /// limits (`--rate-limit-rps`, `--max-connections`, the request
+    /// timeouts), when not its defaults.
+    #[serde(default)]
+    pub extra_args: Vec<String>,
 }
 
 impl GatewaySpec {
@@ -75,6 +80,7 @@ impl GatewaySpec {
             cmd.arg("--jwks").arg(jwks);
         }
         let output = cmd
+            .args(&self.extra_args)
             .arg("--out")
             .arg(out)
             .output()
@@ -119,6 +125,7 @@ mod tests {
             load_runner: None,
             access_log: None,
             jwks: None,
+            extra_args: Vec::new(),
         }
         .write_config(&out)
         .unwrap();
@@ -146,6 +153,7 @@ mod tests {
             load_runner: None,
             access_log: None,
             jwks: None,
+            extra_args: Vec::new(),
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

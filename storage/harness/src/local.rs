@@ -174,6 +174,7 @@ impl Layout {
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
                 access_log: None,
                 jwks: Some(crate::auth::jwks_file(&auth_dir)),
+                extra_args: Vec::new(),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),

@@ -439,6 +439,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 load_runner: None,
                 access_log: None,
                 jwks,
+                extra_args: Vec::new(),
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)

@@ -102,6 +102,78 @@ pub fn needed(method: &Method, path: &str) -> Access {
 mod tests {
     use super::*;
 
+    /// The gateway's copy of this table, relative to this crate: the
+    /// gateway refuses at the edge what a token's role does not allow
+    /// (gateway/roles.py), from this file.
+    const GATEWAY_TABLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../gateway/roles.json");
+    /// How to rewrite it, from `storage/`.
+    const REGENERATE_GATEWAY_TABLE: &str = "cargo test -p strata-server --lib auth::access::tests::regenerate_gateway_table -- --ignored";
+
+    fn role_name(access: Access) -> &'static str {
+        match access {
+            Access::Open => "open",
+            Access::Internal => "internal",
+            Access::Needs(role) => role.as_str(),
+        }
+    }
+
+    /// What every route of the API document and every gRPC method needs,
+    /// as JSON: REST operations by method and path template (`{key}` spans
+    /// segments, any other parameter one), gRPC methods by full path.
+    fn gateway_table() -> String {
+        let doc: serde_json::Value =
+            serde_json::from_str(&crate::rest::openapi::render()).expect("the API document");
+        let mut rest = Vec::new();
+        for (template, operations) in doc["paths"].as_object().expect("paths") {
+            for method in operations.as_object().expect("operations").keys() {
+                let method = method.to_ascii_uppercase();
+                // A concrete path of the template, for `needed`.
+                let path = template.replace("{key}", "a/b").replace("{id}", "7");
+                assert!(
+                    !path.contains('{'),
+                    "a parameter without a sample: {template}"
+                );
+                let parsed = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
+                let access = needed(&parsed, &path);
+                rest.push(serde_json::json!({
+                    "method": method, "path": template, "role": role_name(access),
+                }));
+            }
+        }
+        let grpc: Vec<_> = GRPC
+            .iter()
+            .map(|(path, access)| serde_json::json!({"path": path, "role": role_name(*access)}))
+            .collect();
+        let table = serde_json::json!({
+            "about": "What each route needs, from the node's table (storage/server/src/auth/access.rs). \
+                      Generated: do not edit by hand. Regenerate (from storage/): ".to_string()
+                + REGENERATE_GATEWAY_TABLE,
+            "rest": rest,
+            "grpc": grpc,
+        });
+        serde_json::to_string_pretty(&table).expect("JSON") + "\n"
+    }
+
+    #[test]
+    fn the_gateways_role_table_is_the_nodes() {
+        // Proves: the roles the gateway checks at the edge (gateway/roles.json,
+        // read by gateway/roles.py) are the ones each node checks, for every
+        // route of the API document and every gRPC method, so the two
+        // cannot drift apart.
+        let checked_in = std::fs::read_to_string(GATEWAY_TABLE).expect("gateway/roles.json");
+        assert!(
+            checked_in == gateway_table(),
+            "gateway/roles.json differs from the node's table; regenerate it (from storage/): \
+             {REGENERATE_GATEWAY_TABLE}"
+        );
+    }
+
+    #[test]
+    #[ignore = "rewrites gateway/roles.json"]
+    fn regenerate_gateway_table() {
+        std::fs::write(GATEWAY_TABLE, gateway_table()).expect("writing gateway/roles.json");
+    }
+
     #[test]
     fn each_route_needs_the_role_its_effect_calls_for() {
         let cases = [
