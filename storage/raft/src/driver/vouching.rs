@@ -37,6 +37,13 @@
 //!   life of the member cast the vote, so it began before that election.
 //!   Without this, a group whose first leader stopped before vouching for
 //!   anyone could not elect another.
+//! - **And so does that first leader itself**, once its first entry of
+//!   the term sits right after the bootstrap state, whether or not it sees
+//!   the entry commit: the same argument holds (it voted for itself). A
+//!   first leader that stepped down before an entry of its term committed
+//!   had otherwise left its voters the only proven members, and a group of
+//!   three with one proven member elects no one (docs/reliability.md,
+//!   finding 11).
 //!
 //! The leader appends an empty entry to serve as the point after which it
 //! heard from unproven members: one for all those it heard from in a round.
@@ -165,15 +172,25 @@ impl Driver {
     pub(super) fn vouch(&mut self) {
         let raft = &self.node.raft;
         self.vouching.follow(raft.state, raft.term);
+        // The first entry after the bootstrap state is of this term: the
+        // leader of this term appended it with nothing before it, so it was
+        // elected with nothing but the bootstrap state.
+        let first_leader_term = raft.raft_log.term(BOOTSTRAP_INDEX + 1).ok() == Some(raft.term);
         if !self.is_proven()
+            && first_leader_term
             && raft.state == StateRole::Follower
             && raft.vote != 0
             && raft.leader_id == raft.vote
-            && raft.raft_log.term(BOOTSTRAP_INDEX + 1).ok() == Some(raft.term)
         {
             let why = format!(
                 "it voted for node {}, elected in term {} with nothing but the bootstrap state",
                 raft.vote, raft.term
+            );
+            self.prove(&why);
+        } else if !self.is_proven() && first_leader_term && raft.state == StateRole::Leader {
+            let why = format!(
+                "it was elected in term {} with nothing but the bootstrap state",
+                raft.term
             );
             self.prove(&why);
         }

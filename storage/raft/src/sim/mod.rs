@@ -37,6 +37,7 @@ mod amnesia;
 mod check;
 mod conf_recovery;
 mod disk;
+mod first_leader;
 mod fsync;
 mod install;
 mod io;
