@@ -89,6 +89,8 @@ HEADER = (
 
 HC_INTERVAL = "0.1s"  # Leader health-check period: bounds how long traffic goes to a deposed leader.
 HC_TIMEOUT = "0.2s"  # Generous against a busy node on 2 cores; a timeout counts as one failure.
+XDS_CLUSTER = "xds"  # --eds: the seed nodes serving the member clusters' endpoints.
+XDS_HC_INTERVAL = "0.5s"  # Only picks the seed a new discovery stream goes to.
 CONNECT_TIMEOUT = "0.25s"
 REQUEST_BUFFER_BYTES = 16 * 1024 * 1024  # Bodies up to this size are buffered so they can be retried.
 # Sized for ~1000 concurrent clients, with room for retries during a failover.
@@ -200,10 +202,55 @@ def h2_upstream() -> dict:
     }
 
 
-def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> dict:
+def health_check(path: str, interval: str = HC_INTERVAL) -> dict:
     return {
+        "timeout": HC_TIMEOUT,
+        "interval": interval,
+        "unhealthy_interval": interval,
+        "no_traffic_interval": interval,
+        "interval_jitter": "0s",
+        "unhealthy_threshold": 1,
+        "healthy_threshold": 1,
+        "reuse_connection": True,
+        "http_health_check": {"path": path, "codec_client_type": "HTTP2"},
+    }
+
+
+def eds_source() -> dict:
+    """Where a member cluster's endpoints come from with --eds: the nodes' own EndpointDiscoveryService
+    (state-of-the-world gRPC), reached through the ``xds`` cluster of seed nodes."""
+    return {
+        "resource_api_version": "V3",
+        "api_config_source": {
+            "api_type": "GRPC",
+            "transport_api_version": "V3",
+            "grpc_services": [{"envoy_grpc": {
+                "cluster_name": XDS_CLUSTER,
+                # A stream that ends (its node stopped, or could not vouch for its member list) is
+                # opened again on another seed within a second, not after Envoy's default backoff
+                # (up to 30 s).
+                "retry_policy": {"retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"}},
+            }}],
+            "set_node_on_first_message_only": True,
+        },
+    }
+
+
+def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds: bool = False) -> dict:
+    if eds:
+        # The members come from the nodes (EDS), with the overprovisioning factor of the rule above,
+        # which the nodes compute from the member count. A member removed from the cluster leaves at
+        # once, even while it still answers its health check (Envoy's default keeps it until it fails).
+        membership = {
+            "type": "EDS",
+            "eds_cluster_config": {"eds_config": eds_source()},
+            "ignore_health_on_host_removal": True,
+        }
+    else:
+        membership = discovery(nodes)
+    cluster = {
         "name": name,
-        **discovery(nodes),
+        **membership,
         "connect_timeout": CONNECT_TIMEOUT,
         "lb_policy": "ROUND_ROBIN",
         "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
@@ -215,19 +262,25 @@ def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> d
         },
         "circuit_breakers": circuit_breakers(),
         "typed_extension_protocol_options": h2_upstream(),
+    }
+    if not eds:
         # One healthy host makes the priority 100 % healthy; see the module docstring.
-        "load_assignment": load_assignment(name, nodes, max(140, 100 * len(nodes))),
-        "health_checks": [{
-            "timeout": HC_TIMEOUT,
-            "interval": HC_INTERVAL,
-            "unhealthy_interval": HC_INTERVAL,
-            "no_traffic_interval": HC_INTERVAL,
-            "interval_jitter": "0s",
-            "unhealthy_threshold": 1,
-            "healthy_threshold": 1,
-            "reuse_connection": True,
-            "http_health_check": {"path": health_path, "codec_client_type": "HTTP2"},
-        }],
+        cluster["load_assignment"] = load_assignment(name, nodes, max(140, 100 * len(nodes)))
+    cluster["health_checks"] = [health_check(health_path)]
+    return cluster
+
+
+def xds_cluster(seeds: list[tuple[str, int]]) -> dict:
+    """The seed nodes Envoy asks for the member clusters' endpoints (--eds). Any member serves them;
+    health checks on /health/live move Envoy's discovery stream to a live seed when its node dies."""
+    return {
+        "name": XDS_CLUSTER,
+        **discovery(seeds),
+        "connect_timeout": CONNECT_TIMEOUT,
+        "lb_policy": "ROUND_ROBIN",
+        "typed_extension_protocol_options": h2_upstream(),
+        "load_assignment": load_assignment(XDS_CLUSTER, seeds),
+        "health_checks": [health_check("/health/live", XDS_HC_INTERVAL)],
     }
 
 
@@ -368,6 +421,10 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         # cluster-wide call (Status, Compact, ...), which checks its role.
         {"match": {"prefix": "/strata.v1.Cluster/Local"},
          "direct_response": {"status": 404, "body": {"inline_string": "members' own calls are internal"}}},
+        # And the endpoint discovery the nodes serve this gateway (--eds), which they do not check
+        # either: Envoy's own discovery client reaches it through the xds cluster, never a route.
+        {"match": {"prefix": "/envoy.service."},
+         "direct_response": {"status": 404, "body": {"inline_string": "the gateway's endpoint discovery is internal"}}},
         stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
         stream_route({"path": "/strata.v1.KV/Backup", "grpc": {}}),
         once_route(grpc_route("/strata.v1.KV/", "nodes")),
@@ -532,8 +589,8 @@ def build(args: argparse.Namespace) -> dict:
         hcm["access_log"] = access_log(args.access_log)
 
     clusters = [
-        node_cluster("nodes_leader", nodes, "/health/leader"),
-        node_cluster("nodes_any", nodes, "/health/live"),
+        node_cluster("nodes_leader", nodes, "/health/leader", args.eds),
+        node_cluster("nodes_any", nodes, "/health/live", args.eds),
         aggregate_cluster(),
         plain_cluster("k6", *args.k6),
         plain_cluster("k6_dashboard", *args.k6_dashboard),
@@ -543,6 +600,8 @@ def build(args: argparse.Namespace) -> dict:
     if args.load_runner:
         clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
+    if args.eds:
+        clusters.append(xds_cluster(nodes))
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
@@ -619,12 +678,12 @@ PRESETS = {
     # Services of docker-compose.yml.
     "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                     console=CONSOLE_ON_NODES, k6="k6:6565", k6_dashboard="k6:5665", otlp="jaeger:4317",
-                    access_log="-"),
+                    access_log="-", eds=True),
     # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                 console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
-                access_log="-"),
+                access_log="-", eds=False),
 }
 
 
@@ -633,7 +692,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (compose, k8s); other flags override it")
     p.add_argument("--compose", dest="preset", action="store_const", const="compose", help="same as --preset compose")
     p.add_argument("--k8s", dest="preset", action="store_const", const="k8s", help="same as --preset k8s")
-    p.add_argument("--nodes", help="comma-separated host:port of every storage node (default 127.0.0.1:7001..7003)")
+    p.add_argument("--nodes", help="comma-separated host:port of every storage node, or with --eds of the seed nodes "
+                   "Envoy asks for the members (default 127.0.0.1:7001..7003)")
+    p.add_argument("--eds", action=argparse.BooleanOptionalAction,
+                   help="take the member clusters' endpoints from the nodes (EDS over gRPC, from the seeds in "
+                        "--nodes), so members added or removed reach the gateway without a restart (default: "
+                        "on with --compose, off with --k8s, where DNS follows the pods, and off otherwise)")
     p.add_argument("--listen", help="gateway listener host:port (default 127.0.0.1:8080)")
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port, or 'nodes' when the storage nodes serve "
@@ -661,7 +725,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
     defaults = dict(nodes="127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", listen="127.0.0.1:8080",
                     admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565",
-                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None, jwks=None)
+                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None, jwks=None, eds=False)
     if a.preset:
         defaults.update(PRESETS[a.preset])
     for k, v in defaults.items():

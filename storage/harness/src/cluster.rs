@@ -49,6 +49,12 @@ pub struct Cluster {
     admin_token: String,
     /// What requests without a token may do, when not the demo's.
     anonymous_role: Option<String>,
+    /// Envoy takes the members from the nodes (EDS), as the launcher runs
+    /// it.
+    eds: bool,
+    /// The nodes Envoy's config names (its seeds, with EDS); every node
+    /// when `None`.
+    gateway_seeds: Option<Vec<u64>>,
 }
 
 impl Cluster {
@@ -81,7 +87,7 @@ impl Cluster {
     /// Like [`start`](Self::start), with nodes that serve nothing to a
     /// request without a token (`--anonymous-role none`, their default).
     pub async fn start_closed(n: usize) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, Some("none"), |_, _| Ok(())).await
+        Self::start_full(n, &[], &[], None, Some("none"), |_, _| Ok(()), None).await
     }
 
     /// Like [`start`](Self::start), once `prepare` has been handed every
@@ -92,7 +98,13 @@ impl Cluster {
         n: usize,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, None, prepare).await
+        Self::start_full(n, &[], &[], None, None, prepare, None).await
+    }
+
+    /// Like [`start`](Self::start), with Envoy's config naming only the
+    /// nodes `seeds`: it learns the others from them (EDS).
+    pub async fn start_with_gateway_seeds(n: usize, seeds: &[u64]) -> Result<Cluster> {
+        Self::start_full(n, &[], &[], None, None, |_, _| Ok(()), Some(seeds)).await
     }
 
     async fn start_configured(
@@ -101,7 +113,7 @@ impl Cluster {
         node_env: &[(&str, &str)],
         otlp: Option<String>,
     ) -> Result<Cluster> {
-        Self::start_full(n, node_args, node_env, otlp, None, |_, _| Ok(())).await
+        Self::start_full(n, node_args, node_env, otlp, None, |_, _| Ok(()), None).await
     }
 
     async fn start_full(
@@ -111,6 +123,7 @@ impl Cluster {
         otlp: Option<String>,
         anonymous_role: Option<&str>,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
+        gateway_seeds: Option<&[u64]>,
     ) -> Result<Cluster> {
         let dir = tempfile::Builder::new()
             .prefix("strata-cluster-")
@@ -150,6 +163,8 @@ impl Cluster {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             otlp,
+            eds: true,
+            gateway_seeds: gateway_seeds.map(<[u64]>::to_vec),
         };
         let dirs: Vec<(u64, PathBuf)> = cluster
             .nodes
@@ -247,8 +262,15 @@ impl Cluster {
             nodes: self
                 .nodes
                 .iter()
+                .filter(|n| {
+                    self.gateway_seeds
+                        .as_ref()
+                        .is_none_or(|s| s.contains(&n.id))
+                })
                 .map(|n| format!("127.0.0.1:{}", n.port))
                 .collect(),
+            // As the launcher runs it: the members come from the nodes.
+            eds: self.eds,
             listen: format!("127.0.0.1:{}", self.gateway_port),
             admin: format!("127.0.0.1:{}", self.admin_port),
             k6: None,
