@@ -4,8 +4,8 @@
 Dependency-free (Python 3 standard library only), so it runs anywhere the repo is checked out.
 Every Envoy config comes from this script, generated where it is used:
 
-    python3 gateway/gen_envoy.py --out .run/demo/envoy.yaml     # local clusters: strata-cluster runs
-                                                                # it at start, with their ports
+    python3 gateway/gen_envoy.py --eds --out .run/demo/envoy.yaml   # local clusters: strata-cluster
+                                                                    # runs it at start, with their ports
     python3 gateway/gen_envoy.py --compose --out /envoy.yaml    # docker-compose: deploy/Dockerfile.envoy
                                                                 # runs it while building the image
     python3 gateway/gen_envoy.py --k8s --configmap strata/strata-envoy --out deploy/k8s/envoy-configmap.yaml
@@ -26,11 +26,21 @@ and h2c. Envoy talks HTTP/2 (h2c) to all of them, so one set of clusters serves 
 * ``nodes_any``: the same nodes, health-checked on ``GET /health/live``.
 * ``nodes``: an aggregate cluster ``[nodes_leader, nodes_any]``.
 
+Which nodes: with ``--eds`` (local clusters and compose) the two member clusters take their endpoints
+from the nodes themselves. Every node serves Envoy's EndpointDiscoveryService (state-of-the-world gRPC)
+on its one port, answering both clusters with the members of the raft configuration it applied and
+pushing a new version when membership changes; Envoy keeps one stream to a seed of the ``xds`` cluster
+(the nodes given with ``--nodes``, health-checked on ``/health/live``), and moves it to another seed when
+its node dies or refuses (a node refuses once it is not a member, or has known no leader for a second).
+So members added with ``--join`` or removed reach the gateway without a restart; a removed member leaves
+at once (``ignore_health_on_host_removal``), even while its health check still passes. Without
+``--eds`` (Kubernetes: DNS follows the StatefulSet's pods) the clusters list ``--nodes``.
+
 The aggregate cluster linearises the priority levels of its members: nodes_leader's P0 becomes
 priority 0 and nodes_any's P0 becomes priority 1. Envoy then spreads load over priorities by their
 "health": ``min(100, healthy_hosts / all_hosts * overprovisioning_factor)`` percent, where the
 overprovisioning factor is the member cluster's own ``load_assignment.policy.overprovisioning_factor``
-(default 140). With the default, one healthy leader out of three nodes gives priority 0 a health of
+(default 140; with ``--eds`` the nodes send it, by the same rule, with each assignment). With the default, one healthy leader out of three nodes gives priority 0 a health of
 only 33 % * 1.4 = 47 %, and 53 % of the requests would spill to any node, each paying a forwarding
 hop. We therefore give both member clusters an overprovisioning factor of ``100 * len(nodes)`` (at
 least 140): a single healthy host makes its priority 100 % healthy, so
