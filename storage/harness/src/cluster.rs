@@ -49,9 +49,6 @@ pub struct Cluster {
     admin_token: String,
     /// What requests without a token may do, when not the demo's.
     anonymous_role: Option<String>,
-    /// Envoy takes the members from the nodes (EDS), as the launcher runs
-    /// it.
-    eds: bool,
     /// The nodes Envoy's config names (its seeds, with EDS); every node
     /// when `None`.
     gateway_seeds: Option<Vec<u64>>,
@@ -163,7 +160,6 @@ impl Cluster {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             otlp,
-            eds: true,
             gateway_seeds: gateway_seeds.map(<[u64]>::to_vec),
         };
         let dirs: Vec<(u64, PathBuf)> = cluster
@@ -270,7 +266,7 @@ impl Cluster {
                 .map(|n| format!("127.0.0.1:{}", n.port))
                 .collect(),
             // As the launcher runs it: the members come from the nodes.
-            eds: self.eds,
+            eds: true,
             listen: format!("127.0.0.1:{}", self.gateway_port),
             admin: format!("127.0.0.1:{}", self.admin_port),
             k6: None,

@@ -19,6 +19,9 @@ use strata_harness::Cluster;
 
 /// How long Envoy may take to have a membership change: "a few seconds".
 const FOLLOWS_WITHIN: Duration = Duration::from_secs(5);
+/// How long a new node may take to pass its first health check once Envoy
+/// has it: its start and catching up, which a busy machine slows down.
+const HEALTHY_WITHIN: Duration = Duration::from_secs(15);
 /// Clients writing at once, and each one's bounds.
 const WRITERS: usize = 4;
 const MAX_WRITES: usize = 20_000;
@@ -254,7 +257,7 @@ async fn the_gateway_follows_a_node_that_joins_leads_and_one_that_leaves_losing_
     let joined_ms = in_envoy.duration_since(added).as_millis();
     // And it gets traffic: the requests any node may answer (here the
     // gateway's `/metrics`) reach it once its health check passes.
-    let reached = until("traffic reaches node 4", &c, FOLLOWS_WITHIN, || async {
+    let reached = until("traffic reaches node 4", &c, HEALTHY_WITHIN, || async {
         let _ = c
             .http()
             .get(format!("{}/metrics", c.gateway_url()))
