@@ -34,16 +34,17 @@ pushing a new version when membership changes; Envoy keeps one stream to a seed 
 its node dies or refuses (a node refuses once it is not a member, or has known no leader for a second).
 So members added with ``--join`` or removed reach the gateway without a restart; a removed member leaves
 at once (``ignore_health_on_host_removal``), even while its health check still passes. Without
-``--eds`` (Kubernetes: DNS follows the StatefulSet's pods) the clusters list ``--nodes``.
+``--eds`` (Kubernetes: DNS follows each of the StatefulSet's pods) the clusters list ``--nodes``.
 
 The aggregate cluster linearises the priority levels of its members: nodes_leader's P0 becomes
 priority 0 and nodes_any's P0 becomes priority 1. Envoy then spreads load over priorities by their
 "health": ``min(100, healthy_hosts / all_hosts * overprovisioning_factor)`` percent, where the
 overprovisioning factor is the member cluster's own ``load_assignment.policy.overprovisioning_factor``
-(default 140; with ``--eds`` the nodes send it, by the same rule, with each assignment). With the default, one healthy leader out of three nodes gives priority 0 a health of
-only 33 % * 1.4 = 47 %, and 53 % of the requests would spill to any node, each paying a forwarding
-hop. We therefore give both member clusters an overprovisioning factor of ``100 * len(nodes)`` (at
-least 140): a single healthy host makes its priority 100 % healthy, so
+(default 140; with ``--eds`` the nodes send it, by the same rule, with each assignment). With the
+default, one healthy leader out of three nodes gives priority 0 a health of only 33 % * 1.4 = 47 %,
+and 53 % of the requests would spill to any node, each paying a forwarding hop. We therefore give
+both member clusters an overprovisioning factor of ``100 * len(nodes)`` (at least 140): a single
+healthy host makes its priority 100 % healthy, so
 
 * leader healthy        -> 100 % of the traffic goes to priority 0, i.e. to the leader only;
 * no leader healthy     -> priority 0 has health 0 and 100 % goes to priority 1: any live node,
