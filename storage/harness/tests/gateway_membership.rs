@@ -550,3 +550,39 @@ async fn removing_the_node_that_serves_envoy_its_members_moves_envoy_to_another(
         "Envoy moved to none of {rest:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envoy_moves_to_a_live_seed_when_the_node_it_asks_dies() {
+    // Proves: the node Envoy's discovery stream is on is killed; Envoy opens
+    // the stream again on a live seed and learns from it a node that joins
+    // afterwards (the killed node stays a member: it is still listed).
+    let mut c = Cluster::start(3).await.unwrap();
+    until("a discovery stream", &c, FOLLOWS_WITHIN, || async {
+        !discovery_servers(&c, &[1, 2, 3]).await.is_empty()
+    })
+    .await;
+    let server = discovery_servers(&c, &[1, 2, 3]).await[0];
+    c.kill(server).unwrap();
+    let killed = Instant::now();
+    let rest: Vec<u64> = (1..=3).filter(|&id| id != server).collect();
+    c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    c.add_joining_node(4).unwrap();
+    let a4 = address(&c, 4);
+    let joined = until("node 4 in Envoy", &c, Duration::from_secs(30), || async {
+        hosts(&clusters(&c).await, "nodes_any").contains(&a4)
+    })
+    .await;
+    println!(
+        "Envoy discovered through node {server}, killed; it had node 4 {} ms after the kill",
+        joined.duration_since(killed).as_millis()
+    );
+    assert!(
+        !discovery_servers(&c, &rest).await.is_empty(),
+        "Envoy moved to none of {rest:?}"
+    );
+    let text = clusters(&c).await;
+    assert!(
+        hosts(&text, "nodes_any").contains(&address(&c, server)),
+        "a member that is down stays listed (its health check fails): {text}"
+    );
+}
