@@ -69,6 +69,13 @@ pub async fn spawn(
                 if **served == next {
                     return false;
                 }
+                match (&served.refusal, &next.refusal) {
+                    (None, Some(why)) => {
+                        tracing::info!(reason = %why, "no longer serving the gateway its endpoints");
+                    }
+                    (Some(_), None) => tracing::info!("serving the gateway its endpoints again"),
+                    _ => {}
+                }
                 if served.version != next.version {
                     tracing::info!(
                         version = %next.version,
