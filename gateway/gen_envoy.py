@@ -4,8 +4,8 @@
 Dependency-free (Python 3 standard library only), so it runs anywhere the repo is checked out.
 Every Envoy config comes from this script, generated where it is used:
 
-    python3 gateway/gen_envoy.py --out .run/demo/envoy.yaml     # local clusters: strata-cluster runs
-                                                                # it at start, with their ports
+    python3 gateway/gen_envoy.py --eds --out .run/demo/envoy.yaml   # local clusters: strata-cluster
+                                                                    # runs it at start, with their ports
     python3 gateway/gen_envoy.py --compose --out /envoy.yaml    # docker-compose: deploy/Dockerfile.envoy
                                                                 # runs it while building the image
     python3 gateway/gen_envoy.py --k8s --configmap strata/strata-envoy --out deploy/k8s/envoy-configmap.yaml
@@ -26,14 +26,25 @@ and h2c. Envoy talks HTTP/2 (h2c) to all of them, so one set of clusters serves 
 * ``nodes_any``: the same nodes, health-checked on ``GET /health/live``.
 * ``nodes``: an aggregate cluster ``[nodes_leader, nodes_any]``.
 
+Which nodes: with ``--eds`` (local clusters and compose) the two member clusters take their endpoints
+from the nodes themselves. Every node serves Envoy's EndpointDiscoveryService (state-of-the-world gRPC)
+on its one port, answering both clusters with the members of the raft configuration it applied and
+pushing a new version when membership changes; Envoy keeps one stream to a seed of the ``xds`` cluster
+(the nodes given with ``--nodes``, health-checked on ``/health/live``), and moves it to another seed when
+its node dies or refuses (a node refuses once it is not a member, or has known no leader for a second).
+So members added with ``--join`` or removed reach the gateway without a restart; a removed member leaves
+at once (``ignore_health_on_host_removal``), even while its health check still passes. Without
+``--eds`` (Kubernetes: DNS follows each of the StatefulSet's pods) the clusters list ``--nodes``.
+
 The aggregate cluster linearises the priority levels of its members: nodes_leader's P0 becomes
 priority 0 and nodes_any's P0 becomes priority 1. Envoy then spreads load over priorities by their
 "health": ``min(100, healthy_hosts / all_hosts * overprovisioning_factor)`` percent, where the
 overprovisioning factor is the member cluster's own ``load_assignment.policy.overprovisioning_factor``
-(default 140). With the default, one healthy leader out of three nodes gives priority 0 a health of
-only 33 % * 1.4 = 47 %, and 53 % of the requests would spill to any node, each paying a forwarding
-hop. We therefore give both member clusters an overprovisioning factor of ``100 * len(nodes)`` (at
-least 140): a single healthy host makes its priority 100 % healthy, so
+(default 140; with ``--eds`` the nodes send it, by the same rule, with each assignment). With the
+default, one healthy leader out of three nodes gives priority 0 a health of only 33 % * 1.4 = 47 %,
+and 53 % of the requests would spill to any node, each paying a forwarding hop. We therefore give
+both member clusters an overprovisioning factor of ``100 * len(nodes)`` (at least 140): a single
+healthy host makes its priority 100 % healthy, so
 
 * leader healthy        -> 100 % of the traffic goes to priority 0, i.e. to the leader only;
 * no leader healthy     -> priority 0 has health 0 and 100 % goes to priority 1: any live node,
@@ -95,6 +106,8 @@ HEADER = (
 
 HC_INTERVAL = "0.1s"  # Leader health-check period: bounds how long traffic goes to a deposed leader.
 HC_TIMEOUT = "0.2s"  # Generous against a busy node on 2 cores; a timeout counts as one failure.
+XDS_CLUSTER = "xds"  # --eds: the seed nodes serving the member clusters' endpoints.
+XDS_HC_INTERVAL = "0.5s"  # Only picks the seed a new discovery stream goes to.
 CONNECT_TIMEOUT = "0.25s"
 REQUEST_BUFFER_BYTES = 16 * 1024 * 1024  # Bodies up to this size are buffered so they can be retried.
 # Sized for ~1000 concurrent clients, with room for retries during a failover.
@@ -205,10 +218,55 @@ def h2_upstream() -> dict:
     }
 
 
-def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> dict:
+def health_check(path: str, interval: str = HC_INTERVAL) -> dict:
     return {
+        "timeout": HC_TIMEOUT,
+        "interval": interval,
+        "unhealthy_interval": interval,
+        "no_traffic_interval": interval,
+        "interval_jitter": "0s",
+        "unhealthy_threshold": 1,
+        "healthy_threshold": 1,
+        "reuse_connection": True,
+        "http_health_check": {"path": path, "codec_client_type": "HTTP2"},
+    }
+
+
+def eds_source() -> dict:
+    """Where a member cluster's endpoints come from with --eds: the nodes' own EndpointDiscoveryService
+    (state-of-the-world gRPC), reached through the ``xds`` cluster of seed nodes."""
+    return {
+        "resource_api_version": "V3",
+        "api_config_source": {
+            "api_type": "GRPC",
+            "transport_api_version": "V3",
+            "grpc_services": [{"envoy_grpc": {
+                "cluster_name": XDS_CLUSTER,
+                # A stream that ends (its node stopped, or could not vouch for its member list) is
+                # opened again on another seed within a second, not after Envoy's default backoff
+                # (up to 30 s).
+                "retry_policy": {"retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"}},
+            }}],
+            "set_node_on_first_message_only": True,
+        },
+    }
+
+
+def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds: bool = False) -> dict:
+    if eds:
+        # The members come from the nodes (EDS), with the overprovisioning factor of the rule above,
+        # which the nodes compute from the member count. A member removed from the cluster leaves at
+        # once, even while it still answers its health check (Envoy's default keeps it until it fails).
+        membership = {
+            "type": "EDS",
+            "eds_cluster_config": {"eds_config": eds_source()},
+            "ignore_health_on_host_removal": True,
+        }
+    else:
+        membership = discovery(nodes)
+    cluster = {
         "name": name,
-        **discovery(nodes),
+        **membership,
         "connect_timeout": CONNECT_TIMEOUT,
         "lb_policy": "ROUND_ROBIN",
         "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
@@ -220,19 +278,25 @@ def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> d
         },
         "circuit_breakers": circuit_breakers(),
         "typed_extension_protocol_options": h2_upstream(),
+    }
+    if not eds:
         # One healthy host makes the priority 100 % healthy; see the module docstring.
-        "load_assignment": load_assignment(name, nodes, max(140, 100 * len(nodes))),
-        "health_checks": [{
-            "timeout": HC_TIMEOUT,
-            "interval": HC_INTERVAL,
-            "unhealthy_interval": HC_INTERVAL,
-            "no_traffic_interval": HC_INTERVAL,
-            "interval_jitter": "0s",
-            "unhealthy_threshold": 1,
-            "healthy_threshold": 1,
-            "reuse_connection": True,
-            "http_health_check": {"path": health_path, "codec_client_type": "HTTP2"},
-        }],
+        cluster["load_assignment"] = load_assignment(name, nodes, max(140, 100 * len(nodes)))
+    cluster["health_checks"] = [health_check(health_path)]
+    return cluster
+
+
+def xds_cluster(seeds: list[tuple[str, int]]) -> dict:
+    """The seed nodes Envoy asks for the member clusters' endpoints (--eds). Any member serves them;
+    health checks on /health/live move Envoy's discovery stream to a live seed when its node dies."""
+    return {
+        "name": XDS_CLUSTER,
+        **discovery(seeds),
+        "connect_timeout": CONNECT_TIMEOUT,
+        "lb_policy": "ROUND_ROBIN",
+        "typed_extension_protocol_options": h2_upstream(),
+        "load_assignment": load_assignment(XDS_CLUSTER, seeds),
+        "health_checks": [health_check("/health/live", XDS_HC_INTERVAL)],
     }
 
 
@@ -373,6 +437,10 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         # cluster-wide call (Status, Compact, ...), which checks its role.
         {"match": {"prefix": "/strata.v1.Cluster/Local"},
          "direct_response": {"status": 404, "body": {"inline_string": "members' own calls are internal"}}},
+        # And the endpoint discovery the nodes serve this gateway (--eds), which they do not check
+        # either: Envoy's own discovery client reaches it through the xds cluster, never a route.
+        {"match": {"prefix": "/envoy.service."},
+         "direct_response": {"status": 404, "body": {"inline_string": "the gateway's endpoint discovery is internal"}}},
         stream_route({"path": "/strata.v1.KV/Watch", "grpc": {}}),
         stream_route({"path": "/strata.v1.KV/Backup", "grpc": {}}),
         once_route(grpc_route("/strata.v1.KV/", "nodes")),
@@ -537,8 +605,8 @@ def build(args: argparse.Namespace) -> dict:
         hcm["access_log"] = access_log(args.access_log)
 
     clusters = [
-        node_cluster("nodes_leader", nodes, "/health/leader"),
-        node_cluster("nodes_any", nodes, "/health/live"),
+        node_cluster("nodes_leader", nodes, "/health/leader", args.eds),
+        node_cluster("nodes_any", nodes, "/health/live", args.eds),
         aggregate_cluster(),
         plain_cluster("k6", *args.k6),
         plain_cluster("k6_dashboard", *args.k6_dashboard),
@@ -548,6 +616,8 @@ def build(args: argparse.Namespace) -> dict:
     if args.load_runner:
         clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
+    if args.eds:
+        clusters.append(xds_cluster(nodes))
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
@@ -616,12 +686,12 @@ PRESETS = {
     # Services of docker-compose.yml.
     "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                     console=CONSOLE_ON_NODES, k6="k6:6565", k6_dashboard="k6:5665", otlp="jaeger:4317",
-                    access_log="-"),
+                    access_log="-", eds=True),
     # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                 console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
-                access_log="-"),
+                access_log="-", eds=False),
 }
 
 
@@ -630,7 +700,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--preset", choices=sorted(PRESETS), help="start from a preset (compose, k8s); other flags override it")
     p.add_argument("--compose", dest="preset", action="store_const", const="compose", help="same as --preset compose")
     p.add_argument("--k8s", dest="preset", action="store_const", const="k8s", help="same as --preset k8s")
-    p.add_argument("--nodes", help="comma-separated host:port of every storage node (default 127.0.0.1:7001..7003)")
+    p.add_argument("--nodes", help="comma-separated host:port of every storage node, or with --eds of the seed nodes "
+                   "Envoy asks for the members (default 127.0.0.1:7001..7003)")
+    p.add_argument("--eds", action=argparse.BooleanOptionalAction,
+                   help="take the member clusters' endpoints from the nodes (EDS over gRPC, from the seeds in "
+                        "--nodes), so members added or removed reach the gateway without a restart (default: "
+                        "on with --compose, off with --k8s, where DNS follows the pods, and off otherwise)")
     p.add_argument("--listen", help="gateway listener host:port (default 127.0.0.1:8080)")
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port, or 'nodes' when the storage nodes serve "
@@ -659,7 +734,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
     defaults = dict(nodes="127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", listen="127.0.0.1:8080",
                     admin="127.0.0.1:9901", console=CONSOLE_ON_NODES, k6="127.0.0.1:6565",
-                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None, jwks=None)
+                    k6_dashboard="127.0.0.1:6567", otlp=None, access_log=None, jwks=None, eds=False)
     if a.preset:
         defaults.update(PRESETS[a.preset])
     for k, v in defaults.items():

@@ -191,7 +191,10 @@ class ComposeImage(unittest.TestCase):
         config = build(*without_out(argv))
         compose = (REPO / "docker-compose.yml").read_text(encoding="utf-8")
         services = set(re.findall(r"^  ([a-z0-9-]+):$", compose, re.MULTILINE))
-        for name, want in (("nodes_leader", "7001"), ("nodes_any", "7001"), ("k6", "6565"),
+        # The member clusters take their endpoints from the nodes (EDS); the seeds are the services.
+        for name in ("nodes_leader", "nodes_any"):
+            self.assertEqual(cluster(config, name)["type"], "EDS")
+        for name, want in (("xds", "7001"), ("k6", "6565"),
                            ("k6_dashboard", "5665"), ("otel_collector", "4317")):
             for endpoint in endpoints(cluster(config, name)):
                 host, port = endpoint.rsplit(":", 1)
@@ -284,6 +287,50 @@ class Routing(unittest.TestCase):
         self.assertEqual(route_for(self.config, "/strata.v1.Raft/Send", True)["direct_response"]["status"], 404)
         self.assertEqual(route_for(self.config, "/strata.v1.Cluster/LocalSnapshot", True)["direct_response"]["status"], 404)
         self.assertEqual(route_for(self.config, "/strata.v1.Cluster/LocalStatus", True)["direct_response"]["status"], 404)
+        for method in ("StreamEndpoints", "FetchEndpoints", "DeltaEndpoints"):
+            for config in (self.config, build("--eds")):
+                path = f"/envoy.service.endpoint.v3.EndpointDiscoveryService/{method}"
+                self.assertEqual(route_for(config, path, True)["direct_response"]["status"], 404)
+
+    def test_with_eds_the_member_clusters_take_their_endpoints_from_the_seed_nodes(self):
+        # Proves --eds: both member clusters are EDS clusters fed over gRPC by the xds cluster, which
+        # lists the nodes given as seeds (h2c, health-checked on /health/live); they keep their health
+        # checks and load balancing, carry no endpoints of their own, and drop a removed member at
+        # once. Without --eds nothing of it is there.
+        config = build("--eds")
+        for name, path in (("nodes_leader", "/health/leader"), ("nodes_any", "/health/live")):
+            c = cluster(config, name)
+            static = cluster(self.config, name)
+            self.assertEqual(c["type"], "EDS")
+            self.assertNotIn("load_assignment", c)
+            self.assertTrue(c["ignore_health_on_host_removal"])
+            source = c["eds_cluster_config"]["eds_config"]["api_config_source"]
+            self.assertEqual((source["api_type"], source["transport_api_version"]), ("GRPC", "V3"))
+            self.assertEqual(source["grpc_services"][0]["envoy_grpc"]["cluster_name"], "xds")
+            self.assertEqual(c["health_checks"], static["health_checks"])
+            self.assertEqual(c["health_checks"][0]["http_health_check"]["path"], path)
+            for key in ("common_lb_config", "circuit_breakers", "typed_extension_protocol_options"):
+                self.assertEqual(c[key], static[key])
+        xds = cluster(config, "xds")
+        self.assertEqual(endpoints(xds), ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"])
+        self.assertEqual(xds["health_checks"][0]["http_health_check"],
+                         {"path": "/health/live", "codec_client_type": "HTTP2"})
+        self.assertIn("http2_protocol_options", xds["typed_extension_protocol_options"][
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]["explicit_http_config"])
+        names = [c["name"] for c in self.config["static_resources"]["clusters"]]
+        self.assertNotIn("xds", names)
+        # Seeds given by name use a DNS cluster; one seed is enough.
+        named = cluster(build("--eds", "--nodes", "node2:7001"), "xds")
+        self.assertEqual(named["cluster_type"]["name"], "envoy.cluster.dns")
+        self.assertEqual(endpoints(named), ["node2:7001"])
+
+    def test_compose_uses_eds_and_kubernetes_its_headless_service(self):
+        # Proves the presets' choice: compose follows membership over EDS; Kubernetes keeps a DNS
+        # cluster of the StatefulSet's pods; either can be turned the other way.
+        self.assertEqual(cluster(build("--compose"), "nodes_any")["type"], "EDS")
+        self.assertEqual(cluster(build("--k8s"), "nodes_any")["cluster_type"]["name"], "envoy.cluster.dns")
+        self.assertNotIn("type", cluster(build("--compose", "--no-eds"), "nodes_any"))
+        self.assertEqual(cluster(build("--k8s", "--eds"), "nodes_any")["type"], "EDS")
 
     def test_load_runner_route_only_when_asked_for_and_before_the_console(self):
         # Proves --load-runner: /load/ goes to the runner (path kept), everything else is routed as
@@ -609,6 +656,9 @@ class EnvoyValidates(unittest.TestCase):
             ["--rate-limit-rps", "0", "--max-connections", "10", "--request-timeout-s", "5"],
             without_out(dockerfile_argv()),
             ["--k8s"],
+            ["--eds"],
+            ["--eds", "--nodes", "127.0.0.1:7002"],
+            ["--k8s", "--eds"],
         ]
         for argv in variants:
             with self.subTest(argv=argv):

@@ -21,6 +21,23 @@ use crate::{envoy_binary, free_port, workspace_binary};
 /// Raft-rs logs at info too: some tests look for its snapshot messages.
 const NODE_LOG: &str = "info,raft=info";
 
+/// How a cluster starts, beyond its size.
+#[derive(Default)]
+struct Options<'a> {
+    /// Flags for every node.
+    node_args: &'a [&'a str],
+    /// Environment variables for every node.
+    node_env: &'a [(&'a str, &'a str)],
+    /// The OTLP collector Envoy and the nodes export traces to.
+    otlp: Option<String>,
+    /// What requests without a token may do, when not the demo's.
+    anonymous_role: Option<&'a str>,
+    /// Extra flags for the gateway's generator.
+    gateway_args: &'a [&'a str],
+    /// The nodes Envoy's config names; every node when `None`.
+    gateway_seeds: Option<&'a [u64]>,
+}
+
 /// Where a node started by a command of its own lives, and what of the
 /// cluster's it needs.
 #[derive(Debug, Clone)]
@@ -64,6 +81,9 @@ pub struct Cluster {
     anonymous_role: Option<String>,
     /// Extra flags for the gateway's generator (its limits).
     gateway_args: Vec<String>,
+    /// The nodes Envoy's config names (its seeds, with EDS); every node
+    /// when `None`.
+    gateway_seeds: Option<Vec<u64>>,
 }
 
 impl Cluster {
@@ -96,14 +116,22 @@ impl Cluster {
     /// Like [`start`](Self::start), with nodes that serve nothing to a
     /// request without a token (`--anonymous-role none`, their default).
     pub async fn start_closed(n: usize) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, Some("none"), &[], |_, _| Ok(())).await
+        let options = Options {
+            anonymous_role: Some("none"),
+            ..Options::default()
+        };
+        Self::start_full(n, options, |_, _| Ok(())).await
     }
 
     /// Like [`start`](Self::start), with `gateway_args` for the gateway's
     /// generator (`gateway/gen_envoy.py`): its limits, when a test needs
     /// them lower than their defaults.
     pub async fn start_with_gateway_args(n: usize, gateway_args: &[&str]) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, None, gateway_args, |_, _| Ok(())).await
+        let options = Options {
+            gateway_args,
+            ..Options::default()
+        };
+        Self::start_full(n, options, |_, _| Ok(())).await
     }
 
     /// Like [`start`](Self::start), once `prepare` has been handed every
@@ -114,7 +142,17 @@ impl Cluster {
         n: usize,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
-        Self::start_full(n, &[], &[], None, None, &[], prepare).await
+        Self::start_full(n, Options::default(), prepare).await
+    }
+
+    /// Like [`start`](Self::start), with Envoy's config naming only the
+    /// nodes `seeds`: it learns the others from them (EDS).
+    pub async fn start_with_gateway_seeds(n: usize, seeds: &[u64]) -> Result<Cluster> {
+        let options = Options {
+            gateway_seeds: Some(seeds),
+            ..Options::default()
+        };
+        Self::start_full(n, options, |_, _| Ok(())).await
     }
 
     async fn start_configured(
@@ -123,18 +161,28 @@ impl Cluster {
         node_env: &[(&str, &str)],
         otlp: Option<String>,
     ) -> Result<Cluster> {
-        Self::start_full(n, node_args, node_env, otlp, None, &[], |_, _| Ok(())).await
+        let options = Options {
+            node_args,
+            node_env,
+            otlp,
+            ..Options::default()
+        };
+        Self::start_full(n, options, |_, _| Ok(())).await
     }
 
     async fn start_full(
         n: usize,
-        node_args: &[&str],
-        node_env: &[(&str, &str)],
-        otlp: Option<String>,
-        anonymous_role: Option<&str>,
-        gateway_args: &[&str],
+        options: Options<'_>,
         prepare: impl FnOnce(&[(u64, PathBuf)], &str) -> Result<()>,
     ) -> Result<Cluster> {
+        let Options {
+            node_args,
+            node_env,
+            otlp,
+            anonymous_role,
+            gateway_args,
+            gateway_seeds,
+        } = options;
         let dir = tempfile::Builder::new()
             .prefix("strata-cluster-")
             .tempdir()?;
@@ -174,6 +222,7 @@ impl Cluster {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             otlp,
+            gateway_seeds: gateway_seeds.map(<[u64]>::to_vec),
         };
         let dirs: Vec<(u64, PathBuf)> = cluster
             .nodes
@@ -271,8 +320,15 @@ impl Cluster {
             nodes: self
                 .nodes
                 .iter()
+                .filter(|n| {
+                    self.gateway_seeds
+                        .as_ref()
+                        .is_none_or(|s| s.contains(&n.id))
+                })
                 .map(|n| format!("127.0.0.1:{}", n.port))
                 .collect(),
+            // As the launcher runs it: the members come from the nodes.
+            eds: true,
             listen: format!("127.0.0.1:{}", self.gateway_port),
             admin: format!("127.0.0.1:{}", self.admin_port),
             k6: None,

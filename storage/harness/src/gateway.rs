@@ -10,8 +10,13 @@ use serde::{Deserialize, Serialize};
 /// Where Envoy listens and what it routes to; every address is `host:port`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GatewaySpec {
-    /// Every storage node, including any that may join later.
+    /// Every storage node; with `eds`, the seeds Envoy asks for the members.
     pub nodes: Vec<String>,
+    /// Envoy takes the members from the nodes (EDS, `gen_envoy.py --eds`),
+    /// so nodes added or removed later reach it without a restart; else it
+    /// routes to `nodes` alone.
+    #[serde(default)]
+    pub eds: bool,
     /// REST and gRPC for clients.
     pub listen: String,
     /// Envoy's admin interface.
@@ -58,6 +63,9 @@ impl GatewaySpec {
             .args(["--nodes", &self.nodes.join(",")])
             .args(["--listen", &self.listen])
             .args(["--admin", &self.admin]);
+        if self.eds {
+            cmd.arg("--eds");
+        }
         if let Some(k6) = &self.k6 {
             cmd.args(["--k6", k6]);
         }
@@ -116,6 +124,7 @@ mod tests {
         let out = dir.path().join("envoy.yaml");
         GatewaySpec {
             nodes: vec!["127.0.0.1:17001".into(), "127.0.0.1:17002".into()],
+            eds: false,
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
             k6: Some("127.0.0.1:16565".into()),
@@ -139,11 +148,40 @@ mod tests {
     }
 
     #[test]
+    fn with_eds_the_members_come_from_the_seeds() {
+        // Proves the spec's `eds` reaches the generator: the member
+        // clusters are EDS clusters, and the seeds make the xds cluster.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        GatewaySpec {
+            nodes: vec!["127.0.0.1:17001".into()],
+            eds: true,
+            listen: "127.0.0.1:18080".into(),
+            admin: "127.0.0.1:19901".into(),
+            k6: None,
+            k6_dashboard: None,
+            otlp: None,
+            trace_sampling: None,
+            load_runner: None,
+            access_log: None,
+            jwks: None,
+            extra_args: Vec::new(),
+        }
+        .write_config(&out)
+        .unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text.matches("type: \"EDS\"").count(), 2, "{text}");
+        assert!(text.contains("name: \"xds\""), "{text}");
+        assert!(text.contains("port_value: 17001"));
+    }
+
+    #[test]
     fn a_bad_spec_is_the_generators_error() {
         // Proves a refusal by the generator fails the start with its message.
         let dir = tempfile::tempdir().unwrap();
         let err = GatewaySpec {
             nodes: vec!["no-port".into()],
+            eds: false,
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
             k6: None,

@@ -164,7 +164,10 @@ impl Layout {
             base_port: opts.base_port,
             nodes,
             gateway: GatewaySpec {
+                // The first nodes are the seeds; a node added later with
+                // --join reaches Envoy through them (EDS).
                 nodes: peers.into_iter().map(|(_, addr)| addr).collect(),
+                eds: true,
                 listen: format!("{ADDR}:{}", opts.gateway_port),
                 admin: format!("{ADDR}:{}", opts.admin_port),
                 k6: Some(format!("{ADDR}:{}", opts.k6_port)),
@@ -288,7 +291,7 @@ impl Layout {
 
     /// Adds node `id` on the next port of the range, empty, asking the
     /// others to add it (`--join`), and records it in the layout. The
-    /// gateway's node list stays as it is: followers forward to the leader.
+    /// gateway learns of it from the members (EDS) once it is added.
     pub fn add_joining_node(&mut self, run: &RunDir, id: u64) -> Result<u32> {
         let spec = self.joining_node(run, id)?;
         std::fs::create_dir_all(&spec.data_dir)?;

@@ -120,6 +120,8 @@ async fn cluster_changes_through_the_gateway_need_an_admin_token() {
         "/strata.v1.Raft/Send",
         "/strata.v1.Cluster/LocalSnapshot",
         "/strata.v1.Cluster/LocalStatus",
+        "/envoy.service.endpoint.v3.EndpointDiscoveryService/StreamEndpoints",
+        "/envoy.service.endpoint.v3.EndpointDiscoveryService/FetchEndpoints",
     ] {
         let answer = plain
             .post(format!("{gw}{internal}"))

@@ -41,7 +41,12 @@ fn processes_under(dir: &Path) -> Vec<u32> {
 
 /// `up` of one node into `run`, on free ports, with `envoy` as Envoy.
 fn up(run: &str, envoy: &str) -> Output {
-    let ports = [(); 3].map(|_| free_port().to_string());
+    up_on(run, envoy, [(); 3].map(|_| free_port().to_string()))
+}
+
+/// `up` of one node into `run` on the ports given: the node's (the base
+/// port), the gateway's and Envoy's admin.
+fn up_on(run: &str, envoy: &str, ports: [String; 3]) -> Output {
     launcher(&[
         "up",
         "--run-dir",
@@ -139,4 +144,59 @@ fn a_failed_start_stops_what_it_started() {
         "envoy exited",
     );
     assert_eq!(processes_under(&run), Vec::<u32>::new());
+}
+
+#[test]
+fn a_node_started_with_join_reaches_the_gateway_without_regenerating_it() {
+    // Proves the operator's way to grow a local cluster: `start-node --id 2
+    // --join` next to a running one, and the gateway routes to node 2 once
+    // it is a member, learned from node 1 (EDS): Envoy is neither
+    // restarted nor given another config.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let run_s = run.display().to_string();
+    let envoy = envoy_binary().display().to_string();
+    let ports = [(); 3].map(|_| free_port().to_string());
+    let (base, admin) = (ports[0].parse::<u16>().unwrap(), ports[2].clone());
+    assert_outcome(&up_on(&run_s, &envoy, ports), true, "Strata is up");
+    let config = std::fs::read(run.join("envoy.yaml")).unwrap();
+    let envoy_pids = || -> Vec<u32> {
+        processes_under(&run)
+            .into_iter()
+            .filter(|&pid| cmdline(pid).contains("envoy.yaml"))
+            .collect()
+    };
+    let before = envoy_pids();
+
+    let join = launcher(&["start-node", "--run-dir", &run_s, "--id", "2", "--join"]);
+    assert!(join.status.success(), "{}", text(&join));
+    let node2 = format!("nodes_any::127.0.0.1:{}::health_flags::healthy", base + 1);
+    let clusters = || {
+        Command::new("curl")
+            .args([
+                "-s",
+                "--max-time",
+                "2",
+                &format!("http://127.0.0.1:{admin}/clusters"),
+            ])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !clusters().contains(&node2) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let seen = clusters();
+    let down = || launcher(&["down", "--run-dir", &run_s]);
+    if !seen.contains(&node2) {
+        down();
+        panic!("Envoy never routed to node 2: {seen}");
+    }
+    let after = envoy_pids();
+    let same_config = std::fs::read(run.join("envoy.yaml")).unwrap() == config;
+    assert_outcome(&down(), true, "node2");
+    assert_eq!(before, after, "Envoy was restarted");
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(same_config, "Envoy's config was written again");
 }

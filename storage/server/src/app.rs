@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, header};
 use axum::response::{IntoResponse, Response};
+use envoy_types::pb::envoy::service::endpoint::v3::endpoint_discovery_service_server::EndpointDiscoveryServiceServer;
 use strata_proto::v1::cluster_server::ClusterServer;
 use strata_proto::v1::kv_server::KvServer;
 use strata_proto::v1::lease_server::LeaseServer;
@@ -18,6 +19,7 @@ use tower::{Service, ServiceExt};
 
 use crate::admission::{self, WriteBudget};
 use crate::auth::{self, Guard};
+use crate::eds::EdsService;
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
 use crate::grpc::kv::KvService;
@@ -62,11 +64,13 @@ fn with_raft(router: Router, raft: RaftService) -> Router {
 
 /// The node's whole API on one router: REST, `strata.v1.KV` and
 /// `strata.v1.Cluster` over the service core, the internal raft transport
-/// `raft`, gRPC health and reflection, the console's bundle when
-/// `console_dir` names one, and a fallback for anything else.
+/// `raft`, the gateway's endpoint discovery `eds` (internal too), gRPC
+/// health and reflection, the console's bundle when `console_dir` names
+/// one, and a fallback for anything else.
 pub async fn router(
     state: AppState,
     raft: RaftService,
+    eds: EdsService,
     console_dir: Option<&Path>,
     guard: Arc<Guard>,
 ) -> anyhow::Result<Router> {
@@ -100,6 +104,7 @@ pub async fn router(
         Requests::One,
     );
     app = with_raft(app, raft);
+    app = with_grpc(app, EndpointDiscoveryServiceServer::new(eds), Requests::Any);
     app = with_grpc(app, health_service, Requests::One);
     app = with_grpc(app, reflection().build_v1()?, Requests::Any);
     app = with_grpc(app, reflection().build_v1alpha()?, Requests::Any);

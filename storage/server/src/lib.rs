@@ -14,6 +14,7 @@ pub mod config;
 pub mod console;
 pub mod core;
 pub mod deadline;
+pub mod eds;
 pub mod error;
 pub mod event_log;
 pub mod grpc;

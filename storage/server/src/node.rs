@@ -69,6 +69,8 @@ pub struct Node {
     lessor_task: JoinHandle<()>,
     /// Names the cluster if it has no id yet (`crate::cluster_name`).
     naming_task: JoinHandle<()>,
+    /// Keeps the gateway's endpoints (`crate::eds`) current.
+    eds_task: JoinHandle<()>,
     /// The consistency canary, when `--canary` runs it.
     canary: Option<JoinHandle<()>>,
 }
@@ -239,7 +241,11 @@ impl Node {
         let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
         let peer_app = crate::app::peer_router(raft.clone());
-        let app = crate::app::router(state, raft, config.console_dir.as_deref(), guard).await?;
+        let (endpoints, eds_task) =
+            crate::eds::source::spawn(core.clone(), stopping.subscribe()).await;
+        let eds = crate::eds::EdsService::new(endpoints, stopping.subscribe());
+        let app =
+            crate::app::router(state, raft, eds, config.console_dir.as_deref(), guard).await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
         let canary = config.canary.enabled.then(|| {
@@ -263,6 +269,7 @@ impl Node {
             stats_task,
             lessor_task,
             naming_task,
+            eds_task,
             canary,
         })
     }
@@ -305,6 +312,7 @@ impl Node {
             stats_task,
             lessor_task,
             naming_task,
+            eds_task,
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
@@ -382,6 +390,7 @@ impl Node {
         let _ = stats_task.await;
         let _ = lessor_task.await;
         let _ = naming_task.await;
+        let _ = eds_task.await;
         if let Some(joining) = joining {
             joining.abort();
             let _ = joining.await;

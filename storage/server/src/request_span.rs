@@ -1,5 +1,5 @@
 //! One span per API request, continuing the caller's trace. (Not for the
-//! raft transport, nor for health probes.)
+//! raft transport, health probes, nor the gateway's endpoint discovery.)
 //!
 //! The span is named after the request's route and takes the W3C
 //! `traceparent` the caller sent (Envoy's tracer, a client, or a follower
@@ -45,7 +45,12 @@ pub async fn trace_request(
     req: Request,
     next: Next,
 ) -> Response {
-    if Route::is_raft_transport(&req) || Route::is_health_probe(&req) {
+    // Nor is the gateway's endpoint discovery: one stream per Envoy, open
+    // as long as the node runs, would be one span as long.
+    if Route::is_raft_transport(&req)
+        || Route::is_health_probe(&req)
+        || req.uri().path().starts_with(crate::eds::PATH)
+    {
         return next.run(req).await;
     }
     let route = Route::of(&req);

@@ -270,6 +270,12 @@ enum Line {
         /// not verify.
         #[arg(long)]
         jwks: Option<PathBuf>,
+        /// Take the members from the nodes (EDS), with --nodes as the
+        /// seeds. Off by default: a cluster whose members reach one another
+        /// through proxies (the chaos suite's) names the proxies as their
+        /// addresses, which the gateway must not route through.
+        #[arg(long)]
+        eds: bool,
     },
 }
 
@@ -427,9 +433,11 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
             otlp,
             concurrency,
             jwks,
+            eds,
         } => {
             GatewaySpec {
                 nodes,
+                eds,
                 listen,
                 admin,
                 k6,

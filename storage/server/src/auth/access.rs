@@ -3,12 +3,13 @@
 //! Reads of keys, leases and the cluster's state need `read`; writes of
 //! keys and leases `write`; changes to the cluster (membership,
 //! leadership, compaction, snapshots) and backups `admin`. Health, metrics,
-//! the API document and the console's files are open. The raft transport
-//! and the routes members call on each other (`Cluster/Local*`) are
-//! internal: the gateway never routes them, and on the node they are not
-//! checked (members hold no caller's credential when they call them; the
-//! transport between nodes is protected by the network, and by mutual
-//! TLS where it is set up).
+//! the API document and the console's files are open. The raft transport,
+//! the routes members call on each other (`Cluster/Local*`) and the
+//! gateway's endpoint discovery (`crate::eds`) are internal: the gateway
+//! never routes them, and on the node they are not checked (members hold
+//! no caller's credential when they call them, nor does Envoy's discovery
+//! client; the transport between nodes is protected by the network, and by
+//! mutual TLS where it is set up).
 
 use axum::http::Method;
 use strata_auth::Role;
@@ -69,7 +70,7 @@ pub fn needed(method: &Method, path: &str) -> Access {
     if let Some(&(_, access)) = GRPC.iter().find(|(p, _)| *p == path) {
         return access;
     }
-    if path.starts_with("/strata.v1.Raft/") {
+    if path.starts_with("/strata.v1.Raft/") || path.starts_with(crate::eds::PATH) {
         return Access::Internal;
     }
     // Any other method of the public services (an unknown one is answered
@@ -264,6 +265,16 @@ mod tests {
                 Access::Internal,
             ),
             (Method::POST, "/grpc.health.v1.Health/Check", Access::Open),
+            (
+                Method::POST,
+                "/envoy.service.endpoint.v3.EndpointDiscoveryService/StreamEndpoints",
+                Access::Internal,
+            ),
+            (
+                Method::POST,
+                "/envoy.service.endpoint.v3.EndpointDiscoveryService/FetchEndpoints",
+                Access::Internal,
+            ),
         ];
         for (method, path, want) in cases {
             assert_eq!(needed(&method, path), want, "{method} {path}");
