@@ -26,15 +26,17 @@ and h2c. Envoy talks HTTP/2 (h2c) to all of them, so one set of clusters serves 
 * ``nodes_any``: the same nodes, health-checked on ``GET /health/live``.
 * ``nodes``: an aggregate cluster ``[nodes_leader, nodes_any]``.
 
-Which nodes: with ``--eds`` (local clusters and compose) the two member clusters take their endpoints
+Which nodes: with ``--eds`` (local clusters, compose and Kubernetes) the two member clusters take their endpoints
 from the nodes themselves. Every node serves Envoy's EndpointDiscoveryService (state-of-the-world gRPC)
 on its one port, answering both clusters with the members of the raft configuration it applied and
 pushing a new version when membership changes; Envoy keeps one stream to a seed of the ``xds`` cluster
 (the nodes given with ``--nodes``, health-checked on ``/health/live``), and moves it to another seed when
 its node dies or refuses (a node refuses once it is not a member, or has known no leader for a second).
 So members added with ``--join`` or removed reach the gateway without a restart; a removed member leaves
-at once (``ignore_health_on_host_removal``), even while its health check still passes. Without
-``--eds`` (Kubernetes: DNS follows each of the StatefulSet's pods) the clusters list ``--nodes``.
+at once (``ignore_health_on_host_removal``), even while its health check still passes. In Kubernetes
+the seeds are the StatefulSet's first three pods (DNS names, re-resolved as pods move), and the nodes
+resolve the members' pod names into the addresses they send. Without ``--eds`` the clusters list
+``--nodes``.
 
 The aggregate cluster linearises the priority levels of its members: nodes_leader's P0 becomes
 priority 0 and nodes_any's P0 becomes priority 1. Envoy then spreads load over priorities by their
@@ -691,7 +693,7 @@ PRESETS = {
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                 console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
-                access_log="-", eds=False),
+                access_log="-", eds=True),
 }
 
 

@@ -324,13 +324,19 @@ class Routing(unittest.TestCase):
         self.assertEqual(named["cluster_type"]["name"], "envoy.cluster.dns")
         self.assertEqual(endpoints(named), ["node2:7001"])
 
-    def test_compose_uses_eds_and_kubernetes_its_headless_service(self):
-        # Proves the presets' choice: compose follows membership over EDS; Kubernetes keeps a DNS
-        # cluster of the StatefulSet's pods; either can be turned the other way.
+    def test_compose_and_kubernetes_follow_membership_over_eds(self):
+        # Proves the presets' choice: compose and Kubernetes follow membership over EDS (a pod added
+        # by scaling out gets traffic), Kubernetes seeded by DNS names of the StatefulSet's pods;
+        # either can be turned the other way.
         self.assertEqual(cluster(build("--compose"), "nodes_any")["type"], "EDS")
-        self.assertEqual(cluster(build("--k8s"), "nodes_any")["cluster_type"]["name"], "envoy.cluster.dns")
+        self.assertEqual(cluster(build("--k8s"), "nodes_any")["type"], "EDS")
+        seeds = cluster(build("--k8s"), "xds")
+        self.assertEqual(seeds["cluster_type"]["name"], "envoy.cluster.dns")
+        self.assertEqual(endpoints(seeds),
+                         [f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)])
         self.assertNotIn("type", cluster(build("--compose", "--no-eds"), "nodes_any"))
-        self.assertEqual(cluster(build("--k8s", "--eds"), "nodes_any")["type"], "EDS")
+        self.assertEqual(cluster(build("--k8s", "--no-eds"), "nodes_any")["cluster_type"]["name"],
+                         "envoy.cluster.dns")
 
     def test_load_runner_route_only_when_asked_for_and_before_the_console(self):
         # Proves --load-runner: /load/ goes to the runner (path kept), everything else is routed as
