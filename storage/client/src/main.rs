@@ -10,6 +10,7 @@ use strata_client::proto_backup::BackupInfo;
 use strata_client::{Client, ScanSelector, WatchSelector};
 
 mod auth_cmd;
+mod tls_cmd;
 mod txn_args;
 
 #[derive(Parser)]
@@ -59,6 +60,11 @@ enum Cmd {
     Auth {
         #[command(subcommand)]
         action: auth_cmd::AuthCmd,
+    },
+    /// The cluster's CA and its certificates (offline: no cluster needed).
+    Tls {
+        #[command(subcommand)]
+        action: tls_cmd::TlsCmd,
     },
     /// Store a value (from the argument, or stdin with `-`).
     Put {
@@ -263,6 +269,9 @@ async fn main() -> anyhow::Result<()> {
     if let Cmd::Auth { action } = cli.command {
         return auth_cmd::run(action, &mut out);
     }
+    if let Cmd::Tls { action } = cli.command {
+        return tls_cmd::run(action, &mut out);
+    }
     let mut client = Client::connect(&cli.endpoint).await?;
     if let Some(token) = cli.token()? {
         client = client.with_token(&token)?;
@@ -409,7 +418,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Cmd::Snapshot { action } => snapshot(&client, action, &mut out).await?,
-        Cmd::Auth { .. } => unreachable!("run before connecting"),
+        Cmd::Auth { .. } | Cmd::Tls { .. } => unreachable!("run before connecting"),
         Cmd::Member { action } => {
             let members = match action {
                 MemberCmd::List => client.members().await?,

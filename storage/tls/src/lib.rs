@@ -1,0 +1,17 @@
+//! Transport security for a Strata cluster: the cluster's own certificate
+//! authority, the certificates it issues to nodes and the gateway, and the
+//! rustls settings the nodes serve and connect with.
+//!
+//! `strata tls init` makes the CA (`ca.pem`, and `ca-key.pem` readable by
+//! its owner alone); `strata tls cert` issues a leaf certificate, good for
+//! both ends of a connection (server and client authentication), with the
+//! names and addresses it is reached by.
+
+mod error;
+mod files;
+mod issue;
+mod pem;
+
+pub use error::TlsError;
+pub use issue::{CA_CERT_FILE, CA_KEY_FILE, CaFiles, LeafFiles, init_ca, issue_leaf};
+pub use pem::{read_certs, read_key};
