@@ -13,6 +13,9 @@ Every Envoy config comes from this script, generated where it is used:
 The Kubernetes ConfigMap is the one generated file kept in the repository (kustomize cannot run a
 generator); a test keeps it identical to this script's output.
 
+TLS (``--tls-cert``/``--tls-key`` for clients, ``--node-tls-*`` for mutual TLS to the nodes) is
+added by gateway_tls.py, which says what each end checks.
+
 Output is YAML when the output file ends in .yaml/.yml (or goes to stdout), JSON when it ends in
 .json; Envoy picks its parser from the extension.
 
@@ -74,6 +77,7 @@ import json
 import re
 import sys
 
+from gateway_tls import tls_listener, upstream_transport_socket  # the script's own folder is on sys.path
 from local_replies import (  # the script's own folder is on sys.path
     REQUEST_ID_HEADER,
     RETRYABLE_HEADER,
@@ -200,7 +204,9 @@ def h2_upstream() -> dict:
     }
 
 
-def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> dict:
+def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, tls: dict | None = None) -> dict:
+    """A member cluster; ``tls`` (gateway_tls.upstream_transport_socket) makes it, and its health
+    checks, connect with TLS."""
     return {
         "name": name,
         **discovery(nodes),
@@ -228,6 +234,7 @@ def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str) -> d
             "reuse_connection": True,
             "http_health_check": {"path": health_path, "codec_client_type": "HTTP2"},
         }],
+        **({"transport_socket": tls} if tls else {}),
     }
 
 
@@ -531,9 +538,11 @@ def build(args: argparse.Namespace) -> dict:
     if args.access_log:
         hcm["access_log"] = access_log(args.access_log)
 
+    node_tls = (upstream_transport_socket(args.node_tls_cert, args.node_tls_key, args.node_tls_ca)
+                if args.node_tls_cert else None)
     clusters = [
-        node_cluster("nodes_leader", nodes, "/health/leader"),
-        node_cluster("nodes_any", nodes, "/health/live"),
+        node_cluster("nodes_leader", nodes, "/health/leader", node_tls),
+        node_cluster("nodes_any", nodes, "/health/live", node_tls),
         aggregate_cluster(),
         plain_cluster("k6", *args.k6),
         plain_cluster("k6_dashboard", *args.k6_dashboard),
@@ -543,6 +552,18 @@ def build(args: argparse.Namespace) -> dict:
     if args.load_runner:
         clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
+
+    listener = {
+        "name": "ingress",
+        "address": socket_address(listen_host, listen_port),
+        "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": hcm,
+        }]}],
+    }
+    if args.tls_cert:
+        listener = tls_listener(listener, args.tls_cert, args.tls_key)
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
@@ -557,15 +578,7 @@ def build(args: argparse.Namespace) -> dict:
             }],
         },
         "static_resources": {
-            "listeners": [{
-                "name": "ingress",
-                "address": socket_address(listen_host, listen_port),
-                "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
-                "filter_chains": [{"filters": [{
-                    "name": "envoy.filters.network.http_connection_manager",
-                    "typed_config": hcm,
-                }]}],
-            }],
+            "listeners": [listener],
             "clusters": clusters,
         },
     }
@@ -651,6 +664,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--jwks", help="the cluster's public keys (jwks.json, as the nodes' --auth-jwks): tokens "
                    "are then checked at the gateway too, and a refused one never reaches a node (default: "
                    "not checked here; the nodes always check)")
+    p.add_argument("--tls-cert", help="the gateway's certificate (PEM): clients then connect with TLS 1.2+ "
+                   "(ALPN h2, http/1.1); needs --tls-key (gateway_tls.py)")
+    p.add_argument("--tls-key", help="the private key of --tls-cert")
+    p.add_argument("--node-tls-cert", help="the gateway's client certificate for the nodes (PEM): Envoy then "
+                   "connects to the nodes, health checks included, with mutual TLS; needs --node-tls-key and "
+                   "--node-tls-ca")
+    p.add_argument("--node-tls-key", help="the private key of --node-tls-cert")
+    p.add_argument("--node-tls-ca", help="the cluster's CA (ca.pem): a node's certificate must be issued by it")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
                    help="wrap the YAML config in a Kubernetes ConfigMap (data key envoy.yaml)")
@@ -677,6 +698,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
+    if bool(a.tls_cert) != bool(a.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    node_tls = (a.node_tls_cert, a.node_tls_key, a.node_tls_ca)
+    if any(node_tls) and not all(node_tls):
+        p.error("--node-tls-cert, --node-tls-key and --node-tls-ca go together")
     if a.format is None:
         a.format = "json" if a.out.endswith(".json") else "yaml"
     return a

@@ -258,6 +258,7 @@ impl Cluster {
             load_runner: None,
             access_log: Some(self.dir.path().join("envoy-access.log")),
             jwks: Some(self.auth.jwks().to_path_buf()),
+            tls: None,
         }
         .write_config(&cfg)?;
         let child = self

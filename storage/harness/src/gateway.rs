@@ -42,6 +42,9 @@ pub struct GatewaySpec {
     /// verify before any node sees it.
     #[serde(default)]
     pub jwks: Option<PathBuf>,
+    /// The gateway's certificate: clients then connect with TLS.
+    #[serde(default)]
+    pub tls: Option<crate::tls::CertFiles>,
 }
 
 impl GatewaySpec {
@@ -73,6 +76,10 @@ impl GatewaySpec {
         }
         if let Some(jwks) = &self.jwks {
             cmd.arg("--jwks").arg(jwks);
+        }
+        if let Some(tls) = &self.tls {
+            cmd.arg("--tls-cert").arg(&tls.cert);
+            cmd.arg("--tls-key").arg(&tls.key);
         }
         let output = cmd
             .arg("--out")
@@ -119,6 +126,7 @@ mod tests {
             load_runner: None,
             access_log: None,
             jwks: None,
+            tls: None,
         }
         .write_config(&out)
         .unwrap();
@@ -146,6 +154,7 @@ mod tests {
             load_runner: None,
             access_log: None,
             jwks: None,
+            tls: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

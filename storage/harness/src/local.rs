@@ -59,6 +59,8 @@ pub struct UpOptions {
     pub canary: bool,
     /// The load runner beside the cluster, if any.
     pub load_runner: Option<LoadRunnerSpec>,
+    /// Clients connect to the gateway with TLS (`crate::tls`).
+    pub tls: bool,
 }
 
 /// The load runner (`strata-cluster load-runner`): it serves on `listen`
@@ -93,6 +95,10 @@ pub struct Layout {
     /// The load runner started with the cluster, if any.
     #[serde(default)]
     pub load_runner: Option<LoadRunnerSpec>,
+    /// Where the cluster's CA and certificates are kept, when it runs with
+    /// TLS.
+    #[serde(default)]
+    pub tls_dir: Option<PathBuf>,
 }
 
 const ADDR: &str = "127.0.0.1";
@@ -115,6 +121,7 @@ impl Layout {
             .map(|id| Ok((id, format!("{ADDR}:{}", port(id)?))))
             .collect::<Result<Vec<_>>>()?;
         let auth_dir = Self::auth_dir(run);
+        let tls_dir = opts.tls.then(|| Self::tls_dir(run));
         let nodes = peers
             .iter()
             .map(|(id, listen)| {
@@ -171,6 +178,9 @@ impl Layout {
                 load_runner: opts.load_runner.as_ref().map(|r| r.listen.clone()),
                 access_log: None,
                 jwks: Some(crate::auth::jwks_file(&auth_dir)),
+                tls: tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::cert_files(dir, crate::tls::GATEWAY)),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -179,6 +189,7 @@ impl Layout {
                 auth_jwks: Some(crate::auth::jwks_file(&auth_dir)),
                 ..r
             }),
+            tls_dir,
         })
     }
 
@@ -189,6 +200,22 @@ impl Layout {
     /// Where the cluster's key pair is kept (`crate::auth`).
     fn auth_dir(run: &RunDir) -> PathBuf {
         run.root().join("auth")
+    }
+
+    /// Where the cluster's CA and certificates are kept (`crate::tls`).
+    fn tls_dir(run: &RunDir) -> PathBuf {
+        run.root().join("tls")
+    }
+
+    /// The CA clients trust the gateway with, when it has TLS.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.tls_dir.as_deref().map(crate::tls::ca_file)
+    }
+
+    /// An HTTP client for the gateway (trusting the cluster's CA when it
+    /// has TLS).
+    pub fn http_client(&self, timeout: Duration) -> Result<reqwest::Client> {
+        crate::tls::http_client(self.tls_dir.as_deref(), timeout)
     }
 
     /// The admin token written at every start, for `strata --token-file`
@@ -212,7 +239,12 @@ impl Layout {
     }
 
     pub fn gateway_url(&self) -> String {
-        format!("http://{}", self.gateway.listen)
+        let scheme = if self.gateway.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.gateway.listen)
     }
 
     /// Every process name of this layout.
@@ -235,6 +267,9 @@ impl Layout {
         // token for the operator.
         let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
         auth.write_admin_token(&Self::admin_token_file(run))?;
+        if let Some(dir) = &self.tls_dir {
+            crate::tls::open_or_create(dir, &[crate::tls::GATEWAY.to_string()])?;
+        }
         if let Some(viewer) = &self.traces {
             let config = run.root().join("jaeger.yaml");
             viewer.write_config(&config)?;
@@ -326,9 +361,7 @@ impl Layout {
     /// Waits until the gateway routes to a leader (and serves the console,
     /// when there is one); fails at once when a process has exited.
     pub async fn wait_healthy(&self, run: &RunDir, timeout: Duration) -> Result<()> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(1))
-            .build()?;
+        let http = self.http_client(Duration::from_secs(1))?;
         let mut pending = vec![(
             "leader via gateway",
             format!("{}/health/leader", self.gateway_url()),
@@ -412,6 +445,7 @@ mod tests {
             trace_sampling: 100.0,
             canary: true,
             load_runner: None,
+            tls: false,
         }
     }
 

@@ -186,6 +186,11 @@ struct Up {
     /// docs/operations.md).
     #[arg(long)]
     no_canary: bool,
+    /// Clients connect to the gateway with TLS, with a certificate issued
+    /// by the cluster's own CA (made in RUN_DIR/tls on the first start;
+    /// clients trust RUN_DIR/tls/ca/ca.pem).
+    #[arg(long, conflicts_with = "load_port")]
+    tls: bool,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -434,6 +439,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 load_runner: None,
                 access_log: None,
                 jwks,
+                tls: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -500,6 +506,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         traces,
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
+        tls: up.tls,
         load_runner: match up.load_port {
             Some(port) => Some(LoadRunnerSpec {
                 launcher: std::env::current_exe().context("finding strata-cluster itself")?,
@@ -551,6 +558,14 @@ async fn cmd_up(up: Up) -> Result<()> {
         println!(
             "  load runner            {gw}/load/run (k6's REST API: {gw}/k6/v1/status, its events: {gw}/k6/events)"
         );
+    }
+    if let Some(ca) = layout.ca_file() {
+        println!("  the gateway's CA       {}", ca.display());
+        println!(
+            "    export STRATA_ENDPOINT={gw} STRATA_CA_FILE={}",
+            ca.display()
+        );
+        println!("    curl --cacert {} {gw}/v1/cluster/status", ca.display());
     }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
     for n in &layout.nodes {
@@ -643,9 +658,10 @@ async fn cmd_trace(run_dir: PathBuf, operation: String, id: Option<String>) -> R
 
 /// "leader N (term T)" as the gateway reports it.
 async fn cluster_status(layout: &Layout) -> Option<String> {
-    let status: serde_json::Value = reqwest::Client::new()
+    let status: serde_json::Value = layout
+        .http_client(Duration::from_secs(2))
+        .ok()?
         .get(format!("{}/v1/cluster/status", layout.gateway_url()))
-        .timeout(Duration::from_secs(2))
         .send()
         .await
         .ok()?
