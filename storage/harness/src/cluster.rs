@@ -259,6 +259,7 @@ impl Cluster {
             access_log: Some(self.dir.path().join("envoy-access.log")),
             jwks: Some(self.auth.jwks().to_path_buf()),
             tls: None,
+            node_tls: None,
         }
         .write_config(&cfg)?;
         let child = self

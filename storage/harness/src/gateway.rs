@@ -45,6 +45,10 @@ pub struct GatewaySpec {
     /// The gateway's certificate: clients then connect with TLS.
     #[serde(default)]
     pub tls: Option<crate::tls::CertFiles>,
+    /// The gateway's certificate for the nodes and the CA it trusts them
+    /// with: Envoy then connects to the nodes with mutual TLS.
+    #[serde(default)]
+    pub node_tls: Option<crate::tls::MutualFiles>,
 }
 
 impl GatewaySpec {
@@ -80,6 +84,11 @@ impl GatewaySpec {
         if let Some(tls) = &self.tls {
             cmd.arg("--tls-cert").arg(&tls.cert);
             cmd.arg("--tls-key").arg(&tls.key);
+        }
+        if let Some(tls) = &self.node_tls {
+            cmd.arg("--node-tls-cert").arg(&tls.cert);
+            cmd.arg("--node-tls-key").arg(&tls.key);
+            cmd.arg("--node-tls-ca").arg(&tls.ca);
         }
         let output = cmd
             .arg("--out")
@@ -127,6 +136,7 @@ mod tests {
             access_log: None,
             jwks: None,
             tls: None,
+            node_tls: None,
         }
         .write_config(&out)
         .unwrap();
@@ -155,6 +165,7 @@ mod tests {
             access_log: None,
             jwks: None,
             tls: None,
+            node_tls: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

@@ -59,7 +59,8 @@ pub struct UpOptions {
     pub canary: bool,
     /// The load runner beside the cluster, if any.
     pub load_runner: Option<LoadRunnerSpec>,
-    /// Clients connect to the gateway with TLS (`crate::tls`).
+    /// Clients connect to the gateway with TLS, and the gateway and the
+    /// nodes to the nodes with mutual TLS (`crate::tls`).
     pub tls: bool,
 }
 
@@ -132,6 +133,9 @@ impl Layout {
                     run.data().join(node_name(*id)),
                 );
                 crate::auth::configure(&mut spec, &auth_dir);
+                spec.tls = tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::mutual_files(dir, &node_name(*id)));
                 spec.io_threads = opts.threads;
                 if let Some(dir) = &opts.console_dir {
                     spec.extra_args
@@ -181,6 +185,9 @@ impl Layout {
                 tls: tls_dir
                     .as_ref()
                     .map(|dir| crate::tls::cert_files(dir, crate::tls::GATEWAY)),
+                node_tls: tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::mutual_files(dir, crate::tls::GATEWAY)),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -268,7 +275,9 @@ impl Layout {
         let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
         auth.write_admin_token(&Self::admin_token_file(run))?;
         if let Some(dir) = &self.tls_dir {
-            crate::tls::open_or_create(dir, &[crate::tls::GATEWAY.to_string()])?;
+            let mut names = vec![crate::tls::GATEWAY.to_string()];
+            names.extend(self.nodes.iter().map(|n| node_name(n.id)));
+            crate::tls::open_or_create(dir, &names)?;
         }
         if let Some(viewer) = &self.traces {
             let config = run.root().join("jaeger.yaml");
@@ -322,6 +331,9 @@ impl Layout {
     /// gateway's node list stays as it is: followers forward to the leader.
     pub fn add_joining_node(&mut self, run: &RunDir, id: u64) -> Result<u32> {
         let spec = self.joining_node(run, id)?;
+        if let Some(dir) = &self.tls_dir {
+            crate::tls::open_or_create(dir, &[node_name(id)])?;
+        }
         std::fs::create_dir_all(&spec.data_dir)?;
         let pid = run.spawn(&node_name(id), &spec.command_line(&self.node_bin))?;
         self.nodes.push(spec);
@@ -355,6 +367,10 @@ impl Layout {
         spec.auth_jwks = template.auth_jwks.clone();
         spec.anonymous_role = template.anonymous_role.clone();
         spec.token_file = template.token_file.clone();
+        spec.tls = self
+            .tls_dir
+            .as_ref()
+            .map(|dir| crate::tls::mutual_files(dir, &node_name(id)));
         Ok(spec)
     }
 

@@ -14,10 +14,30 @@ pub const GATEWAY: &str = "gateway";
 const LOCAL_SANS: [&str; 2] = ["127.0.0.1", "localhost"];
 
 /// A certificate and its key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CertFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+}
+
+/// A node's certificate, key and the CA it trusts (`--tls-cert`,
+/// `--tls-key`, `--tls-ca`); the gateway's for its connections to the
+/// nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutualFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
+
+/// `name`'s files for mutual TLS, kept in `dir`.
+pub fn mutual_files(dir: &Path, name: &str) -> MutualFiles {
+    let CertFiles { cert, key } = cert_files(dir, name);
+    MutualFiles {
+        cert,
+        key,
+        ca: ca_file(dir),
+    }
 }
 
 /// The cluster's CA certificate (`ca.pem`) in `dir`.

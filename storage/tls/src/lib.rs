@@ -10,8 +10,13 @@
 mod error;
 mod files;
 mod issue;
+mod node;
 mod pem;
+mod reload;
 
 pub use error::TlsError;
 pub use issue::{CA_CERT_FILE, CA_KEY_FILE, CaFiles, LeafFiles, init_ca, issue_leaf};
+pub use node::{NodeTls, roots};
 pub use pem::{read_certs, read_key};
+pub use reload::{ReloadingCert, provider};
+pub use rustls;

@@ -186,9 +186,10 @@ struct Up {
     /// docs/operations.md).
     #[arg(long)]
     no_canary: bool,
-    /// Clients connect to the gateway with TLS, with a certificate issued
-    /// by the cluster's own CA (made in RUN_DIR/tls on the first start;
-    /// clients trust RUN_DIR/tls/ca/ca.pem).
+    /// Run with TLS: clients connect to the gateway with TLS, and the
+    /// gateway and the nodes connect to the nodes with mutual TLS, all with
+    /// certificates of the cluster's own CA (made in RUN_DIR/tls on the
+    /// first start; clients trust RUN_DIR/tls/ca/ca.pem).
     #[arg(long, conflicts_with = "load_port")]
     tls: bool,
     /// Further flags for every node.
@@ -440,6 +441,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 access_log: None,
                 jwks,
                 tls: None,
+                node_tls: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -568,8 +570,13 @@ async fn cmd_up(up: Up) -> Result<()> {
         println!("    curl --cacert {} {gw}/v1/cluster/status", ca.display());
     }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
+    let node_scheme = if layout.tls_dir.is_some() {
+        "https (mutual TLS)"
+    } else {
+        "http"
+    };
     for n in &layout.nodes {
-        println!("  node {:<18}http://{}", n.id, n.listen);
+        println!("  node {:<18}{node_scheme}://{}", n.id, n.listen);
     }
     if let Some(viewer) = &layout.traces {
         println!("  traces (Jaeger)        {}", viewer.ui_url());
