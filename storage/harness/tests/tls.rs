@@ -44,7 +44,8 @@ impl Up {
         // Node i listens on base + i - 1: a base whose next ports are free too.
         let ports = loop {
             let ports = [(); 3].map(|_| free_port());
-            let next_free = (1..nodes)
+            // (and the one after, for a node that joins).
+            let next_free = (1..=nodes)
                 .all(|i| std::net::TcpListener::bind(("127.0.0.1", ports[0] + i as u16)).is_ok());
             if next_free && ports[0] < 65000 {
                 break ports.map(|p| p.to_string());
@@ -311,9 +312,9 @@ fn three_nodes_with_mutual_tls_elect_a_leader_and_replicate_through_the_gateway(
     // Proves: with `up --tls` every node serves TLS and asks for the
     // cluster's certificates, and still the three elect a leader (raft over
     // mutual TLS), Envoy routes to it (health checks and requests over
-    // mutual TLS) and a write through the gateway reaches every node; a
-    // node's port answers neither plaintext nor TLS without a client
-    // certificate.
+    // mutual TLS) and a write through the gateway reaches every node, and a
+    // node that joins later; a node's port answers neither plaintext nor
+    // TLS without a client certificate.
     let dir = tempfile::tempdir().unwrap();
     let up = Up::start(&dir.path().join("run"), 3, &["--tls"]);
     let ca = up.ca().display().to_string();
@@ -337,6 +338,23 @@ fn three_nodes_with_mutual_tls_elect_a_leader_and_replicate_through_the_gateway(
     }
     let status = up.strata_on_node(leader, &["status"]);
     assert!(status.status.success(), "{}", text(&status));
+
+    // A fourth node joins over mutual TLS (its own certificate, made by
+    // the launcher) and catches up.
+    let joined = launcher(&[
+        "start-node",
+        "--run-dir",
+        &up.run.display().to_string(),
+        "--id",
+        "4",
+        "--join",
+    ]);
+    assert!(joined.status.success(), "{}", text(&joined));
+    assert!(up.certs().join("node4.pem").exists());
+    eventually(30, "node 4 joined and has the write", || {
+        let get = up.strata_on_node(4, &["get", "--stale", "replicated"]);
+        get.status.success() && get.stdout == b"everywhere"
+    });
 
     // A node's port, without the cluster's certificate.
     let node = up.node(1);
