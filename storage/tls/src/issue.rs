@@ -58,9 +58,13 @@ pub fn init_ca(dir: &Path) -> Result<CaFiles, TlsError> {
 
 fn ca_params(now: OffsetDateTime) -> CertificateParams {
     let mut params = CertificateParams::default();
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "Strata cluster CA");
+    // A name of its own: a client that trusts another cluster's CA then
+    // finds no issuer of this one's certificates by name ("unknown
+    // issuer"), rather than a CA of the same name whose signature fails.
+    params.distinguished_name.push(
+        DnType::CommonName,
+        format!("Strata cluster CA {:x}", now.unix_timestamp_nanos()),
+    );
     params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     params.not_before = now - BACKDATE;

@@ -570,13 +570,13 @@ async fn cmd_up(up: Up) -> Result<()> {
         println!("    curl --cacert {} {gw}/v1/cluster/status", ca.display());
     }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
-    let node_scheme = if layout.tls_dir.is_some() {
-        "https (mutual TLS)"
+    let (node_scheme, node_note) = if layout.tls_dir.is_some() {
+        ("https", " (mutual TLS: a certificate of the cluster's CA)")
     } else {
-        "http"
+        ("http", "")
     };
     for n in &layout.nodes {
-        println!("  node {:<18}{node_scheme}://{}", n.id, n.listen);
+        println!("  node {:<18}{node_scheme}://{}{node_note}", n.id, n.listen);
     }
     if let Some(viewer) = &layout.traces {
         println!("  traces (Jaeger)        {}", viewer.ui_url());
