@@ -7,6 +7,8 @@
 //! both ends of a connection (server and client authentication), with the
 //! names and addresses it is reached by.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod files;
 mod issue;
