@@ -13,6 +13,9 @@ Every Envoy config comes from this script, generated where it is used:
 The Kubernetes ConfigMap is the one generated file kept in the repository (kustomize cannot run a
 generator); a test keeps it identical to this script's output.
 
+TLS (``--tls-cert``/``--tls-key`` for clients, ``--node-tls-*`` for mutual TLS to the nodes) is
+added by gateway_tls.py, which says what each end checks.
+
 Output is YAML when the output file ends in .yaml/.yml (or goes to stdout), JSON when it ends in
 .json; Envoy picks its parser from the extension.
 
@@ -93,6 +96,7 @@ import sys
 
 import limits  # the script's own folder is on sys.path
 import roles
+from gateway_tls import tls_listener, upstream_transport_socket
 from local_replies import (
     REQUEST_ID_HEADER,
     RETRYABLE_HEADER,
@@ -254,7 +258,10 @@ def eds_source() -> dict:
     }
 
 
-def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds: bool = False) -> dict:
+def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds: bool = False,
+                 tls: dict | None = None) -> dict:
+    """A member cluster: its endpoints from the nodes (``eds``) or ``nodes``; ``tls``
+    (gateway_tls.upstream_transport_socket) makes it, and its health checks, connect with TLS."""
     if eds:
         # The members come from the nodes (EDS), with the overprovisioning factor of the rule above,
         # which the nodes compute from the member count. A member removed from the cluster leaves at
@@ -285,12 +292,15 @@ def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds:
         # One healthy host makes the priority 100 % healthy; see the module docstring.
         cluster["load_assignment"] = load_assignment(name, nodes, max(140, 100 * len(nodes)))
     cluster["health_checks"] = [health_check(health_path)]
+    if tls:
+        cluster["transport_socket"] = tls
     return cluster
 
 
-def xds_cluster(seeds: list[tuple[str, int]]) -> dict:
+def xds_cluster(seeds: list[tuple[str, int]], tls: dict | None = None) -> dict:
     """The seed nodes Envoy asks for the member clusters' endpoints (--eds). Any member serves them;
-    health checks on /health/live move Envoy's discovery stream to a live seed when its node dies."""
+    health checks on /health/live move Envoy's discovery stream to a live seed when its node dies.
+    ``tls`` as for the member clusters: a node with TLS takes no connection without a certificate."""
     return {
         "name": XDS_CLUSTER,
         **discovery(seeds),
@@ -299,6 +309,7 @@ def xds_cluster(seeds: list[tuple[str, int]]) -> dict:
         "typed_extension_protocol_options": h2_upstream(),
         "load_assignment": load_assignment(XDS_CLUSTER, seeds),
         "health_checks": [health_check("/health/live", XDS_HC_INTERVAL)],
+        **({"transport_socket": tls} if tls else {}),
     }
 
 
@@ -606,9 +617,11 @@ def build(args: argparse.Namespace) -> dict:
     if args.access_log:
         hcm["access_log"] = access_log(args.access_log)
 
+    node_tls = (upstream_transport_socket(args.node_tls_cert, args.node_tls_key, args.node_tls_ca)
+                if args.node_tls_cert else None)
     clusters = [
-        node_cluster("nodes_leader", nodes, "/health/leader", args.eds),
-        node_cluster("nodes_any", nodes, "/health/live", args.eds),
+        node_cluster("nodes_leader", nodes, "/health/leader", args.eds, node_tls),
+        node_cluster("nodes_any", nodes, "/health/live", args.eds, node_tls),
         aggregate_cluster(),
         plain_cluster("k6", *args.k6),
         plain_cluster("k6_dashboard", *args.k6_dashboard),
@@ -619,22 +632,26 @@ def build(args: argparse.Namespace) -> dict:
         clusters.append(plain_cluster("load_runner", *args.load_runner))
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
     if args.eds:
-        clusters.append(xds_cluster(nodes))
+        clusters.append(xds_cluster(nodes, node_tls))
+
+    listener = {
+        "name": "ingress",
+        "address": socket_address(listen_host, listen_port),
+        "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": hcm,
+        }]}],
+    }
+    if args.tls_cert:
+        listener = tls_listener(listener, args.tls_cert, args.tls_key)
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
         "admin": {"address": socket_address(admin_host, admin_port)},
         "overload_manager": limits.overload_manager(args),
         "static_resources": {
-            "listeners": [{
-                "name": "ingress",
-                "address": socket_address(listen_host, listen_port),
-                "per_connection_buffer_limit_bytes": 4 * 1024 * 1024,
-                "filter_chains": [{"filters": [{
-                    "name": "envoy.filters.network.http_connection_manager",
-                    "typed_config": hcm,
-                }]}],
-            }],
+            "listeners": [listener],
             "clusters": clusters,
         },
     }
@@ -726,6 +743,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "and their roles are then checked at the gateway too (roles.py), and a refused request "
                    "never reaches a node (default: not checked here; the nodes always check)")
     limits.add_arguments(p)
+    p.add_argument("--tls-cert", help="the gateway's certificate (PEM): clients then connect with TLS 1.2+ "
+                   "(ALPN h2, http/1.1); needs --tls-key (gateway_tls.py)")
+    p.add_argument("--tls-key", help="the private key of --tls-cert")
+    p.add_argument("--node-tls-cert", help="the gateway's client certificate for the nodes (PEM): Envoy then "
+                   "connects to the nodes, health checks and endpoint discovery included, with mutual TLS; "
+                   "needs --node-tls-key and --node-tls-ca")
+    p.add_argument("--node-tls-key", help="the private key of --node-tls-cert")
+    p.add_argument("--node-tls-ca", help="the cluster's CA (ca.pem): a node's certificate must be issued by it")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
                    help="wrap the YAML config in a Kubernetes ConfigMap (data key envoy.yaml)")
@@ -755,6 +780,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     problem = limits.check(a)
     if problem:
         p.error(problem)
+    if bool(a.tls_cert) != bool(a.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    node_tls = (a.node_tls_cert, a.node_tls_key, a.node_tls_ca)
+    if any(node_tls) and not all(node_tls):
+        p.error("--node-tls-cert, --node-tls-key and --node-tls-ca go together")
     if a.format is None:
         a.format = "json" if a.out.endswith(".json") else "yaml"
     return a

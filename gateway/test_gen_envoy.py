@@ -216,7 +216,7 @@ class ComposeImage(unittest.TestCase):
         self.assertIn('"-c", "/etc/envoy/envoy.yaml"', text)
         ignore = (REPO / "deploy/Dockerfile.envoy.dockerignore").read_text(encoding="utf-8").split()
         modules = ["gateway/gen_envoy.py", "gateway/local_replies.py", "gateway/limits.py",
-                   "gateway/roles.py", "gateway/roles.json"]
+                   "gateway/roles.py", "gateway/roles.json", "gateway/gateway_tls.py"]
         self.assertEqual(ignore, ["**"] + [f"!{m}" for m in modules])
         self.assertIn(f"COPY {' '.join(modules)} /gateway/", text)
 
@@ -630,6 +630,90 @@ class NodeCounts(unittest.TestCase):
                         sys.stderr = stderr
 
 
+def quiet_parse(argv: list[str]):
+    with open(os.devnull, "w") as devnull:
+        stderr, sys.stderr = sys.stderr, devnull
+        try:
+            return gen_envoy.parse_args(argv)
+        finally:
+            sys.stderr = stderr
+
+
+class Tls(unittest.TestCase):
+    def test_clients_get_tls_and_a_plaintext_connection_gets_the_reason(self):
+        # Proves: with a certificate the public listener sorts connections by their first bytes;
+        # TLS ones reach the API with the certificate, TLS 1.2+ and ALPN h2 and http/1.1; plaintext
+        # ones get a 400 naming the fix, and reach no node.
+        cfg = build("--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem")
+        (listener,) = cfg["static_resources"]["listeners"]
+        self.assertEqual([f["name"] for f in listener["listener_filters"]],
+                         ["envoy.filters.listener.tls_inspector"])
+        tls_chain, plain_chain = listener["filter_chains"]
+        self.assertEqual(tls_chain["filter_chain_match"], {"transport_protocol": "tls"})
+        self.assertEqual(tls_chain["filters"][0]["typed_config"]["stat_prefix"], "ingress")
+        ctx = tls_chain["transport_socket"]["typed_config"]["common_tls_context"]
+        self.assertEqual(ctx["alpn_protocols"], ["h2", "http/1.1"])
+        self.assertEqual(ctx["tls_params"], {"tls_minimum_protocol_version": "TLSv1_2"})
+        self.assertEqual(ctx["tls_certificates"], [{"certificate_chain": {"filename": "/c/gw.pem"},
+                                                    "private_key": {"filename": "/c/gw-key.pem"}}])
+        self.assertEqual(plain_chain["filter_chain_match"], {"transport_protocol": "raw_buffer"})
+        self.assertNotIn("transport_socket", plain_chain)
+        (route,) = plain_chain["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+        self.assertEqual(route["direct_response"]["status"], 400)
+        self.assertIn("https://", route["direct_response"]["body"]["inline_string"])
+
+    def test_without_a_certificate_the_listener_stays_plaintext(self):
+        (listener,) = build()["static_resources"]["listeners"]
+        self.assertNotIn("listener_filters", listener)
+        (chain,) = listener["filter_chains"]
+        self.assertNotIn("transport_socket", chain)
+        for c in build()["static_resources"]["clusters"]:
+            self.assertNotIn("transport_socket", c)
+
+    def test_member_clusters_and_their_health_checks_use_mutual_tls_when_given_a_client_cert(self):
+        # Proves: both member clusters (whose health checks use the cluster's transport socket)
+        # present the gateway's certificate, trust the cluster's CA and offer h2; no other cluster
+        # changes.
+        cfg = build("--node-tls-cert", "/c/gw.pem", "--node-tls-key", "/c/gw-key.pem", "--node-tls-ca", "/c/ca.pem")
+        for name in ("nodes_leader", "nodes_any"):
+            c = cluster(cfg, name)
+            tls = c["transport_socket"]["typed_config"]
+            self.assertTrue(tls["@type"].endswith("UpstreamTlsContext"))
+            ctx = tls["common_tls_context"]
+            self.assertEqual(ctx["alpn_protocols"], ["h2"])
+            self.assertEqual(ctx["validation_context"], {"trusted_ca": {"filename": "/c/ca.pem"}})
+            self.assertEqual(ctx["tls_certificates"][0]["certificate_chain"], {"filename": "/c/gw.pem"})
+            self.assertNotIn("transport_socket", c["health_checks"][0])
+        for c in cfg["static_resources"]["clusters"]:
+            if c["name"] not in ("nodes_leader", "nodes_any"):
+                self.assertNotIn("transport_socket", c, c["name"])
+        # With endpoint discovery, the seeds' cluster speaks to the same nodes: mutual TLS too.
+        eds = build("--eds", "--node-tls-cert", "/c/gw.pem", "--node-tls-key", "/c/gw-key.pem",
+                    "--node-tls-ca", "/c/ca.pem")
+        for name in ("nodes_leader", "nodes_any", "xds"):
+            self.assertIn("transport_socket", cluster(eds, name), name)
+
+    def test_half_given_tls_flags_are_refused(self):
+        for argv in (["--tls-cert", "a"], ["--tls-key", "a"],
+                     ["--node-tls-cert", "a", "--node-tls-key", "b"], ["--node-tls-ca", "c"]):
+            with self.subTest(argv=argv), self.assertRaises(SystemExit):
+                quiet_parse(argv)
+
+
+def make_certs(test: unittest.TestCase) -> dict[str, str]:
+    """A CA and a leaf it signed, made with openssl (envoy --mode validate loads the files)."""
+    d = tempfile.mkdtemp()
+    test.addCleanup(subprocess.run, ["rm", "-rf", d])
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=d)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", "ca-key.pem", "-out", "ca.pem", "-days", "1", "-subj", "/CN=test CA")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", "gw-key.pem", "-out", "gw.csr", "-subj", "/CN=gw")
+    run("openssl", "x509", "-req", "-in", "gw.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem",
+        "-CAcreateserial", "-out", "gw.pem", "-days", "1")
+    return {name: os.path.join(d, f"{name}.pem") for name in ("ca", "ca-key", "gw", "gw-key")}
+
+
 @unittest.skipUnless(os.environ.get("ENVOY"), "set ENVOY=/path/to/envoy to run envoy --mode validate")
 class EnvoyValidates(unittest.TestCase):
     def validate(self, text: str, suffix: str = ".yaml"):
@@ -665,6 +749,15 @@ class EnvoyValidates(unittest.TestCase):
             ["--eds"],
             ["--eds", "--nodes", "127.0.0.1:7002"],
             ["--k8s", "--eds"],
+        ]
+        certs = make_certs(self)
+        variants += [
+            ["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"]],
+            ["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"], "--node-tls-cert", certs["gw"],
+             "--node-tls-key", certs["gw-key"], "--node-tls-ca", certs["ca"]],
+            # Endpoint discovery from nodes that take only mutual TLS: the seeds' cluster uses it too.
+            ["--eds", "--node-tls-cert", certs["gw"], "--node-tls-key", certs["gw-key"],
+             "--node-tls-ca", certs["ca"]],
         ]
         for argv in variants:
             with self.subTest(argv=argv):

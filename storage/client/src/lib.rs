@@ -16,7 +16,7 @@ use strata_proto::v1::{
     StatusResponse, TxnRequest, TxnResponse, batch_op, scan_request,
 };
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 pub use backup::Restored;
 pub use credential::{Credential, Transport};
@@ -104,6 +104,18 @@ pub struct ScanPage {
     pub next_page_token: Vec<u8>,
 }
 
+/// What a client trusts and shows over TLS (an `https://` endpoint).
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// The CA certificates (PEM) a server's certificate must chain to: the
+    /// cluster's `ca.pem` (`strata tls init`), or whoever issued the
+    /// gateway's. None: the endpoint must be `http://`.
+    pub ca_pem: Option<Vec<u8>>,
+    /// A certificate and its key (PEM) to show the server, for a node that
+    /// requires one (`strata tls cert`).
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
 /// A cheap-to-clone client over one HTTP/2 connection.
 #[derive(Clone)]
 pub struct Client {
@@ -119,19 +131,28 @@ pub struct Client {
 impl Client {
     /// Connects to `endpoint` such as `http://127.0.0.1:8080`.
     pub async fn connect(endpoint: &str) -> Result<Self, ClientError> {
-        let channel = Endpoint::from_shared(endpoint.to_string())
-            .map_err(|source| ClientError::Connect {
-                endpoint: endpoint.to_string(),
-                source,
-            })?
+        Self::connect_tls(endpoint, &TlsOptions::default()).await
+    }
+
+    /// Connects to `endpoint`; an `https://` one with TLS, trusting
+    /// `tls.ca_pem` (ALPN h2) and showing `tls.identity` when asked.
+    pub async fn connect_tls(endpoint: &str, tls: &TlsOptions) -> Result<Self, ClientError> {
+        let failed = |source| ClientError::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        };
+        let mut builder = Endpoint::from_shared(endpoint.to_string())
+            .map_err(failed)?
             .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .map_err(|source| ClientError::Connect {
-                endpoint: endpoint.to_string(),
-                source,
-            })?;
+            .tcp_nodelay(true);
+        if let Some(ca) = &tls.ca_pem {
+            let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca));
+            if let Some((cert, key)) = &tls.identity {
+                config = config.identity(Identity::from_pem(cert, key));
+            }
+            builder = builder.tls_config(config).map_err(failed)?;
+        }
+        let channel = builder.connect().await.map_err(failed)?;
         Ok(Self::from_channel(channel))
     }
 

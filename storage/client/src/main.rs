@@ -10,6 +10,7 @@ use strata_client::proto_backup::BackupInfo;
 use strata_client::{Client, ScanSelector, WatchSelector};
 
 mod auth_cmd;
+mod tls_cmd;
 mod txn_args;
 
 #[derive(Parser)]
@@ -36,6 +37,18 @@ struct Cli {
     /// A file holding the token (`./dev up` writes one for the demo).
     #[arg(long, global = true, env = "STRATA_TOKEN_FILE")]
     token_file: Option<std::path::PathBuf>,
+    /// The CA certificate (PEM) the endpoint's certificate must chain to,
+    /// for an `https://` endpoint: the cluster's `ca.pem` (`strata tls
+    /// init`) or whoever issued the gateway's.
+    #[arg(long, global = true, env = "STRATA_CA_FILE")]
+    ca_file: Option<std::path::PathBuf>,
+    /// A certificate (PEM) to show the endpoint: a node with TLS on asks
+    /// every caller for one issued by the cluster's CA (`strata tls cert`).
+    #[arg(long, global = true, env = "STRATA_CERT_FILE", requires_all = ["key_file", "ca_file"])]
+    cert_file: Option<std::path::PathBuf>,
+    /// The private key of --cert-file.
+    #[arg(long, global = true, env = "STRATA_KEY_FILE", requires = "cert_file")]
+    key_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -51,6 +64,29 @@ impl Cli {
             (None, None) => Ok(None),
         }
     }
+
+    /// What the client trusts and shows over TLS, read from the files given.
+    fn tls(&self) -> anyhow::Result<strata_client::TlsOptions> {
+        let read = |path: &std::path::PathBuf, what: &str| {
+            std::fs::read(path).with_context(|| format!("reading the {what} {}", path.display()))
+        };
+        let ca_pem = self
+            .ca_file
+            .as_ref()
+            .map(|p| read(p, "CA file"))
+            .transpose()?;
+        let identity = match (&self.cert_file, &self.key_file) {
+            (Some(cert), Some(key)) => Some((read(cert, "certificate")?, read(key, "key")?)),
+            _ => None,
+        };
+        if ca_pem.is_some() != self.endpoint.starts_with("https://") {
+            anyhow::bail!(
+                "--ca-file goes with an https:// endpoint, and an https:// endpoint needs --ca-file (endpoint {})",
+                self.endpoint
+            );
+        }
+        Ok(strata_client::TlsOptions { ca_pem, identity })
+    }
 }
 
 #[derive(Subcommand)]
@@ -59,6 +95,11 @@ enum Cmd {
     Auth {
         #[command(subcommand)]
         action: auth_cmd::AuthCmd,
+    },
+    /// The cluster's CA and its certificates (offline: no cluster needed).
+    Tls {
+        #[command(subcommand)]
+        action: tls_cmd::TlsCmd,
     },
     /// Store a value (from the argument, or stdin with `-`).
     Put {
@@ -263,7 +304,10 @@ async fn main() -> anyhow::Result<()> {
     if let Cmd::Auth { action } = cli.command {
         return auth_cmd::run(action, &mut out);
     }
-    let mut client = Client::connect(&cli.endpoint).await?;
+    if let Cmd::Tls { action } = cli.command {
+        return tls_cmd::run(action, &mut out);
+    }
+    let mut client = Client::connect_tls(&cli.endpoint, &cli.tls()?).await?;
     if let Some(token) = cli.token()? {
         client = client.with_token(&token)?;
     }
@@ -409,7 +453,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Cmd::Snapshot { action } => snapshot(&client, action, &mut out).await?,
-        Cmd::Auth { .. } => unreachable!("run before connecting"),
+        Cmd::Auth { .. } | Cmd::Tls { .. } => unreachable!("run before connecting"),
         Cmd::Member { action } => {
             let members = match action {
                 MemberCmd::List => client.members().await?,

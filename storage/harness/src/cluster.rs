@@ -339,6 +339,8 @@ impl Cluster {
             access_log: Some(self.dir.path().join("envoy-access.log")),
             jwks: Some(self.auth.jwks().to_path_buf()),
             extra_args: self.gateway_args.clone(),
+            tls: None,
+            node_tls: None,
         }
         .write_config(&cfg)?;
         let child = self

@@ -73,6 +73,10 @@ pub struct NodeSpec {
     /// The token the node sends with its own requests (`--token-file`).
     #[serde(default)]
     pub token_file: Option<PathBuf>,
+    /// Its certificate and the cluster's CA: it then serves and connects
+    /// with mutual TLS (`--tls-cert`, `--tls-key`, `--tls-ca`).
+    #[serde(default)]
+    pub tls: Option<crate::tls::MutualFiles>,
 }
 
 impl NodeSpec {
@@ -94,6 +98,7 @@ impl NodeSpec {
             auth_jwks: None,
             anonymous_role: None,
             token_file: None,
+            tls: None,
         }
     }
 
@@ -128,6 +133,15 @@ impl NodeSpec {
         }
         if let Some(file) = &self.token_file {
             args.extend(["--token-file".into(), file.display().to_string()]);
+        }
+        if let Some(tls) = &self.tls {
+            for (flag, path) in [
+                ("--tls-cert", &tls.cert),
+                ("--tls-key", &tls.key),
+                ("--tls-ca", &tls.ca),
+            ] {
+                args.extend([flag.to_string(), path.display().to_string()]);
+            }
         }
         args.extend(self.extra_args.iter().cloned());
         CommandLine {

@@ -52,6 +52,13 @@ pub struct GatewaySpec {
     /// timeouts), when not its defaults.
     #[serde(default)]
     pub extra_args: Vec<String>,
+    /// The gateway's certificate: clients then connect with TLS.
+    #[serde(default)]
+    pub tls: Option<crate::tls::CertFiles>,
+    /// The gateway's certificate for the nodes and the CA it trusts them
+    /// with: Envoy then connects to the nodes with mutual TLS.
+    #[serde(default)]
+    pub node_tls: Option<crate::tls::MutualFiles>,
 }
 
 impl GatewaySpec {
@@ -86,6 +93,15 @@ impl GatewaySpec {
         }
         if let Some(jwks) = &self.jwks {
             cmd.arg("--jwks").arg(jwks);
+        }
+        if let Some(tls) = &self.tls {
+            cmd.arg("--tls-cert").arg(&tls.cert);
+            cmd.arg("--tls-key").arg(&tls.key);
+        }
+        if let Some(tls) = &self.node_tls {
+            cmd.arg("--node-tls-cert").arg(&tls.cert);
+            cmd.arg("--node-tls-key").arg(&tls.key);
+            cmd.arg("--node-tls-ca").arg(&tls.ca);
         }
         let output = cmd
             .args(&self.extra_args)
@@ -135,6 +151,8 @@ mod tests {
             access_log: None,
             jwks: None,
             extra_args: Vec::new(),
+            tls: None,
+            node_tls: None,
         }
         .write_config(&out)
         .unwrap();
@@ -166,6 +184,8 @@ mod tests {
             access_log: None,
             jwks: None,
             extra_args: Vec::new(),
+            tls: None,
+            node_tls: None,
         }
         .write_config(&out)
         .unwrap();
@@ -192,6 +212,8 @@ mod tests {
             access_log: None,
             jwks: None,
             extra_args: Vec::new(),
+            tls: None,
+            node_tls: None,
         }
         .write_config(&dir.path().join("envoy.yaml"))
         .unwrap_err();

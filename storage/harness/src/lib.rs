@@ -33,6 +33,7 @@ pub mod load_runner;
 pub mod local;
 pub mod otlp;
 pub mod run_dir;
+pub mod tls;
 
 pub use cluster::{Cluster, NodeSlot};
 

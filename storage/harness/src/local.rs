@@ -62,6 +62,9 @@ pub struct UpOptions {
     /// What the nodes let requests without a token do (`none`, `read`,
     /// `write`).
     pub anonymous_role: String,
+    /// Clients connect to the gateway with TLS, and the gateway and the
+    /// nodes to the nodes with mutual TLS (`crate::tls`).
+    pub tls: bool,
 }
 
 /// The load runner (`strata-cluster load-runner`): it serves on `listen`
@@ -96,6 +99,10 @@ pub struct Layout {
     /// The load runner started with the cluster, if any.
     #[serde(default)]
     pub load_runner: Option<LoadRunnerSpec>,
+    /// Where the cluster's CA and certificates are kept, when it runs with
+    /// TLS.
+    #[serde(default)]
+    pub tls_dir: Option<PathBuf>,
 }
 
 const ADDR: &str = "127.0.0.1";
@@ -118,6 +125,7 @@ impl Layout {
             .map(|id| Ok((id, format!("{ADDR}:{}", port(id)?))))
             .collect::<Result<Vec<_>>>()?;
         let auth_dir = Self::auth_dir(run);
+        let tls_dir = opts.tls.then(|| Self::tls_dir(run));
         let nodes = peers
             .iter()
             .map(|(id, listen)| {
@@ -128,6 +136,9 @@ impl Layout {
                     run.data().join(node_name(*id)),
                 );
                 crate::auth::configure(&mut spec, &auth_dir, &opts.anonymous_role);
+                spec.tls = tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::mutual_files(dir, &node_name(*id)));
                 spec.io_threads = opts.threads;
                 if let Some(dir) = &opts.console_dir {
                     spec.extra_args
@@ -178,6 +189,12 @@ impl Layout {
                 access_log: None,
                 jwks: Some(crate::auth::jwks_file(&auth_dir)),
                 extra_args: Vec::new(),
+                tls: tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::cert_files(dir, crate::tls::GATEWAY)),
+                node_tls: tls_dir
+                    .as_ref()
+                    .map(|dir| crate::tls::mutual_files(dir, crate::tls::GATEWAY)),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -186,6 +203,7 @@ impl Layout {
                 auth_jwks: Some(crate::auth::jwks_file(&auth_dir)),
                 ..r
             }),
+            tls_dir,
         })
     }
 
@@ -196,6 +214,22 @@ impl Layout {
     /// Where the cluster's key pair is kept (`crate::auth`).
     fn auth_dir(run: &RunDir) -> PathBuf {
         run.root().join("auth")
+    }
+
+    /// Where the cluster's CA and certificates are kept (`crate::tls`).
+    fn tls_dir(run: &RunDir) -> PathBuf {
+        run.root().join("tls")
+    }
+
+    /// The CA clients trust the gateway with, when it has TLS.
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.tls_dir.as_deref().map(crate::tls::ca_file)
+    }
+
+    /// An HTTP client for the gateway (trusting the cluster's CA when it
+    /// has TLS).
+    pub fn http_client(&self, timeout: Duration) -> Result<reqwest::Client> {
+        crate::tls::http_client(self.tls_dir.as_deref(), timeout)
     }
 
     /// The admin token written at every start, for `strata --token-file`
@@ -219,7 +253,12 @@ impl Layout {
     }
 
     pub fn gateway_url(&self) -> String {
-        format!("http://{}", self.gateway.listen)
+        let scheme = if self.gateway.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.gateway.listen)
     }
 
     /// Every process name of this layout.
@@ -242,6 +281,11 @@ impl Layout {
         // token for the operator.
         let auth = ClusterAuth::open_or_create(&Self::auth_dir(run))?;
         auth.write_admin_token(&Self::admin_token_file(run))?;
+        if let Some(dir) = &self.tls_dir {
+            let mut names = vec![crate::tls::GATEWAY.to_string()];
+            names.extend(self.nodes.iter().map(|n| node_name(n.id)));
+            crate::tls::open_or_create(dir, &names)?;
+        }
         if let Some(viewer) = &self.traces {
             let config = run.root().join("jaeger.yaml");
             viewer.write_config(&config)?;
@@ -294,6 +338,9 @@ impl Layout {
     /// gateway learns of it from the members (EDS) once it is added.
     pub fn add_joining_node(&mut self, run: &RunDir, id: u64) -> Result<u32> {
         let spec = self.joining_node(run, id)?;
+        if let Some(dir) = &self.tls_dir {
+            crate::tls::open_or_create(dir, &[node_name(id)])?;
+        }
         std::fs::create_dir_all(&spec.data_dir)?;
         let pid = run.spawn(&node_name(id), &spec.command_line(&self.node_bin))?;
         self.nodes.push(spec);
@@ -327,15 +374,17 @@ impl Layout {
         spec.auth_jwks = template.auth_jwks.clone();
         spec.anonymous_role = template.anonymous_role.clone();
         spec.token_file = template.token_file.clone();
+        spec.tls = self
+            .tls_dir
+            .as_ref()
+            .map(|dir| crate::tls::mutual_files(dir, &node_name(id)));
         Ok(spec)
     }
 
     /// Waits until the gateway routes to a leader (and serves the console,
     /// when there is one); fails at once when a process has exited.
     pub async fn wait_healthy(&self, run: &RunDir, timeout: Duration) -> Result<()> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(1))
-            .build()?;
+        let http = self.http_client(Duration::from_secs(1))?;
         let mut pending = vec![(
             "leader via gateway",
             format!("{}/health/leader", self.gateway_url()),
@@ -420,6 +469,7 @@ mod tests {
             canary: true,
             load_runner: None,
             anonymous_role: "write".into(),
+            tls: false,
         }
     }
 

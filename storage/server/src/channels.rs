@@ -5,20 +5,24 @@
 //! address changes), connects lazily and reconnects by itself.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use strata_raft::Members;
-use tonic::transport::{Channel, Endpoint};
+use strata_tls::rustls::ClientConfig;
+use tonic::transport::{Channel, Endpoint, Uri};
 
 /// The members of the cluster and a channel to each other one.
 pub struct MemberChannels {
     self_id: u64,
     members: Members,
     channels: Mutex<HashMap<u64, (String, Channel)>>,
+    /// With TLS: how to connect to the other members (`crate::tls_net`).
+    tls: Option<Arc<ClientConfig>>,
 }
 
-fn lazy_channel(address: &str) -> Option<Channel> {
+fn lazy_channel(address: &str, tls: Option<Arc<ClientConfig>>) -> Option<Channel> {
     let endpoint = Endpoint::from_shared(format!("http://{address}"))
         .ok()?
         .connect_timeout(Duration::from_millis(250))
@@ -26,7 +30,15 @@ fn lazy_channel(address: &str) -> Option<Channel> {
         .http2_keep_alive_interval(Duration::from_secs(5))
         .keep_alive_timeout(Duration::from_secs(2))
         .keep_alive_while_idle(true);
-    Some(endpoint.connect_lazy())
+    match tls {
+        None => Some(endpoint.connect_lazy()),
+        Some(tls) => {
+            let connector = tower::service_fn(move |uri: Uri| {
+                crate::tls_net::connect(uri, &[], Some(tls.clone()))
+            });
+            Some(endpoint.connect_with_connector_lazy(connector))
+        }
+    }
 }
 
 impl MemberChannels {
@@ -36,7 +48,14 @@ impl MemberChannels {
             self_id,
             members,
             channels: Mutex::new(HashMap::new()),
+            tls: None,
         }
+    }
+
+    /// These channels, connecting with TLS (`crate::tls_net`).
+    pub fn with_tls(mut self, tls: Option<Arc<ClientConfig>>) -> Self {
+        self.tls = tls;
+        self
     }
 
     pub fn self_id(&self) -> u64 {
@@ -64,7 +83,7 @@ impl MemberChannels {
         {
             return Some(ch.clone());
         }
-        let ch = lazy_channel(&address)?;
+        let ch = lazy_channel(&address, self.tls.clone())?;
         channels.insert(id, (address, ch.clone()));
         Some(ch)
     }
@@ -81,6 +100,6 @@ impl MemberChannels {
         if id == self.self_id {
             return None;
         }
-        crate::peer_net::peer_channel(&self.members.address(id)?)
+        crate::peer_net::peer_channel(&self.members.address(id)?, self.tls.clone())
     }
 }

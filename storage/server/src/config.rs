@@ -96,6 +96,19 @@ pub struct NodeConfig {
     /// every request is anonymous.
     #[arg(long, env = "STRATA_AUTH_JWKS")]
     pub auth_jwks: Option<PathBuf>,
+    /// This node's certificate (PEM, `strata tls cert`), valid for the
+    /// address the others reach it by. With it the node serves its port
+    /// with TLS only, asks every caller (peers, the gateway, clients) for a
+    /// certificate issued by --tls-ca, and connects to the other members
+    /// with it. Read again when the file changes.
+    #[arg(long, env = "STRATA_TLS_CERT", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (read again when the file changes).
+    #[arg(long, env = "STRATA_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The cluster's CA certificate (`ca.pem` from `strata tls init`).
+    #[arg(long, env = "STRATA_TLS_CA", requires = "tls_cert")]
+    pub tls_ca: Option<PathBuf>,
     /// What a request without a token may do: none, read, or read and
     /// write (never admin).
     #[arg(long, env = "STRATA_ANONYMOUS_ROLE", default_value = "none")]
@@ -312,6 +325,9 @@ impl NodeConfig {
             slow_request_ms: 100,
             trace_link: None,
             auth_jwks: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
             anonymous_role: Default::default(),
             token_file: None,
             canary: Default::default(),
@@ -323,6 +339,20 @@ impl NodeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_flags_go_together() {
+        // Proves: a certificate without its key or the CA is refused at
+        // parse time, and the three together parse.
+        let base = ["strata-node", "--id", "1", "--data-dir", "/d"];
+        let with =
+            |extra: &[&str]| NodeConfig::try_parse_from(base.iter().chain(extra.iter()).copied());
+        assert!(with(&["--tls-cert", "c"]).is_err());
+        assert!(with(&["--tls-cert", "c", "--tls-key", "k"]).is_err());
+        assert!(with(&["--tls-ca", "a"]).is_err());
+        let cfg = with(&["--tls-cert", "c", "--tls-key", "k", "--tls-ca", "a"]).unwrap();
+        assert_eq!(cfg.tls_ca, Some(PathBuf::from("a")));
+    }
 
     #[test]
     fn peers_parse_and_include_self() {

@@ -41,6 +41,7 @@ pub mod space;
 pub mod stats;
 pub mod telemetry;
 pub mod ticker;
+pub mod tls_net;
 pub mod transport;
 pub mod validate;
 pub mod watch;

@@ -58,6 +58,8 @@ pub struct Node {
     peer_app: Router,
     /// The threads that carry the raft transport's control lane, both ways.
     peer_net: PeerNet,
+    /// With `--tls-cert`: what the port serves with (`crate::tls_net`).
+    tls: Option<strata_tls::NodeTls>,
     /// Tells the raft transport's streams and the cluster watch that the
     /// node is stopping.
     stopping: watch::Sender<bool>,
@@ -128,7 +130,18 @@ impl Node {
         // The configured members; once the group has stored its own directory
         // (after any membership change), the stored one takes over at start.
         let directory = Members::new(members.clone());
-        let channels = Arc::new(MemberChannels::new(config.id, directory.clone()));
+        let tls = match (&config.tls_cert, &config.tls_key, &config.tls_ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(
+                strata_tls::NodeTls::load(cert, key, ca)
+                    .context("loading --tls-cert/--tls-key/--tls-ca")?,
+            ),
+            (None, None, None) => None,
+            _ => anyhow::bail!("--tls-cert, --tls-key and --tls-ca go together"),
+        };
+        let channels = Arc::new(
+            MemberChannels::new(config.id, directory.clone())
+                .with_tls(tls.as_ref().map(|t| t.client.clone())),
+        );
         let slot = Arc::new(OnceLock::new());
         let peer_net = PeerNet::start().context("starting the raft network threads")?;
         let transport = GrpcTransport::new(
@@ -264,6 +277,7 @@ impl Node {
             app,
             peer_app,
             peer_net,
+            tls,
             stopping,
             watcher,
             stats_task,
@@ -307,6 +321,7 @@ impl Node {
             app,
             peer_app,
             peer_net,
+            tls,
             stopping,
             watcher,
             stats_task,
@@ -326,7 +341,11 @@ impl Node {
             api,
             peers,
             accepting,
-        } = crate::peer_net::split(listener, &peer_net.handle())?;
+        } = crate::peer_net::split(
+            listener,
+            &peer_net.handle(),
+            tls.as_ref().map(|t| &t.server),
+        )?;
         let mut peers_stopping = stopping.subscribe();
         peer_net.handle().spawn(async move {
             let stopped = async move {

@@ -17,18 +17,26 @@
 //! The port stays one: peers, proxies and firewalls see no change, and a
 //! peer that connects without the preface is still served by the API's
 //! router, which keeps the raft service too.
+//!
+//! With TLS (`crate::tls_net`) the preface is still written in the clear
+//! and TLS starts after it, on both sides.
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use strata_tls::rustls::{ClientConfig, ServerConfig};
+use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::either::Either;
 use tonic::transport::{Channel, Endpoint, Uri};
+
+use crate::tls_net;
 
 /// What a raft peer writes before HTTP/2 on a control-lane connection. No
 /// HTTP/1.1 request line and no HTTP/2 connection preface starts this way.
@@ -82,50 +90,87 @@ impl Drop for PeerNet {
 
 /// A lazily connecting channel to a member's port whose connections start
 /// with [`PEER_PREFACE`]. Its connections are driven by the runtime it is
-/// made in: make it inside [`PeerNet`].
-pub fn peer_channel(address: &str) -> Option<Channel> {
+/// made in: make it inside [`PeerNet`]. With `tls`, TLS starts after the
+/// preface.
+pub fn peer_channel(address: &str, tls: Option<Arc<ClientConfig>>) -> Option<Channel> {
     let endpoint = Endpoint::from_shared(format!("http://{address}"))
         .ok()?
         .connect_timeout(Duration::from_millis(250))
         .http2_keep_alive_interval(Duration::from_secs(5))
         .keep_alive_timeout(Duration::from_secs(2))
         .keep_alive_while_idle(true);
-    let connector = tower::service_fn(|uri: Uri| async move {
-        let authority = uri
-            .authority()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address in the uri"))?
-            .to_string();
-        let mut tcp = TcpStream::connect(authority).await?;
-        tcp.set_nodelay(true)?;
-        tcp.write_all(PEER_PREFACE).await?;
-        Ok::<_, io::Error>(TokioIo::new(tcp))
-    });
+    let connector =
+        tower::service_fn(move |uri: Uri| tls_net::connect(uri, PEER_PREFACE, tls.clone()));
     Some(endpoint.connect_with_connector_lazy(connector))
 }
 
 /// The connections of one side of a [`split`] port, as a listener for
 /// `axum::serve`. Each connection is handed over unregistered and joins the
-/// runtime of the server that accepts it.
+/// runtime of the server that accepts it. With TLS, each handshake runs as
+/// a task of its own there, and a connection is handed to the server once
+/// its handshake is done; one that fails (no certificate, or one the
+/// cluster's CA did not issue) is closed and never served.
 pub struct Accepted {
     connections: mpsc::Receiver<(std::net::TcpStream, SocketAddr)>,
     local: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    handshakes: JoinSet<io::Result<(tls_net::Accepted, SocketAddr)>>,
+    closed: bool,
+}
+
+impl Accepted {
+    fn new(
+        connections: mpsc::Receiver<(std::net::TcpStream, SocketAddr)>,
+        local: SocketAddr,
+        tls: Option<&Arc<ServerConfig>>,
+    ) -> Self {
+        Accepted {
+            connections,
+            local,
+            tls: tls.map(tls_net::acceptor),
+            handshakes: JoinSet::new(),
+            closed: false,
+        }
+    }
 }
 
 impl axum::serve::Listener for Accepted {
-    type Io = TcpStream;
+    type Io = tls_net::Accepted;
     type Addr = SocketAddr;
 
-    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+    async fn accept(&mut self) -> (tls_net::Accepted, SocketAddr) {
         loop {
-            let Some((tcp, from)) = self.connections.recv().await else {
-                // The accepting task ended (the node is stopping): nothing
-                // more will come, and the server's graceful shutdown ends
-                // its loop.
-                return std::future::pending().await;
-            };
-            match TcpStream::from_std(tcp) {
-                Ok(tcp) => return (tcp, from),
-                Err(e) => tracing::warn!(error = %e, "cannot serve an accepted connection"),
+            tokio::select! {
+                next = self.connections.recv(), if !self.closed => {
+                    let Some((tcp, from)) = next else {
+                        // The accepting task ended (the node is stopping):
+                        // nothing more will come, and the server's graceful
+                        // shutdown ends its loop.
+                        self.closed = true;
+                        continue;
+                    };
+                    let tcp = match TcpStream::from_std(tcp) {
+                        Ok(tcp) => tcp,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot serve an accepted connection");
+                            continue;
+                        }
+                    };
+                    match &self.tls {
+                        None => return (Either::Left(tcp), from),
+                        Some(acceptor) => {
+                            self.handshakes.spawn(tls_net::accept(acceptor.clone(), tcp, from));
+                        }
+                    }
+                }
+                Some(done) = self.handshakes.join_next(), if !self.handshakes.is_empty() => {
+                    match done {
+                        Ok(Ok(accepted)) => return accepted,
+                        Ok(Err(e)) => tracing::warn!(error = %e, "refused a connection: TLS handshake failed"),
+                        Err(e) => tracing::warn!(error = %e, "a TLS handshake task failed"),
+                    }
+                }
+                else => return std::future::pending().await,
             }
         }
     }
@@ -147,8 +192,13 @@ pub struct Split {
 /// that a peer's new connection is taken while the request runtime is
 /// busy), and sorts every connection by its first bytes: those that start
 /// with [`PEER_PREFACE`] (consumed) to `peers`, all others, untouched, to
-/// `api`. Every connection gets `TCP_NODELAY`.
-pub fn split(listener: TcpListener, on: &Handle) -> io::Result<Split> {
+/// `api`. Every connection gets `TCP_NODELAY`. With `tls`, both sides
+/// serve only connections that complete a TLS handshake with it.
+pub fn split(
+    listener: TcpListener,
+    on: &Handle,
+    tls: Option<&Arc<ServerConfig>>,
+) -> io::Result<Split> {
     let local = listener.local_addr()?;
     let listener = listener.into_std()?;
     let (api_tx, api_rx) = mpsc::channel(BACKLOG);
@@ -197,14 +247,8 @@ pub fn split(listener: TcpListener, on: &Handle) -> io::Result<Split> {
         }
     });
     Ok(Split {
-        api: Accepted {
-            connections: api_rx,
-            local,
-        },
-        peers: Accepted {
-            connections: peer_rx,
-            local,
-        },
+        api: Accepted::new(api_rx, local, tls),
+        peers: Accepted::new(peer_rx, local, tls),
         accepting,
     })
 }
@@ -235,6 +279,7 @@ async fn is_peer(tcp: &TcpStream) -> io::Result<bool> {
 mod tests {
     use axum::Router;
     use axum::routing::get;
+    use tokio::io::AsyncWriteExt;
 
     use super::*;
 
@@ -246,7 +291,7 @@ mod tests {
             api,
             peers,
             accepting,
-        } = split(listener, &Handle::current()).unwrap();
+        } = split(listener, &Handle::current(), None).unwrap();
         let named = |name: &'static str| Router::new().route("/", get(move || async move { name }));
         tokio::spawn(async move { axum::serve(api, named("api")).await });
         tokio::spawn(async move { axum::serve(peers, named("peer")).await });

@@ -191,6 +191,12 @@ struct Up {
     #[arg(long, default_value = strata_harness::auth::LOCAL_ANONYMOUS_ROLE,
           value_parser = ["none", "read", "write"])]
     anonymous_role: String,
+    /// Run with TLS: clients connect to the gateway with TLS, and the
+    /// gateway and the nodes connect to the nodes with mutual TLS, all with
+    /// certificates of the cluster's own CA (made in RUN_DIR/tls on the
+    /// first start; clients trust RUN_DIR/tls/ca/ca.pem).
+    #[arg(long, conflicts_with = "load_port")]
+    tls: bool,
     /// Further flags for every node.
     #[arg(last = true)]
     node_args: Vec<String>,
@@ -448,6 +454,8 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 access_log: None,
                 jwks,
                 extra_args: Vec::new(),
+                tls: None,
+                node_tls: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -515,6 +523,7 @@ async fn cmd_up(up: Up) -> Result<()> {
         trace_sampling: up.trace_sampling,
         canary: !up.no_canary,
         anonymous_role: up.anonymous_role,
+        tls: up.tls,
         load_runner: match up.load_port {
             Some(port) => Some(LoadRunnerSpec {
                 launcher: std::env::current_exe().context("finding strata-cluster itself")?,
@@ -567,9 +576,22 @@ async fn cmd_up(up: Up) -> Result<()> {
             "  load runner            {gw}/load/run (k6's REST API: {gw}/k6/v1/status, its events: {gw}/k6/events)"
         );
     }
+    if let Some(ca) = layout.ca_file() {
+        println!("  the gateway's CA       {}", ca.display());
+        println!(
+            "    export STRATA_ENDPOINT={gw} STRATA_CA_FILE={}",
+            ca.display()
+        );
+        println!("    curl --cacert {} {gw}/v1/cluster/status", ca.display());
+    }
     println!("  Envoy admin            http://{}", layout.gateway.admin);
+    let (node_scheme, node_note) = if layout.tls_dir.is_some() {
+        ("https", " (mutual TLS: a certificate of the cluster's CA)")
+    } else {
+        ("http", "")
+    };
     for n in &layout.nodes {
-        println!("  node {:<18}http://{}", n.id, n.listen);
+        println!("  node {:<18}{node_scheme}://{}{node_note}", n.id, n.listen);
     }
     if let Some(viewer) = &layout.traces {
         println!("  traces (Jaeger)        {}", viewer.ui_url());
@@ -658,9 +680,10 @@ async fn cmd_trace(run_dir: PathBuf, operation: String, id: Option<String>) -> R
 
 /// "leader N (term T)" as the gateway reports it.
 async fn cluster_status(layout: &Layout) -> Option<String> {
-    let status: serde_json::Value = reqwest::Client::new()
+    let status: serde_json::Value = layout
+        .http_client(Duration::from_secs(2))
+        .ok()?
         .get(format!("{}/v1/cluster/status", layout.gateway_url()))
-        .timeout(Duration::from_secs(2))
         .send()
         .await
         .ok()?

@@ -110,7 +110,7 @@ fn a_peer_is_heard_while_every_request_worker_is_busy() {
         .build()
         .unwrap();
     peer_side.block_on(async {
-        let channel = peer_channel(&address.to_string()).unwrap();
+        let channel = peer_channel(&address.to_string(), None).unwrap();
         let sent = tokio::time::timeout(
             HEARD_WITHIN,
             RaftClient::new(channel).send(RaftBatch {
