@@ -185,12 +185,15 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
             answers
         });
     }
-    // Meanwhile, the other client reads and writes as usual: never refused
-    // 429 (a busy node's own 503 / 504 is retried, as any client would).
+    // Meanwhile, the other client reads and writes as usual, within its own
+    // rate (a request every 250 ms, under 5 a second): never refused 429
+    // (a busy node's own 503 / 504 is retried, as any client would).
+    let pace = Duration::from_millis(250);
     for i in 0..3 {
         let url = format!("{gw}/v1/kv/bystander/{i}");
         let mut tries = 0;
         loop {
+            tokio::time::sleep(pace).await;
             let put = bystander.put(&url).body("v").send().await.unwrap();
             let status = put.status();
             let body = put.text().await.unwrap();
@@ -206,6 +209,7 @@ async fn a_flooding_client_is_refused_429_and_its_refused_writes_are_not_applied
             assert!(tries < 10, "the bystander is not served: {status} {body}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        tokio::time::sleep(pace).await;
         let get = bystander.get(&url).send().await.unwrap();
         assert_eq!(get.status(), StatusCode::OK);
     }
