@@ -129,6 +129,7 @@ ready() {  # ready NODE: the node's /health/ready answers 200, asked inside its 
 status() {  # status: /v1/cluster/status through the gateway
   curl -fsS -m 3 -H "Authorization: Bearer $admin_token" "$GATEWAY/v1/cluster/status"
 }
+code() { curl -sS -m 5 -o "$DIR/body" -w '%{http_code}' "$@"; }
 leader_of() { python3 -c 'import json, sys; print(json.load(sys.stdin).get("leader_id") or "")'; }
 deadline=$(( $(date +%s) + 120 ))
 pending=(node1 node2 node3)
@@ -140,15 +141,19 @@ while [ "${#pending[@]}" -gt 0 ]; do
   [ "${#pending[@]}" -eq 0 ] || sleep 1
 done
 leader=""
-until leader="$(status 2>/dev/null | leader_of)" && [ -n "$leader" ]; do
-  [ "$(date +%s)" -lt "$deadline" ] || fail "no leader through the gateway after 120 s"
+while :; do
+  got=$(code -H "Authorization: Bearer $admin_token" "$GATEWAY/v1/cluster/status" || true)
+  case "$got" in
+    200) leader="$(leader_of < "$DIR/body")"; [ -z "$leader" ] || break ;;
+    401|403) fail "GET /v1/cluster/status with the admin token answered $got: $(cat "$DIR/body")" ;;
+  esac
+  [ "$(date +%s)" -lt "$deadline" ] || fail "no leader through the gateway after 120 s (last answer: $got)"
   sleep 0.5
 done
 healthy_s=$(secs "$t")
 say "healthy in $healthy_s s: node1..3 ready, leader node$leader"
 
 # -- 5. a put and its read-back through the gateway, and the refusals
-code() { curl -sS -m 5 -o "$DIR/body" -w '%{http_code}' "$@"; }
 value="compose-$(date +%s%N)"
 trace_id="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 got=$(code -X PUT --data-binary "$value" -H "Authorization: Bearer $write_token" \
