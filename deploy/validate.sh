@@ -68,6 +68,7 @@ if command -v "$ENVOY" >/dev/null 2>&1; then
   # deploy/Dockerfile.envoy generates it, and the committed ConfigMap's payload.
   python3 gateway/gen_envoy.py --eds --out "$tmp/demo.yaml"
   compose_args="$(sed -n 's|^RUN python3 /gateway/gen_envoy.py \(.*\) --out .*$|\1|p' deploy/Dockerfile.envoy)"
+  [ -n "$compose_args" ] || { echo "FAIL deploy/Dockerfile.envoy runs no 'python3 /gateway/gen_envoy.py ARGS --out FILE'"; failures+=("compose generator arguments"); }
   # shellcheck disable=SC2086 # the Dockerfile's arguments, split as the shell in the image splits them
   python3 gateway/gen_envoy.py $compose_args --out "$tmp/compose.yaml"
   sed -n '/^  envoy.yaml: |$/,$p' deploy/k8s/envoy-configmap.yaml | tail -n +2 | sed 's/^    //' > "$tmp/k8s-envoy.yaml"
