@@ -83,22 +83,31 @@ console-build: setup-console
 console-dev: setup-console
     cd console && npm run dev
 
-# (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL))
+# (key=value: traces (0; 1 also starts Jaeger, which Envoy and every node export to, and prints its URL),
+#  tls (0; 1 serves the gateway over TLS and the nodes over mutual TLS, with a CA of the cluster's own))
 # Start 3 nodes (serving the console) + Envoy in the background; returns once healthy.
 [positional-arguments]
 up *args: build console-build setup-k6
     #!/usr/bin/env bash
     set -euo pipefail
     traces=0
-    source "{{kv}}" up "traces" "$@"
+    tls=0
+    source "{{kv}}" up "traces tls" "$@"
     viewer=()
     case "$traces" in
       0) ;;
       1) just setup-jaeger; viewer=(--traces --jaeger "{{jaeger}}") ;;
       *) echo "up: traces is 0 or 1, not '$traces'" >&2; exit 2 ;;
     esac
+    # tls=1: the cluster's own CA and certificates (in .run/demo/tls), HTTPS and gRPC over TLS at
+    # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA).
+    case "$tls" in
+      0) extra=(--load-port 6566 --k6 "{{k6}}") ;;
+      1) extra=(--tls) ;;
+      *) echo "up: tls is 0 or 1, not '$tls'" >&2; exit 2 ;;
+    esac
     "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist \
-        --load-port 6566 --k6 "{{k6}}" "${viewer[@]}"
+        "${extra[@]}" "${viewer[@]}"
 
 # Stop everything `up` started.
 down:

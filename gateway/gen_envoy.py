@@ -705,12 +705,16 @@ PRESETS = {
     # Services of docker-compose.yml.
     "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                     console=CONSOLE_ON_NODES, k6="k6:6565", k6_dashboard="k6:5665", otlp="jaeger:4317",
-                    access_log="-", eds=True),
+                    access_log="-", eds=True,
+                    # The cluster's public keys, the compose secret strata-jwks: roles checked here too.
+                    jwks="/run/secrets/strata-jwks"),
     # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
     "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
                 listen="0.0.0.0:8080", admin="0.0.0.0:9901",
                 console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
-                access_log="-", eds=True),
+                access_log="-", eds=True,
+                # The cluster's public keys, from the Secret strata-auth (deploy/k8s/gateway.yaml).
+                jwks="/etc/strata/auth/jwks.json"),
 }
 
 

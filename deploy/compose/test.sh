@@ -5,7 +5,8 @@
 #   3. `docker-compose up -d` of every service whose program is here (Grafana is not: see below)
 #   4. every node's /health/ready, asked inside its container, and a leader in /v1/cluster/status
 #   5. through the gateway with curl: a put and its read-back with a write token, refusals (401)
-#      without a token and with one signed by other keys
+#      without a token and with one signed by other keys, and (403, by the gateway itself) a
+#      write token's member removal
 #   6. the put's trace in Jaeger (Envoy's span and the nodes'), Prometheus scraping every target
 #   7. k6's smoke scenario (loadtest/smoke.js) from the "load" profile's k6 service, inside compose
 #   8. `docker-compose kill` of the leader's container while deploy/compose/writer.py puts through
@@ -166,6 +167,14 @@ got=$(code -X PUT --data-binary x "$GATEWAY/v1/kv/compose/anonymous")
 got=$(code -X PUT --data-binary x -H "Authorization: Bearer $stranger_token" "$GATEWAY/v1/kv/compose/stranger")
 [ "$got" = 401 ] || fail "a PUT with a token of other keys answered $got, not 401"
 say "put and read back through the gateway; without a token and with a stranger's: 401"
+# The gateway checks roles itself (it mounts the same keys): a write token's removal of a member
+# is refused there ("gateway: ..."), before any node sees it, and the member stays.
+got=$(code -X DELETE -H "Authorization: Bearer $write_token" "$GATEWAY/v1/cluster/members/3")
+[ "$got" = 403 ] && grep -q 'gateway: ' "$DIR/body" \
+  || fail "a write token's DELETE /v1/cluster/members/3 answered $got '$(cat "$DIR/body")', not the gateway's 403"
+got=$(code -H "Authorization: Bearer $admin_token" "$GATEWAY/v1/cluster/members")
+grep -q '"id":3' "$DIR/body" || fail "member 3 is gone after a refused removal: $(cat "$DIR/body")"
+say "a write token's member removal: 403 from the gateway itself; member 3 still listed"
 
 # -- 6. the put's trace in Jaeger, Prometheus' targets
 jaeger="http://127.0.0.1:$STRATA_JAEGER_UI_PORT"
