@@ -207,11 +207,33 @@ async fn stop_a_leader_holding_an_uncommitted_write(
     let net = Network::default();
     let mut peers = start_group(dir, &net, |_| {});
     let leader = leader(&peers).await;
-    let (first, _) = leader
+    leader
         .propose(put(0, 1))
         .await
         .expect("a first write commits");
     let term = leader.status().term;
+    // Every member proven, and every log equal: the leader appends no entry
+    // of its own from here on (it appends one to vouch for an unproven
+    // member), so the next entry is the write's.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let first = loop {
+        let statuses: Vec<_> = peers.iter().map(|p| p.handle().status()).collect();
+        let last = statuses[0].last_index;
+        if statuses
+            .iter()
+            .all(|s| s.proven && s.last_index == last && s.commit_index == last)
+        {
+            break last;
+        }
+        if statuses.iter().any(|s| s.term != term) {
+            return None;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the group never settled: {statuses:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     net.withhold_acks.store(true, Ordering::Relaxed);
 
     let write = tokio::spawn({
