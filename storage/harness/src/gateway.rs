@@ -132,19 +132,15 @@ fn generator() -> PathBuf {
 mod tests {
     use super::*;
 
-    #[test]
-    fn written_config_routes_to_every_node_and_listens_where_asked() {
-        // Proves the generator is found and given the spec: the file names
-        // every node, the listener and the admin address.
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("envoy.yaml");
+    /// A gateway for the one node `node`, local addresses, nothing else.
+    fn local_spec(node: &str, eds: bool) -> GatewaySpec {
         GatewaySpec {
-            nodes: vec!["127.0.0.1:17001".into(), "127.0.0.1:17002".into()],
-            eds: false,
+            nodes: vec![node.into()],
+            eds,
             listen: "127.0.0.1:18080".into(),
             admin: "127.0.0.1:19901".into(),
-            k6: Some("127.0.0.1:16565".into()),
-            k6_dashboard: Some("127.0.0.1:16567".into()),
+            k6: None,
+            k6_dashboard: None,
             otlp: None,
             trace_sampling: None,
             load_runner: None,
@@ -153,6 +149,20 @@ mod tests {
             extra_args: Vec::new(),
             tls: None,
             node_tls: None,
+        }
+    }
+
+    #[test]
+    fn written_config_routes_to_every_node_and_listens_where_asked() {
+        // Proves the generator is found and given the spec: the file names
+        // every node, the listener and the admin address.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        GatewaySpec {
+            nodes: vec!["127.0.0.1:17001".into(), "127.0.0.1:17002".into()],
+            k6: Some("127.0.0.1:16565".into()),
+            k6_dashboard: Some("127.0.0.1:16567".into()),
+            ..local_spec("127.0.0.1:17001", false)
         }
         .write_config(&out)
         .unwrap();
@@ -171,24 +181,9 @@ mod tests {
         // clusters are EDS clusters, and the seeds make the xds cluster.
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("envoy.yaml");
-        GatewaySpec {
-            nodes: vec!["127.0.0.1:17001".into()],
-            eds: true,
-            listen: "127.0.0.1:18080".into(),
-            admin: "127.0.0.1:19901".into(),
-            k6: None,
-            k6_dashboard: None,
-            otlp: None,
-            trace_sampling: None,
-            load_runner: None,
-            access_log: None,
-            jwks: None,
-            extra_args: Vec::new(),
-            tls: None,
-            node_tls: None,
-        }
-        .write_config(&out)
-        .unwrap();
+        local_spec("127.0.0.1:17001", true)
+            .write_config(&out)
+            .unwrap();
         let text = std::fs::read_to_string(&out).unwrap();
         assert_eq!(text.matches("type: \"EDS\"").count(), 2, "{text}");
         assert!(text.contains("name: \"xds\""), "{text}");
@@ -199,24 +194,9 @@ mod tests {
     fn a_bad_spec_is_the_generators_error() {
         // Proves a refusal by the generator fails the start with its message.
         let dir = tempfile::tempdir().unwrap();
-        let err = GatewaySpec {
-            nodes: vec!["no-port".into()],
-            eds: false,
-            listen: "127.0.0.1:18080".into(),
-            admin: "127.0.0.1:19901".into(),
-            k6: None,
-            k6_dashboard: None,
-            otlp: None,
-            trace_sampling: None,
-            load_runner: None,
-            access_log: None,
-            jwks: None,
-            extra_args: Vec::new(),
-            tls: None,
-            node_tls: None,
-        }
-        .write_config(&dir.path().join("envoy.yaml"))
-        .unwrap_err();
+        let err = local_spec("no-port", false)
+            .write_config(&dir.path().join("envoy.yaml"))
+            .unwrap_err();
         assert!(err.to_string().contains("host:port"), "{err}");
     }
 }
