@@ -502,18 +502,25 @@ async fn discovery_servers(c: &Cluster, ids: &[u64]) -> Vec<u64> {
     servers
 }
 
+/// A three-node cluster behind Envoy, once Envoy's discovery stream is
+/// open; answers the cluster and the node the stream is on.
+async fn three_nodes_and_envoys_discovery_node() -> (Cluster, u64) {
+    let c = Cluster::start(3).await.unwrap();
+    until("a discovery stream", &c, FOLLOWS_WITHIN, || async {
+        !discovery_servers(&c, &[1, 2, 3]).await.is_empty()
+    })
+    .await;
+    let server = discovery_servers(&c, &[1, 2, 3]).await[0];
+    (c, server)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn removing_the_node_that_serves_envoy_its_members_moves_envoy_to_another() {
     // Proves: the node Envoy's discovery stream is on is removed; it stops
     // vouching for its (now old) member list, so Envoy drops it within
     // seconds and moves to another seed, from which it then learns a node
     // that joins afterwards.
-    let mut c = Cluster::start(3).await.unwrap();
-    until("a discovery stream", &c, FOLLOWS_WITHIN, || async {
-        !discovery_servers(&c, &[1, 2, 3]).await.is_empty()
-    })
-    .await;
-    let server = discovery_servers(&c, &[1, 2, 3]).await[0];
+    let (mut c, server) = three_nodes_and_envoys_discovery_node().await;
     let gone = address(&c, server);
     let r = c
         .http()
@@ -558,12 +565,7 @@ async fn envoy_moves_to_a_live_seed_when_the_node_it_asks_dies() {
     // Proves: the node Envoy's discovery stream is on is killed; Envoy opens
     // the stream again on a live seed and learns from it a node that joins
     // afterwards (the killed node stays a member: it is still listed).
-    let mut c = Cluster::start(3).await.unwrap();
-    until("a discovery stream", &c, FOLLOWS_WITHIN, || async {
-        !discovery_servers(&c, &[1, 2, 3]).await.is_empty()
-    })
-    .await;
-    let server = discovery_servers(&c, &[1, 2, 3]).await[0];
+    let (mut c, server) = three_nodes_and_envoys_discovery_node().await;
     c.kill(server).unwrap();
     let killed = Instant::now();
     let rest: Vec<u64> = (1..=3).filter(|&id| id != server).collect();
