@@ -166,11 +166,14 @@ async fn the_statefulsets_pods_scale_out_and_in_as_documented() {
     c.start_node_as(4, &pod.command(3, &slot, &first_members))
         .unwrap();
     wait_member(&c, 4, Some(false), Duration::from_secs(30)).await;
-    assert!(
-        c.node_log(4).contains("added to the cluster as a learner"),
-        "{}",
-        c.node_log(4)
-    );
+    // The leader lists the learner as soon as it applies the change; the
+    // pod logs its own view when the join call's answer reaches it, a
+    // moment later.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !c.node_log(4).contains("added to the cluster as a learner") {
+        assert!(Instant::now() < deadline, "{}", c.node_log(4));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // strata member promote 4
     let r = c
