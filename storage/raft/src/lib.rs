@@ -30,8 +30,8 @@
 //!   `leadership` take the requests (`read_ids` names the ReadIndex
 //!   requests); `apply` queues committed entries, hands them in order to
 //!   the applier (`applier`: a thread of the peer's own, so the driver
-//!   never waits for an engine write) and answers their waiters once they
-//!   are applied; `flow` bounds the bytes of appends in flight to each
+//!   never waits for an engine write) with their waiters, which it
+//!   answers once they are applied; `flow` bounds the bytes of appends in flight to each
 //!   follower; `snapshots` builds, installs and compacts (also when an
 //!   operator asks, answering with a `log_compaction::LogCompaction`); `failure` is the
 //!   storage failure policy; `stop` answers the waiters left at stop;

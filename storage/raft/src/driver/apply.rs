@@ -1,8 +1,9 @@
 //! Applying committed entries: hand them to the applier (`applier`) in
 //! order and in batches, configuration changes applied to raft as they are
-//! handed over, and answer the proposals and configuration changes waiting
-//! for them once the applier reports them applied. A waiter whose index was
-//! filled by another leader's entry is told its request was dropped.
+//! handed over, with the proposals waiting for them, which the applier
+//! answers as soon as their batch is applied (a waiter whose index was
+//! filled by another leader's entry is told its request was dropped); and
+//! answer the configuration changes once the applier reports the batch.
 //!
 //! The raft thread never applies to the engine itself: a running peer's
 //! applier is a thread of its own (`ApplyThread`), so neither a large entry
@@ -30,7 +31,6 @@ use super::slow_work::Work;
 use crate::applier::{ApplyFailure, ApplyJob, ApplyOutcome, ConfApplied};
 use crate::error::{ProposeError, StorageFailure};
 use crate::members::Members;
-use crate::state_machine::Applied;
 
 /// A batch handed to the applier and not yet reported.
 struct InFlight {
@@ -179,13 +179,31 @@ impl Driver {
                 members: Members::encode(&self.members.all()),
             });
         }
+        // The proposals waiting for these entries go with them.
+        let waiters = match (entries.first(), entries.last()) {
+            (Some(first), Some(last)) => {
+                let later = self.proposals.split_off(&(last.index + 1));
+                let upto = std::mem::replace(&mut self.proposals, later);
+                debug_assert!(
+                    upto.keys().next().is_none_or(|&i| i >= first.index),
+                    "a proposal waits for an entry applied already"
+                );
+                upto.into_iter().collect()
+            }
+            _ => Vec::new(),
+        };
         self.unapplied.in_flight = Some(InFlight {
             entries: entries.len() as u64,
             bytes: entries.iter().map(entry_bytes).sum(),
             handed_at: Instant::now(),
             applied_conf,
         });
-        self.applier.submit(ApplyJob { entries, confs });
+        self.applier.submit(ApplyJob {
+            entries,
+            confs,
+            waiters,
+            commit_seconds: self.metrics.commit_seconds.clone(),
+        });
     }
 
     /// Takes the outcomes of the batches the applier finished (with
@@ -210,10 +228,10 @@ impl Driver {
 
     fn on_applied(&mut self, done: InFlight, outcome: ApplyOutcome) {
         match outcome {
-            Ok((last, results)) => {
+            Ok((last, _)) => {
+                // The batch's proposals were answered by the applier.
                 self.metrics.applied_entries.inc_by(done.entries);
                 self.answer_conf_changes(last, &done.applied_conf);
-                self.answer_proposals(last, results);
                 self.unapplied.applied = last.max(self.unapplied.applied);
             }
             Err(ApplyFailure::Decode { index, reason }) => {
@@ -251,32 +269,6 @@ impl Driver {
                 ))),
             };
             let _ = tx.send(outcome);
-        }
-    }
-
-    /// Answers the proposals waiting at or below `last` with their results;
-    /// a proposal is recognised by its request id at its index.
-    fn answer_proposals(&mut self, last: u64, results: Vec<Applied>) {
-        let mut results = results.into_iter().peekable();
-        let done: Vec<u64> = self.proposals.range(..=last).map(|(i, _)| *i).collect();
-        for index in done {
-            let Some(p) = self.proposals.remove(&index) else {
-                continue;
-            };
-            while results.peek().is_some_and(|r| r.index < index) {
-                results.next();
-            }
-            let outcome = match results.peek() {
-                Some(r) if r.index == index && r.request_id == p.request_id => {
-                    let waited = p.proposed_at.elapsed().as_secs_f64();
-                    self.metrics.commit_seconds.observe(waited);
-                    Ok((index, r.result.clone()))
-                }
-                _ => Err(ProposeError::Dropped(format!(
-                    "entry {index} was replaced by another leader's entry"
-                ))),
-            };
-            let _ = p.tx.send(outcome);
         }
     }
 }

@@ -30,13 +30,8 @@ pub(super) struct Queued {
 }
 
 /// A proposal stepped into raft, waiting for the entry at its index to be
-/// applied; it is recognised there by its request id.
-pub(super) struct Pending {
-    pub(super) request_id: u64,
-    pub(super) tx: ProposeTx,
-    /// When it was stepped into raft, for the commit latency.
-    pub(super) proposed_at: Instant,
-}
+/// applied: handed to the applier with its entry, which answers it.
+pub(super) type Pending = crate::applier::Waiter;
 
 impl Queued {
     pub(super) fn fail(self, error: ProposeError) {

@@ -45,6 +45,10 @@ impl Driver {
             return;
         }
         self.log_compactions.queued.push(tx);
+        // What the applier finished counts: its writers may have been
+        // answered already, and the compaction must cover their writes.
+        self.apply_queued(false);
+        self.tell_raft_applied();
         self.start_requested_compaction();
     }
 
