@@ -92,6 +92,16 @@ pub trait WritableFile: Send + Sync {
     /// (how a torn tail is removed); later appends go after the cut. Not
     /// durable until the next [`WritableFile::sync`].
     fn truncate(&self, len_bytes: u64) -> io::Result<()>;
+
+    /// Allocates the file's blocks up to `len_bytes` and makes it that long,
+    /// the bytes after what was appended reading as zeros; appends still go
+    /// after the last appended byte, into the allocated space. An append
+    /// that grows a file makes its `fdatasync` commit the new size through
+    /// the file system's journal; one into allocated space does not, which
+    /// on ext4 makes the sync several times faster. The new length is
+    /// durable with the next [`WritableFile::sync`]. May fail where the file
+    /// system cannot allocate ahead; the file is then as it was.
+    fn preallocate(&self, len_bytes: u64) -> io::Result<()>;
 }
 
 /// A file read at explicit offsets.

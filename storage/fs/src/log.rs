@@ -131,6 +131,26 @@ enum Decoded<'a> {
     },
 }
 
+/// The offset of the first byte of `bytes[from..]` that is not zero.
+/// Compares eight bytes at a time: a log file can end in megabytes of
+/// zeros (space allocated ahead), which recovery reads at every start.
+pub fn first_nonzero(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut at = from;
+    for word in &mut words {
+        if u64::from_ne_bytes(word.try_into().expect("eight bytes")) != 0 {
+            return word.iter().position(|&b| b != 0).map(|i| at + i);
+        }
+        at += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&b| b != 0)
+        .map(|i| at + i)
+}
+
 fn read_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
@@ -224,13 +244,32 @@ impl<'a> LogReader<'a> {
     }
 
     /// Whether an intact header starts anywhere in `bytes[from..]`.
+    ///
+    /// A header of twelve zero bytes is never intact (the checksum of eight
+    /// zero bytes is not zero), so only offsets whose header would hold a
+    /// byte other than zero are tried, and runs of zeros (a log file's
+    /// space allocated ahead, megabytes of it) are skipped a word at a
+    /// time rather than checksummed at every offset.
     fn intact_record_after(&self, from: usize) -> bool {
-        (from..self.bytes.len().saturating_sub(HEADER_BYTES - 1)).any(|o| {
-            matches!(
-                self.decode_at(o),
-                Decoded::Ok { .. } | Decoded::Oversized { .. }
-            )
-        })
+        let end = self.bytes.len().saturating_sub(HEADER_BYTES - 1);
+        let mut at = from;
+        while at < end {
+            let Some(nonzero) = first_nonzero(self.bytes, at) else {
+                return false;
+            };
+            // Every header that holds this byte, from where the search is.
+            let first = at.max(nonzero.saturating_sub(HEADER_BYTES - 1));
+            if (first..=nonzero.min(end - 1)).any(|o| {
+                matches!(
+                    self.decode_at(o),
+                    Decoded::Ok { .. } | Decoded::Oversized { .. }
+                )
+            }) {
+                return true;
+            }
+            at = nonzero + 1;
+        }
+        false
     }
 
     fn finish(&mut self, torn_tail: bool) {
@@ -380,6 +419,47 @@ mod tests {
 
     // Proves that damage followed by an intact record is corruption even when
     // torn tails are tolerated, whether the payload or the header is hit.
+    // Proves that an intact record after a long run of zeros is still
+    // found (the scan skips zeros, it does not stop at them), and that a
+    // log ending in megabytes of zeros is a torn tail after its records.
+    #[test]
+    fn intact_record_after_a_run_of_zeros_is_found() {
+        let mut bytes = write_log(&[b"one", b"two"]);
+        let end = bytes.len();
+        bytes.resize(end + 100_003, 0);
+        let (records, log_end) = read_all(&bytes, true).expect("a torn tail");
+        assert_eq!(records.len(), 2);
+        assert_eq!(log_end.valid_len, end as u64);
+        assert!(log_end.torn_tail);
+        for gap in [0, 1, 7, 8, 9, 4095, 100_003] {
+            let mut bytes = write_log(&[b"one"]);
+            // Damage that is not zeros, then zeros, then an intact record:
+            // corruption, however long the zeros in between.
+            bytes.extend_from_slice(&[0xab; HEADER_BYTES]);
+            bytes.resize(bytes.len() + gap, 0);
+            encode_record(&mut bytes, b"after the zeros");
+            let err = read_all(&bytes, true).expect_err("an intact record follows");
+            assert!(
+                matches!(err, LogCorruption::DamagedBeforeIntact { .. }),
+                "gap {gap}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn first_nonzero_finds_the_first_byte_that_is_not_zero() {
+        let mut bytes = vec![0u8; 37];
+        assert_eq!(first_nonzero(&bytes, 0), None);
+        assert_eq!(first_nonzero(&bytes, 40), None);
+        for at in [0, 5, 7, 8, 16, 31, 36] {
+            bytes.fill(0);
+            bytes[at] = 1;
+            assert_eq!(first_nonzero(&bytes, 0), Some(at), "at {at}");
+            assert_eq!(first_nonzero(&bytes, at), Some(at), "at {at}");
+            assert_eq!(first_nonzero(&bytes, at + 1), None, "at {at}");
+        }
+    }
+
     #[test]
     fn damage_before_intact_record_is_corruption() {
         let clean = write_log(&[b"first", b"second", b"third"]);

@@ -25,6 +25,13 @@ impl WritableFile for StdWritable {
         self.0.sync_data()
     }
 
+    fn preallocate(&self, len_bytes: u64) -> io::Result<()> {
+        // Mode 0: the blocks are allocated and the size grows to
+        // `len_bytes`; the cursor, where appends go, stays.
+        rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::empty(), 0, len_bytes)
+            .map_err(io::Error::from)
+    }
+
     fn truncate(&self, len_bytes: u64) -> io::Result<()> {
         let len = self.0.metadata()?.len();
         if len_bytes > len {
@@ -71,7 +78,10 @@ impl FileSystem for StdFs {
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Arc<dyn WritableFile>> {
-        let file = OpenOptions::new().append(true).open(path)?;
+        // Not O_APPEND: appends go to the cursor, which `preallocate` leaves
+        // before the allocated space.
+        let mut file = OpenOptions::new().write(true).open(path)?;
+        file.seek(SeekFrom::End(0))?;
         Ok(Arc::new(StdWritable(file)))
     }
 
@@ -160,6 +170,35 @@ mod tests {
         assert_eq!(fs.read_all(&path).expect("read"), b"hello! ?");
         assert!(reopened.truncate(100).is_err(), "truncate must not extend");
         assert!(fs.open_append(&dir.path().join("missing")).is_err());
+    }
+
+    // Proves that on the real file system an allocated file is as long as
+    // asked, reads as zeros past its appended bytes, takes appends right
+    // after them (created or reopened and cut back), and that a truncation
+    // into the zeros shortens it.
+    #[test]
+    fn appends_go_into_allocated_space() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let fs = StdFs;
+        let f = fs.create(&path).expect("create");
+        f.append(b"abc").expect("append");
+        f.preallocate(4096).expect("preallocate");
+        f.append(b"de").expect("append");
+        f.sync().expect("sync");
+        let bytes = fs.read_all(&path).expect("read");
+        assert_eq!(bytes.len(), 4096);
+        assert_eq!(&bytes[..5], b"abcde");
+        assert!(bytes[5..].iter().all(|&b| b == 0));
+
+        let reopened = fs.open_append(&path).expect("open_append");
+        reopened.truncate(5).expect("cut the zeros");
+        reopened.preallocate(100).expect("preallocate again");
+        reopened.append(b"f").expect("append");
+        reopened.truncate(50).expect("truncate into the zeros");
+        let bytes = fs.read_all(&path).expect("read");
+        assert_eq!(bytes.len(), 50);
+        assert_eq!(&bytes[..6], b"abcdef");
     }
 
     // Proves that a new directory chain can be created durably, including

@@ -327,16 +327,30 @@ fn run_history(
         run.rolled_steps += usize::from(rolled);
 
         let path = Path::new(DIR).join(newest);
-        let mut states = vec![before_fs.clone()];
+        // Each cut twice: the file ending there, and the same followed by
+        // zeros, as where the segment was allocated ahead (the appends
+        // after the cut written into allocated space that never reached
+        // the disk). Zeros complete a record whose missing bytes were
+        // zeros: its bytes are all there, and it counts as written.
+        let mut states = vec![(None, before_fs.clone())];
         for cut in old.len()..=written.len() {
-            let crashed = before_fs.durable_copy();
-            crashed.overwrite(&path, written[..cut].to_vec());
-            states.push(crashed);
+            for allocated in [false, true] {
+                let crashed = before_fs.durable_copy();
+                let mut bytes = written[..cut].to_vec();
+                let mut reaches = cut;
+                if allocated {
+                    // A few zeros past what was written stand for the
+                    // rest of the allocated space.
+                    bytes.resize(written.len() + 64, 0);
+                    reaches += written[cut..].iter().take_while(|&&b| b == 0).count();
+                }
+                crashed.overwrite(&path, bytes);
+                states.push((Some(reaches), crashed));
+            }
         }
-        for (i, crashed) in states.into_iter().enumerate() {
+        for (cut, crashed) in states {
             // The first state is a crash before a rolled segment's
             // directory entry was synced (or before anything was written).
-            let cut = (i > 0).then(|| old.len() + i - 1);
             let complete = cut.map_or(0, |c| ends.iter().filter(|&&e| e <= c).count());
             let expected = if complete <= header {
                 &before_view

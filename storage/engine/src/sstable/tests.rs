@@ -89,6 +89,10 @@ impl crate::fs::WritableFile for CountingFile {
     fn truncate(&self, len_bytes: u64) -> std::io::Result<()> {
         self.inner.truncate(len_bytes)
     }
+
+    fn preallocate(&self, len_bytes: u64) -> std::io::Result<()> {
+        self.inner.preallocate(len_bytes)
+    }
 }
 
 // Proves that a table of many small blocks reaches its file in a few large

@@ -41,6 +41,9 @@ impl WritableFile for FaultWritable {
             }
             let mut content = self.node.lock();
             state.sync_count += 1;
+            // The allocation is durable at once even while syncs are held:
+            // a crash finds zeros there either way, only the length differs.
+            content.allocated_synced = content.allocated;
             if state.hold(HeldSync::File(Arc::clone(&self.node), content.data.len())) {
                 return Ok(());
             }
@@ -50,10 +53,44 @@ impl WritableFile for FaultWritable {
         })
     }
 
+    fn preallocate(&self, len_bytes: u64) -> io::Result<()> {
+        self.fs.with_state(|state| {
+            if state.no_space {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "injected: no space left on device",
+                ));
+            }
+            let len = usize::try_from(len_bytes).map_err(|_| io::Error::other("too large"))?;
+            let mut content = self.node.lock();
+            content.allocated = content.allocated.max(len);
+            Ok(())
+        })
+    }
+
     fn truncate(&self, len_bytes: u64) -> io::Result<()> {
         self.fs.with_state(|state| {
             if let Some(kind) = state.fail_next_write.take() {
                 return Err(io::Error::new(kind, "injected truncate failure"));
+            }
+            let mut content = self.node.lock();
+            let len = usize::try_from(len_bytes)
+                .ok()
+                .filter(|&len| len <= content.len())
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "cannot truncate a file of {} bytes to {len_bytes}",
+                            content.len()
+                        ),
+                    )
+                })?;
+            if len == content.data.len() {
+                // Only allocated zeros go: no appended byte changes, so a
+                // held sync still covers what it saw.
+                content.allocated = 0;
+                return Ok(());
             }
             // A held sync records a length, not bytes: a truncation
             // before its release would make it cover bytes it never saw.
@@ -63,19 +100,13 @@ impl WritableFile for FaultWritable {
                     "truncating while syncs are held is not modelled",
                 ));
             }
-            let mut content = self.node.lock();
-            let len = usize::try_from(len_bytes)
-                .ok()
-                .filter(|&len| len <= content.data.len())
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!(
-                            "cannot truncate a file of {} bytes to {len_bytes}",
-                            content.data.len()
-                        ),
-                    )
-                })?;
+            if len > content.data.len() {
+                // Within the allocated zeros: the file gets shorter, and
+                // later appends go after the cut, zeros before them.
+                content.data.resize(len, 0);
+                content.allocated = 0;
+                return Ok(());
+            }
             if len < content.synced_len {
                 if content.durable_before_truncate.is_none() {
                     let durable = content.data[..content.synced_len].to_vec();
@@ -84,6 +115,7 @@ impl WritableFile for FaultWritable {
                 content.synced_len = len;
             }
             content.data.truncate(len);
+            content.allocated = 0;
             Ok(())
         })
     }
@@ -99,11 +131,14 @@ impl RandomAccessFile for FaultReadable {
         let content = self.node.lock();
         let start =
             usize::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        let src = content
-            .data
-            .get(start..start.saturating_add(buf.len()))
-            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        buf.copy_from_slice(src);
+        let end = start.saturating_add(buf.len());
+        if end > content.len() {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        // Past what was appended, allocated bytes read as zeros.
+        let appended = content.data.len().clamp(start, end);
+        buf[..appended - start].copy_from_slice(&content.data[start..appended]);
+        buf[appended - start..].fill(0);
         Ok(())
     }
 
@@ -172,7 +207,7 @@ impl FileSystem for FaultFs {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.with_state(|state| {
             let node = state.live.get(path).ok_or_else(|| not_found(path))?;
-            let len = node.lock().data.len() as u64;
+            let len = node.lock().len() as u64;
             Ok(Arc::new(FaultReadable {
                 node: Arc::clone(node),
                 len,

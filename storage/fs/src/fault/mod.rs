@@ -43,15 +43,37 @@ struct Content {
     /// The file's length when syncs began to be held, once it has been
     /// appended to since: a crash before the release sees no more.
     len_at_hold: Option<usize>,
+    /// The length `preallocate` gave the file: past `data`, it reads as
+    /// zeros up to here.
+    allocated: usize,
+    /// The allocated length the last sync made durable; a crash leaves the
+    /// file at least this long, zeros past what survived of `data`.
+    allocated_synced: usize,
 }
 
 impl Content {
+    /// The file's length: what was appended, or more if it was allocated.
+    fn len(&self) -> usize {
+        self.data.len().max(self.allocated)
+    }
+
+    /// `survivor` padded with zeros to the durable allocated length, as the
+    /// allocated blocks of a file read after a crash.
+    fn allocated_after_crash(&self, mut survivor: Vec<u8>) -> Vec<u8> {
+        if survivor.len() < self.allocated_synced {
+            survivor.resize(self.allocated_synced, 0);
+        }
+        survivor
+    }
+
     /// What a crash leaves of this file, keeping `keep` of its unsynced bytes.
     fn after_crash(&self, keep: usize) -> Vec<u8> {
         if let Some(durable) = &self.durable_before_truncate {
-            return durable.clone();
+            return self.allocated_after_crash(durable.clone());
         }
-        self.data[..self.synced_len + keep.min(self.unsynced_len())].to_vec()
+        self.allocated_after_crash(
+            self.data[..self.synced_len + keep.min(self.unsynced_len())].to_vec(),
+        )
     }
 
     /// What a crash can find written: nothing appended while syncs are held.
@@ -70,11 +92,11 @@ impl Content {
     /// written does. A pending truncation brings back the old bytes whole.
     fn after_reordered_crash(&self, page_bytes: usize, coin: &mut dyn FnMut() -> u64) -> Vec<u8> {
         if let Some(durable) = &self.durable_before_truncate {
-            return durable.clone();
+            return self.allocated_after_crash(durable.clone());
         }
         let unsynced = self.unsynced_len();
         if unsynced == 0 {
-            return self.data[..self.synced_len].to_vec();
+            return self.allocated_after_crash(self.data[..self.synced_len].to_vec());
         }
         let len = self.synced_len + (coin() % (unsynced as u64 + 1)) as usize;
         let mut data = self.data[..len].to_vec();
@@ -86,7 +108,7 @@ impl Content {
             }
             page += page_bytes;
         }
-        data
+        self.allocated_after_crash(data)
     }
 }
 
@@ -383,11 +405,12 @@ impl FaultFs {
 
     /// Current (live) contents of a file, for tests that tamper with bytes.
     pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
-        self.state
-            .lock()
-            .live
-            .get(path)
-            .map(|n| n.lock().data.clone())
+        self.state.lock().live.get(path).map(|n| {
+            let content = n.lock();
+            let mut data = content.data.clone();
+            data.resize(content.len(), 0);
+            data
+        })
     }
 
     /// Replaces a file's contents, durably, as a disk error or an attacker

@@ -319,3 +319,44 @@ fn released_directory_sync_keeps_newer_entries_of_other_threads() {
         "b stays durable"
     );
 }
+
+// Proves the model of allocated space: the file reads as its appended bytes
+// then zeros up to the allocated length, appends go after the appended
+// bytes, and a crash leaves the synced bytes and zeros where unsynced
+// appends were, up to the allocated length the last sync made durable.
+#[test]
+fn allocated_space_reads_as_zeros_and_survives_a_crash_as_zeros() {
+    let (fs, dir) = with_db();
+    let path = dir.join("seg");
+    let f = fs.create(&path).expect("create");
+    fs.sync_dir(dir).expect("sync dir");
+    f.append(b"abc").expect("append");
+    f.preallocate(8).expect("preallocate");
+    assert_eq!(fs.read_all(&path).expect("read"), b"abc\0\0\0\0\0");
+    f.append(b"de").expect("append");
+    assert_eq!(fs.read_all(&path).expect("read"), b"abcde\0\0\0");
+    f.sync().expect("sync");
+    f.append(b"fg").expect("append, unsynced");
+    let after = fs.crash();
+    assert_eq!(after.read_all(&path).expect("survives"), b"abcde\0\0\0");
+}
+
+// Proves that truncating into allocated space only shortens the file, and
+// that a truncation below the appended bytes drops the allocation too.
+#[test]
+fn truncation_shortens_allocated_space() {
+    let (fs, dir) = with_db();
+    let path = dir.join("seg");
+    let f = fs.create(&path).expect("create");
+    f.append(b"abcd").expect("append");
+    f.preallocate(10).expect("preallocate");
+    f.truncate(6).expect("truncate into the zeros");
+    assert_eq!(fs.read_all(&path).expect("read"), b"abcd\0\0");
+    f.append(b"e").expect("append after the cut");
+    assert_eq!(fs.read_all(&path).expect("read"), b"abcd\0\0e");
+    f.truncate(2).expect("truncate into the data");
+    assert_eq!(fs.read_all(&path).expect("read"), b"ab");
+    f.append(b"x").expect("append after the cut");
+    assert_eq!(fs.read_all(&path).expect("read"), b"abx");
+    assert!(f.truncate(4).is_err(), "past the end");
+}

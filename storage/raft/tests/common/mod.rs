@@ -11,6 +11,7 @@ use raft::{GetEntriesContext, Storage};
 use strata_fs::{FaultFs, FileSystem};
 use strata_raft::LogError;
 use strata_raft::log::RaftLogStore;
+use strata_raft::log::record;
 
 /// Where every test keeps its raft log.
 pub const DIR: &str = "/raft";
@@ -81,14 +82,22 @@ pub fn view(store: &RaftLogStore) -> View {
     }
 }
 
-/// The segment files of the log and their contents, by name.
+/// The segment files of the log and their records, by name: each file's
+/// bytes up to the end of its last intact record (the newest segment's
+/// space allocated ahead reads as zeros after it).
 pub fn segments(fs: &FaultFs) -> std::collections::BTreeMap<String, Vec<u8>> {
     fs.list_dir(Path::new(DIR))
         .expect("log directory")
         .into_iter()
         .filter(|name| name.ends_with(".rlog"))
         .map(|name| {
-            let bytes = fs.read_all(&Path::new(DIR).join(&name)).expect("read");
+            let mut bytes = fs.read_all(&Path::new(DIR).join(&name)).expect("read");
+            let mut reader = record::reader(&bytes, true);
+            for r in &mut reader {
+                r.expect("intact records");
+            }
+            let valid = reader.end().expect("read to the end").valid_len as usize;
+            bytes.truncate(valid);
             (name, bytes)
         })
         .collect()

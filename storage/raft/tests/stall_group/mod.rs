@@ -67,6 +67,9 @@ impl WritableFile for GatedFile {
     fn truncate(&self, len_bytes: u64) -> io::Result<()> {
         self.file.truncate(len_bytes)
     }
+    fn preallocate(&self, len_bytes: u64) -> io::Result<()> {
+        self.file.preallocate(len_bytes)
+    }
 }
 
 impl GatedFs {
