@@ -13,7 +13,8 @@ against etcd's leader, then through Envoy against Strata, alternating, `--rounds
 Each point's figures are the rounds pooled (ops over seconds; p50/p99 the mean of the rounds). The
 failover timeline waits until puts are fast again, then sends a put through Envoy's REST API every
 5 ms (open loop on 32 keep-alive connections, bounded in count and time), kills Strata's leader by
-its pid after 2 s, and records each put's send time, latency, status and how late it was sent. Everything goes to one JSON file, which plot_bench.py turns into PNGs.
+its pid after 2 s, and records each put's send time, latency, status and how late it was sent.
+Everything goes to one JSON file, which plot_bench.py turns into PNGs.
 
 `down` stops everything `run` started (by the pids it recorded). Standard library only.
 """

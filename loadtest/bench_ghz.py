@@ -9,11 +9,14 @@ size (256 B):
     ghz -> etcd leader-direct, ghz -> Strata (through Envoy),
     strata-bench -> etcd leader-direct, strata-bench -> Strata.
 
-ghz gets the same flags for both sides; only the host, the .proto file and the method differ
-(etcd's `etcdserverpb.KV/Put` and `KV/Range`, Strata's `strata.v1.KV/Put` and `KV/Get`). Requests
-for etcd go to the member that leads when the run starts (its maintenance Status). Around each run
-the CPU of every process is read by role (client, Envoy, leader, followers). It prints one table per
-client, the CPU per operation by process, and how far ghz and strata-bench agree on each side.
+Workloads: put with 1, 100 and 1000 clients, linearizable get with 100 (closed loop), and put at a fixed
+500/s with 100 clients (open loop), where the two clients' latencies can be compared even when they spend
+different CPU per request. ghz gets the same flags for both sides; only the host, the .proto file and
+the method differ (etcd's `etcdserverpb.KV/Put` and `KV/Range`, Strata's `strata.v1.KV/Put` and
+`KV/Get`). Requests for etcd go to the member that leads when the run starts (its maintenance Status).
+Around each run the CPU of every process is read by role (client, Envoy, leader, followers). It prints
+one table per client, the CPU per operation by process, and how far ghz and strata-bench agree on each
+side.
 
 `down` stops everything `run` started (by the pids it recorded). Standard library only.
 """
@@ -39,12 +42,15 @@ from bench_compare import (COMMON, RECORDS, Ports, aggregate, down, etcd_up, etc
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (id, label, concurrency, connections, workload): the shapes of etcd's own benchmark.
+# (id, label, concurrency, connections, workload, rate): the shapes of etcd's own benchmark, closed loop
+# (rate 0), and one fixed rate below both sides' peak, where the two clients' latencies should agree even
+# when they spend different CPU (ghz `--rps`, strata-bench `--rate`).
 WORKLOADS = [
-    ("put-1", "put, 1 client", 1, 1, "put"),
-    ("put-100", "put, 100 clients / 10 conns", 100, 10, "put"),
-    ("put-1000", "put, 1000 clients / 100 conns", 1000, 100, "put"),
-    ("get-lin", "get linearizable, 100 clients / 10 conns", 100, 10, "get"),
+    ("put-1", "put, 1 client", 1, 1, "put", 0),
+    ("put-100", "put, 100 clients / 10 conns", 100, 10, "put", 0),
+    ("put-1000", "put, 1000 clients / 100 conns", 1000, 100, "put", 0),
+    ("get-lin", "get linearizable, 100 clients / 10 conns", 100, 10, "get", 0),
+    ("put-rate", "put at 500/s, 100 clients / 10 conns", 100, 10, "put", 500),
 ]
 
 # ghz's template: one of the 10,000 loaded keys, uniform, base64 (bytes fields in protobuf JSON); a Go
@@ -139,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
                              "--import-paths", str(etcd_protos)]}
     only = set(args.only.split(",")) if args.only else None
     results = []
-    for wi, (wid, label, clients, conns, op) in enumerate(WORKLOADS):
+    for wi, (wid, label, clients, conns, op, rate) in enumerate(WORKLOADS):
         if only and wid not in only:
             continue
         rounds = {run: [] for run in RUNS}
@@ -151,14 +157,15 @@ def run(args: argparse.Namespace) -> int:
                             f"127.0.0.1:{ports.etcd[etcd_leader_index(etcd_status(ports))][0]}")
                     argv = [*proto[side], "--insecure", "--call", ghz_call(side, op), "--data", ghz_data(op, value),
                             "--concurrency", str(clients), "--connections", str(conns),
-                            "--duration", f"{args.seconds}s", "--duration-stop", "ignore", "--timeout", "10s", host]
+                            "--duration", f"{args.seconds}s", "--duration-stop", "ignore", "--timeout", "10s",
+                            *(["--rps", str(rate)] if rate else []), host]
 
                     def go(argv=argv, out=out):
                         return run_ghz(ghz, argv, out, args.seconds + 60)
                 else:
                     bench_args = [*side_args(side, ports), *COMMON, "--workload", op, "--clients", str(clients),
                                   "--connections", str(conns), "--no-load", "--duration", f"{args.seconds}s",
-                                  "--request-timeout", "10s"]
+                                  "--request-timeout", "10s", *(["--rate", str(rate)] if rate else [])]
 
                     def go(bench_args=bench_args, out=out):
                         return run_bench(bench, bench_args, out, args.seconds + 60)
