@@ -245,8 +245,16 @@ def strata_roles(run_dir: Path, ports: Ports) -> dict[str, int]:
     return {"Envoy": read_pids(pid_dir, "envoy")[0], **roles_of(pids, leader_id - 1)}
 
 
-def side_roles(side: str, run_dir: Path, ports: Ports) -> dict[str, int]:
-    return strata_roles(run_dir, ports) if side == "strata" else etcd_roles(run_dir, ports)
+def side_roles(side: str, run_dir: Path, ports: Ports, wait_s: float = 10.0) -> dict[str, int]:
+    """The side's processes by role; waits (bounded) through an election, when no member leads."""
+    deadline = time.time() + wait_s
+    while True:
+        try:
+            return strata_roles(run_dir, ports) if side == "strata" else etcd_roles(run_dir, ports)
+        except (OSError, RuntimeError, KeyError, ValueError):
+            if time.time() >= deadline:
+                raise
+            time.sleep(0.2)
 
 
 def strata_down(bin_dir: Path, run_dir: Path) -> None:
@@ -344,9 +352,12 @@ def measure(side: str, run_dir: Path, ports: Ports, pids: list[int], go) -> tupl
     if not all(alive(p) for p in pids):
         raise RuntimeError(f"a {side} process died during the run")
     by_role = {"client": client_cpu, **{role: role1[role] - role0[role] for role in roles}}
-    after = side_roles(side, run_dir, ports)
+    try:
+        changed = side_roles(side, run_dir, ports)["leader"] != roles["leader"]
+    except (OSError, RuntimeError, KeyError, ValueError):
+        changed = True  # no leader within the wait: an election was still going on
     cpu = {"server_cpu_s": cpu1 - cpu0, "gateway_cpu_s": by_role.get("Envoy", 0.0), "client_cpu_s": client_cpu,
-           "cpu_by_role": by_role, "leader_pid": roles["leader"], "leader_changed": after["leader"] != roles["leader"]}
+           "cpu_by_role": by_role, "leader_pid": roles["leader"], "leader_changed": changed}
     return summary, cpu
 
 
