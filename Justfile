@@ -32,7 +32,7 @@ default:
     @just --list
 
 # The gate (what CI runs, through .ci/run): setup, lints, then every test.
-test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy compose-test test-metrics test-smoke test-e2e test-e2e-ops test-bench-smoke test-k6-inspect test-reliability
+test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy compose-test test-metrics test-smoke test-e2e test-e2e-ops test-bench-smoke test-k6-inspect test-loadtest test-reliability
 
 # Install everything the project needs into project-local folders (no root needed).
 setup: setup-k6 setup-console

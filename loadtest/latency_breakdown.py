@@ -60,7 +60,7 @@ def up(bin_dir: Path, envoy: Path, jaeger: Path, run_dir: Path) -> None:
     subprocess.run([str(bin_dir / "strata-cluster"), "up", "--fresh", "--run-dir", str(run_dir),
                     "--node-bin", str(bin_dir / "strata-node"), "--envoy", str(envoy),
                     "--base-port", str(BASE), "--gateway-port", str(GATEWAY), "--admin-port", str(ADMIN),
-                    "--k6-port", str(GATEWAY + 5), "--k6-dashboard-port", str(GATEWAY + 7),
+                    "--k6-port", str(GATEWAY + 2), "--k6-dashboard-port", str(GATEWAY + 3),
                     "--traces", "--jaeger", str(jaeger), "--traces-otlp-port", str(OTLP),
                     "--traces-ui-port", str(UI), "--trace-sampling", "100", "--no-canary", "--timeout", "60"],
                    check=True, timeout=120, stdout=subprocess.DEVNULL)

@@ -14,6 +14,7 @@ use crate::workload::WorkloadKind;
 ///   strata-bench --workload a --records 10000 --clients 64 --duration 20s
 ///   strata-bench --target rest --workload b --rate 2000 --duration 30s --json out.json
 ///   strata-bench --target etcd --endpoints 127.0.0.1:2379 --workload put --no-load --ops 20000
+///   strata-bench --target etcd --endpoints 127.0.0.1:2379,127.0.0.1:2381 --etcd-leader-only --workload put
 #[derive(Debug, Parser)]
 #[command(name = "strata-bench", version, verbatim_doc_comment)]
 pub struct Args {
@@ -22,6 +23,10 @@ pub struct Args {
     /// Comma-separated endpoints. Strata: `http://host:port` (the gateway or a node); etcd: `host:port`.
     #[arg(long, value_delimiter = ',')]
     pub endpoints: Vec<String>,
+    /// etcd only: ask every endpoint for its status and send all requests to the current leader
+    /// (instead of balancing over all endpoints, which forwards most writes through a follower).
+    #[arg(long)]
+    pub etcd_leader_only: bool,
     #[arg(long, value_enum, default_value = "a")]
     pub workload: WorkloadKind,
     /// Key distribution; default: the workload's own (zipfian, latest for D, uniform for put/get).

@@ -53,21 +53,29 @@ fn main() -> anyhow::Result<()> {
 async fn run(args: &Args) -> anyhow::Result<Summary> {
     let endpoints = args.endpoints();
     let connections = args.connections();
+    if args.etcd_leader_only && args.target != TargetKind::Etcd {
+        bail!("--etcd-leader-only applies to --target etcd only");
+    }
     match args.target {
         TargetKind::Grpc => {
             let t = target::grpc::GrpcTarget::connect(&endpoints, connections).await?;
-            drive(args, t).await
+            drive(args, endpoints, t).await
         }
         TargetKind::Rest => {
             let t = target::rest::RestTarget::new(&endpoints, connections, args.request_timeout)?;
-            drive(args, t).await
+            drive(args, endpoints, t).await
         }
         #[cfg(feature = "etcd")]
         TargetKind::Etcd => {
+            let endpoints = if args.etcd_leader_only {
+                vec![target::etcd::leader_endpoint(&endpoints).await?]
+            } else {
+                endpoints
+            };
             let t =
                 target::etcd::EtcdTarget::connect(&endpoints, connections, args.request_timeout)
                     .await?;
-            drive(args, t).await
+            drive(args, endpoints, t).await
         }
         #[cfg(not(feature = "etcd"))]
         TargetKind::Etcd => {
@@ -78,7 +86,13 @@ async fn run(args: &Args) -> anyhow::Result<Summary> {
     }
 }
 
-async fn drive<T: Target>(args: &Args, target: T) -> anyhow::Result<Summary> {
+/// Runs the workload against `target`, which was connected to `endpoints` (recorded in the summary:
+/// with `--etcd-leader-only` they are the leader's alone).
+async fn drive<T: Target>(
+    args: &Args,
+    endpoints: Vec<String>,
+    target: T,
+) -> anyhow::Result<Summary> {
     let keys = KeySpace::new(&args.key_prefix, args.key_size);
     if args.records == 0 || args.records > keys.capacity() {
         bail!(
@@ -145,7 +159,7 @@ async fn drive<T: Target>(args: &Args, target: T) -> anyhow::Result<Summary> {
 
     let config = RunConfig {
         target: args.target,
-        endpoints: args.endpoints(),
+        endpoints,
         workload: args.workload,
         distribution,
         theta: args.theta,

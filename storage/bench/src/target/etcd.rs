@@ -1,7 +1,12 @@
 //! etcd v3 with the `etcd-client` crate: the same operations as Strata, mapped onto etcd's KV API
 //! (a stale read is a serializable range, a scan is a range with a limit).
+//!
+//! By default each client balances over all endpoints, as etcd's own clients do; then two thirds of
+//! the requests of a 3-member cluster reach a follower, which forwards writes (and the ReadIndex of
+//! linearizable reads) to the leader. `leader_endpoint` finds the member that leads, so that a run
+//! can send everything there instead.
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use bytes::Bytes;
 use etcd_client::{Client, ConnectOptions, GetOptions};
 use std::time::Duration;
@@ -36,6 +41,36 @@ impl EtcdTarget {
     fn kv(&self, conn: usize) -> etcd_client::KvClient {
         self.clients[conn % self.clients.len()].kv_client()
     }
+}
+
+/// The endpoint (of `endpoints`) whose member is etcd's current leader, from each member's
+/// maintenance Status (its own member id in the header, the leader's id in the body).
+pub async fn leader_endpoint(endpoints: &[String]) -> anyhow::Result<String> {
+    let mut seen = Vec::with_capacity(endpoints.len());
+    for endpoint in endpoints {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(2))
+            .with_timeout(Duration::from_secs(2));
+        let mut client = Client::connect([endpoint], Some(options))
+            .await
+            .with_context(|| format!("etcd connect to {endpoint}"))?;
+        let status = client
+            .status()
+            .await
+            .with_context(|| format!("etcd status of {endpoint}"))?;
+        let member = status
+            .header()
+            .map(|h| h.member_id())
+            .with_context(|| format!("etcd status of {endpoint} has no header"))?;
+        if member != 0 && member == status.leader() {
+            return Ok(endpoint.clone());
+        }
+        seen.push(format!(
+            "{endpoint}: member {member:x}, leader {:x}",
+            status.leader()
+        ));
+    }
+    bail!("no endpoint is etcd's leader ({})", seen.join("; "))
 }
 
 fn classify(e: etcd_client::Error) -> TargetError {
