@@ -14,6 +14,10 @@ pub struct StdFs;
 
 struct StdWritable(File);
 
+/// Space is allocated ahead only while the file system has this many times
+/// the allocation free.
+const ROOM_TO_SPARE: u64 = 4;
+
 impl WritableFile for StdWritable {
     fn append(&self, data: &[u8]) -> io::Result<()> {
         (&self.0).write_all(data)
@@ -26,6 +30,18 @@ impl WritableFile for StdWritable {
     }
 
     fn preallocate(&self, len_bytes: u64) -> io::Result<()> {
+        // Allocating ahead is worth it only with room to spare: on a disk
+        // close to full it would take the last free space before the data
+        // needs it (and a failed allocation may keep what it took).
+        let more = len_bytes.saturating_sub(self.0.metadata()?.len());
+        let fs = rustix::fs::fstatvfs(&self.0).map_err(io::Error::from)?;
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        if free / ROOM_TO_SPARE < more {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("{free} bytes free: not allocating {more} more ahead"),
+            ));
+        }
         // Mode 0: the blocks are allocated and the size grows to
         // `len_bytes`; the cursor, where appends go, stays.
         rustix::fs::fallocate(&self.0, rustix::fs::FallocateFlags::empty(), 0, len_bytes)
@@ -199,6 +215,25 @@ mod tests {
         let bytes = fs.read_all(&path).expect("read");
         assert_eq!(bytes.len(), 50);
         assert_eq!(&bytes[..6], b"abcdef");
+    }
+
+    // Proves that space is not allocated ahead without room to spare: the
+    // request fails as "storage full" and the file stays as it was.
+    #[test]
+    fn allocating_ahead_needs_room_to_spare() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("f");
+        let f = StdFs.create(&path).expect("create");
+        f.append(b"abc").expect("append");
+        let free = {
+            let s = rustix::fs::statvfs(dir.path()).expect("statvfs");
+            s.f_bavail * s.f_frsize
+        };
+        let err = f
+            .preallocate(free / 2)
+            .expect_err("half the free space is too much");
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull, "{err}");
+        assert_eq!(std::fs::metadata(&path).expect("metadata").len(), 3);
     }
 
     // Proves that a new directory chain can be created durably, including
