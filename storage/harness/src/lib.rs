@@ -139,13 +139,41 @@ pub fn free_port() -> u16 {
     unreachable!("the loop returns a port")
 }
 
-/// `[lo, hi)`: the ports tests listen on, the 12,000 below the ephemeral
-/// range (32768 by default on Linux).
+/// `[lo, hi)`: the ports tests listen on: `STRATA_PORT_RANGE` (`LO-HI`,
+/// both included) when set, so runs sharing a host can be kept apart, else
+/// the 12,000 below the ephemeral range (32768 by default on Linux).
 fn listening_ports() -> (u16, u16) {
+    if let Some((lo, hi)) = std::env::var("STRATA_PORT_RANGE")
+        .ok()
+        .and_then(|r| parse_port_range(&r))
+    {
+        return (lo, hi);
+    }
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
         .filter(|low| *low >= 14_000)
         .unwrap_or(32_768);
     (ephemeral_low - 12_000, ephemeral_low)
+}
+
+/// `LO-HI` (both included) as `[lo, hi)`; `None` unless `lo <= hi`.
+fn parse_port_range(text: &str) -> Option<(u16, u16)> {
+    let (lo, hi) = text.trim().split_once('-')?;
+    let (lo, hi): (u16, u16) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+    (lo > 0 && lo <= hi && hi < u16::MAX).then_some((lo, hi + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_port_range;
+
+    #[test]
+    fn port_range_includes_both_ends_and_refuses_nonsense() {
+        assert_eq!(parse_port_range("22500-22999"), Some((22500, 23000)));
+        assert_eq!(parse_port_range(" 7000 - 7000 "), Some((7000, 7001)));
+        assert_eq!(parse_port_range("23000-22500"), None);
+        assert_eq!(parse_port_range("22500"), None);
+        assert_eq!(parse_port_range("0-10"), None);
+    }
 }
