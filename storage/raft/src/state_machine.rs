@@ -10,6 +10,7 @@ mod dedupe;
 mod history;
 mod install;
 mod lease;
+mod recent_keys;
 mod record;
 mod seed;
 mod txn;
@@ -106,6 +107,9 @@ pub struct StateMachine {
     /// While an install replaces the group's keys, user reads are served
     /// at the state from before it began, so they never see part of each.
     reads_at: RwLock<Option<Arc<ReadPoint>>>,
+    /// The keys the apply rounds wrote lately, so that a put or delete of
+    /// one need not read it from the engine (`recent_keys`).
+    recent: Mutex<recent_keys::RecentKeys>,
 }
 
 impl StateMachine {
@@ -127,6 +131,9 @@ impl StateMachine {
             forget_cursor: Mutex::new(dedupe::ForgetCursor::default()),
             applied_tx: watch::Sender::new(0),
             reads_at: RwLock::new(None),
+            recent: Mutex::new(recent_keys::RecentKeys::new(
+                recent_keys::DEFAULT_GENERATION_BYTES,
+            )),
         }
     }
 
@@ -135,6 +142,14 @@ impl StateMachine {
     /// the history's cost).
     pub fn with_history(mut self, entries: u64) -> Self {
         self.history_entries = entries;
+        self
+    }
+
+    /// Remembers about `bytes` of recently written keys per generation
+    /// (`recent_keys`); 0 remembers none, and every put reads its key.
+    #[cfg(test)]
+    fn with_recent_key_bytes(self, bytes: usize) -> Self {
+        *self.recent.lock() = recent_keys::RecentKeys::new(bytes);
         self
     }
 
@@ -335,7 +350,16 @@ impl StateMachine {
         self.forget_expired(&mut batch, &mut requests)?;
         let trimmed = self.stage_trim(&mut batch, last.index, added)?;
         batch.put(&self.applied_key, &last.index.to_be_bytes());
-        self.engine.write(&batch)?;
+        if let Err(e) = self.engine.write(&batch) {
+            self.forget_recent_keys();
+            return Err(e);
+        }
+        {
+            let mut recent = self.recent.lock();
+            for (key, record) in &overlay {
+                recent.learn(key, record.as_ref().map(|r| r.create_index));
+            }
+        }
         self.trimmed(trimmed);
         self.cluster_id_applied(named);
         self.applied_tx.send_replace(last.index);
@@ -355,7 +379,7 @@ impl StateMachine {
         value: &[u8],
         lease: u64,
     ) -> Result<(), EngineError> {
-        let create_index = self.read(overlay, key)?.map_or(index, |v| v.create_index);
+        let create_index = self.created(overlay, key)?.unwrap_or(index);
         let record = Versioned {
             value: value.to_vec(),
             create_index,
@@ -387,13 +411,33 @@ impl StateMachine {
         key: &[u8],
         answer: bool,
     ) -> Result<bool, EngineError> {
-        let existed = (answer || changes.is_on()) && self.read(overlay, key)?.is_some();
+        let existed = (answer || changes.is_on()) && self.created(overlay, key)?.is_some();
         changes.batch().delete(&keys::data_key(self.group, key));
         if existed {
             changes.record(index, ChangeKind::Delete, key, b"");
         }
         overlay.insert(key.to_vec(), None);
         Ok(existed)
+    }
+
+    /// The index that created `key` if it exists, as this round's writes
+    /// so far left it: from them, else from the keys written lately, else
+    /// from the engine.
+    fn created(&self, overlay: &Overlay, key: &[u8]) -> Result<Option<u64>, EngineError> {
+        if let Some(v) = overlay.get(key) {
+            return Ok(v.as_ref().map(|v| v.create_index));
+        }
+        if let Some(created) = self.recent.lock().get(key) {
+            return Ok(created);
+        }
+        Ok(self.read(overlay, key)?.map(|v| v.create_index))
+    }
+
+    /// Makes the apply rounds forget the keys they wrote lately, because
+    /// the group's keys were changed by something else (an install, a
+    /// seeding) or a write failed.
+    fn forget_recent_keys(&self) {
+        self.recent.lock().forget_all();
     }
 
     /// `key`'s record as this round's writes so far left it.
@@ -785,6 +829,117 @@ mod tests {
             ]
         );
         assert_eq!(follower.interrupted_install().unwrap(), None);
+    }
+
+    // Proves that remembering recently written keys changes no outcome:
+    // two replicas, one remembering a few keys (so that its generations
+    // turn over often) and one remembering none, apply the same random
+    // puts, deletes, batches, compare-and-sets, leased puts and lease
+    // revokes, and end every round with the same records, indexes and
+    // answers.
+    #[test]
+    fn remembered_keys_give_the_same_records_as_reading_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let remembering = open(&dir.path().join("a")).with_recent_key_bytes(200);
+        let reading = open(&dir.path().join("b")).with_recent_key_bytes(0);
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let key = |i: u64| format!("k{i}").into_bytes();
+        let mut index = 1;
+        for round in 0..300 {
+            let mut entries = Vec::new();
+            for _ in 0..1 + next(4) {
+                let k = key(next(12));
+                let command = match next(7) {
+                    0 | 1 => Command::Put {
+                        key: k,
+                        value: format!("v{index}").into_bytes(),
+                    },
+                    2 => Command::Delete { key: k },
+                    3 => Command::Batch(
+                        (0..1 + next(6))
+                            .map(|_| {
+                                let k = key(next(12));
+                                if next(3) == 0 {
+                                    Op::Delete { key: k }
+                                } else {
+                                    Op::Put {
+                                        key: k,
+                                        value: format!("b{index}").into_bytes(),
+                                    }
+                                }
+                            })
+                            .collect(),
+                    ),
+                    4 => Command::Cas {
+                        key: k,
+                        expected: None,
+                        value: Some(b"new".to_vec()),
+                    },
+                    5 => Command::PutWithTtl {
+                        key: k,
+                        value: b"leased".to_vec(),
+                        ttl_ms: 60_000,
+                    },
+                    _ => Command::LeaseRevoke { id: 1 + next(4) },
+                };
+                entries.push(committed(index, index, command));
+                index += 1;
+            }
+            let a = remembering.apply(&entries).unwrap();
+            let b = reading.apply(&entries).unwrap();
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "answers of round {round}"
+            );
+            for i in 0..12 {
+                assert_eq!(
+                    remembering.get_versioned(&key(i)).unwrap(),
+                    reading.get_versioned(&key(i)).unwrap(),
+                    "key {i} after round {round}"
+                );
+            }
+        }
+        assert!(remembering.recent.lock().len() > 0);
+    }
+
+    // Proves that an install makes the replica forget the keys it wrote:
+    // a put after it takes the create index the snapshot holds for its
+    // key, not the one the replica had before.
+    #[test]
+    fn a_put_after_an_install_takes_the_create_index_of_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let leader = open(&dir.path().join("leader"));
+        leader
+            .apply(&[
+                committed(1, 1, put("other", "x")),
+                committed(2, 2, put("k", "from the leader")),
+            ])
+            .unwrap();
+        let snap = dir.path().join("snap");
+        crate::snapshot::seal(&snap, leader.checkpoint(&snap).unwrap()).unwrap();
+
+        let follower = open(&dir.path().join("follower"));
+        follower
+            .apply(&[committed(1, 9, put("k", "stale"))])
+            .unwrap();
+        assert_eq!(
+            follower.get_versioned(b"k").unwrap().unwrap().create_index,
+            1
+        );
+        follower.install(&snap, 7).unwrap();
+        follower.finish_install().unwrap();
+        follower
+            .apply(&[committed(3, 3, put("k", "after"))])
+            .unwrap();
+        let got = follower.get_versioned(b"k").unwrap().unwrap();
+        assert_eq!((got.create_index, got.mod_index), (2, 3));
     }
 
     #[test]

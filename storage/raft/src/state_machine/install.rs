@@ -65,7 +65,13 @@ impl StateMachine {
         let source = self.open_staged(dir)?;
         *self.reads_at.write() = Some(Arc::new(self.engine.read_point()));
         self.write_marker(dir, term)?;
-        self.replace_keys(&source)?;
+        // The keys change here without an apply round: what the rounds
+        // remember of them is forgotten, before and after (even a failed
+        // install may have changed some).
+        self.forget_recent_keys();
+        let replaced = self.replace_keys(&source);
+        self.forget_recent_keys();
+        replaced?;
         let info = source.describe()?;
         let (history_from, _) = source.history_bounds()?;
         let request_clock = source.request_clock()?;

@@ -79,6 +79,8 @@ impl Seeder<'_> {
     fn grown(&mut self, bytes: usize) -> Result<(), EngineError> {
         self.bytes += bytes;
         if self.bytes >= PIECE_BYTES {
+            // Keys written without an apply round (see `recent_keys`).
+            self.sm.forget_recent_keys();
             self.sm.engine.write(&std::mem::take(&mut self.batch))?;
             self.bytes = 0;
         }
@@ -105,6 +107,7 @@ impl Seeder<'_> {
         self.batch
             .put(&sm.history_from_key, &(index + 1).to_be_bytes());
         self.batch.put(&sm.value_format_key, &[record::FORMAT]);
+        sm.forget_recent_keys();
         sm.engine.write(&self.batch)?;
         sm.make_durable()?;
         sm.applied_tx.send_replace(index);
