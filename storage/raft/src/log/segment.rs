@@ -126,9 +126,9 @@ impl Segments {
     /// Allocates the current segment's space up to `max_segment_bytes`, so
     /// that the appends into it do not grow the file: the `fdatasync` after
     /// an append that grows a file commits the new size through the file
-    /// system's journal as well, and one into allocated space does not,
-    /// which makes it several times faster on ext4 (docs/benchmarks.md,
-    /// "The raft log's segments, allocated ahead"). The zeros after the
+    /// system's journal as well, and one into allocated space does not
+    /// (1.5-1.6x faster syncs on ext4 here: docs/benchmarks.md, "A single
+    /// client's put: where its time goes, and two changes"). The zeros after the
     /// last record are cut off when the segment is sealed (`roll`) and when
     /// the log is opened. Where the space cannot be allocated ahead (the
     /// disk is too full, or the file system cannot), the segment grows with
