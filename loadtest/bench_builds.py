@@ -29,29 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def read_pids(pid_dir: Path, name: str = "*") -> list[int]:
-    pids = []
-    for f in sorted(pid_dir.glob(f"{name}.pid")):
-        try:
-            pids.append(int(f.read_text().strip()))
-        except ValueError:
-            pass
-    return pids
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(") ", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / CLK_TCK
-        except (OSError, IndexError, ValueError):
-            pass
-    return total
+from bench_compare import cpu_seconds, read_pids
 
 
 class Cluster:
@@ -87,8 +65,11 @@ def run_once(name: str, bin_dir: Path, args: argparse.Namespace, out: Path) -> d
         pid_dir = cluster.run_dir / "pids"
         nodes, envoy = read_pids(pid_dir, "node*"), read_pids(pid_dir, "envoy")
         if args.warmup_s > 0:
+            # The bench's own --duration (and its value) gives way to the warm-up's.
+            bench_args = [a for i, a in enumerate(args.bench_args)
+                          if a != "--duration" and (i == 0 or args.bench_args[i - 1] != "--duration")]
             warm = [str(bin_dir / "strata-bench"), "--endpoints", f"http://127.0.0.1:{args.gateway_port}",
-                    *args.bench_args, "--duration", f"{args.warmup_s}s", "--no-progress"]
+                    *bench_args, "--duration", f"{args.warmup_s}s", "--no-progress"]
             subprocess.run(warm, check=True, timeout=args.warmup_s + 60, stdout=subprocess.DEVNULL)
         before = (cpu_seconds(nodes), cpu_seconds(envoy))
         cmd = [str(bin_dir / "strata-bench"), "--endpoints", f"http://127.0.0.1:{args.gateway_port}",
