@@ -172,3 +172,135 @@ async fn writes_retried_with_their_request_id_are_applied_exactly_once() {
         c.log_dir().display()
     );
 }
+
+/// Puts `key` on node `id` directly, as the gateway sends its `attempt`th
+/// attempt of a write under `request_id`, giving the node `wait_ms` for it.
+async fn put_attempt(
+    c: &Cluster,
+    id: u64,
+    key: &str,
+    request_id: &str,
+    attempt: u32,
+    wait_ms: u64,
+) -> (u16, Value) {
+    let r = c
+        .http()
+        .put(format!("{}/v1/kv/{key}", c.node_url(id)))
+        .header("x-strata-request-id", request_id)
+        .header("x-envoy-attempt-count", attempt.to_string())
+        .header("x-envoy-expected-rq-timeout-ms", wait_ms.to_string())
+        .body("first")
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+/// The leader node `id` knows of (0: none); None when it does not answer.
+async fn leader_seen_by(c: &Cluster, id: u64) -> Option<u64> {
+    let r = c
+        .http()
+        .get(format!("{}/v1/cluster/status", c.node_url(id)))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    r.json::<Value>().await.ok()?["leader_id"].as_u64()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_refused_by_a_node_that_cannot_know_is_an_unknown_outcome() {
+    // Proves (the gateway's retries as a node sees them): a write whose
+    // first attempt was appended by a leader cut off from its followers,
+    // and whose second attempt finds that node without a leader, is
+    // answered "outcome unknown" (504 / DEADLINE_EXCEEDED), not "no leader
+    // is known; retry" (503 / UNAVAILABLE, which says it was not applied):
+    // once one follower is back, the first attempt commits. A first
+    // attempt refused the same way is still a plain 503, and is never
+    // applied.
+    let mut c = Cluster::start(3).await.unwrap();
+    let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let followers: Vec<u64> = c
+        .node_ids()
+        .into_iter()
+        .filter(|&id| id != leader)
+        .collect();
+    for &id in &followers {
+        c.kill(id).unwrap();
+    }
+
+    // Attempt 1: appended by the leader alone, never confirmed.
+    let (status, body) = put_attempt(&c, leader, "cut-off", "cut-off-1", 1, 1500).await;
+    assert_eq!(status, 504, "the first attempt: {body}");
+    // The leader steps down, having heard from no quorum.
+    let started = Instant::now();
+    while leader_seen_by(&c, leader).await != Some(0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "node {leader} kept its leadership alone; logs in {}",
+            c.log_dir().display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Attempt 2, and a gRPC attempt 3, reach a node without a leader.
+    let (status, body) = put_attempt(&c, leader, "cut-off", "cut-off-1", 2, 1500).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (504, Some("OUTCOME_UNKNOWN")),
+        "a retry refused for want of a leader: {body}"
+    );
+    let mut kv = strata_client::proto::kv_client::KvClient::connect(c.node_url(leader))
+        .await
+        .unwrap();
+    let mut req = strata_client::once::request(
+        strata_client::proto::PutRequest {
+            key: "cut-off".into(),
+            value: "first".into(),
+            ..Default::default()
+        },
+        "cut-off-1",
+    );
+    req.metadata_mut()
+        .insert("x-envoy-attempt-count", "3".parse().unwrap());
+    let refused = kv.put(req).await.expect_err("no leader");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::DeadlineExceeded,
+        "a gRPC retry refused for want of a leader: {refused:?}"
+    );
+    // A first attempt refused the same way is definite.
+    let (status, body) = put_attempt(&c, leader, "never", "never-1", 1, 1500).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("UNAVAILABLE")),
+        "{body}"
+    );
+
+    // With one follower back, the old leader (its log the longer) is
+    // elected again and commits the first attempt.
+    c.start_node(followers[0]).unwrap();
+    assert_eq!(
+        c.wait_leader(Duration::from_secs(30)).await.unwrap(),
+        leader
+    );
+    let client = Client::connect(&c.node_url(leader)).await.unwrap();
+    let got = client.get("cut-off", false).await.unwrap();
+    assert_eq!(
+        got.as_deref(),
+        Some(&b"first"[..]),
+        "the first attempt was applied: a 503 to its retry would have been false"
+    );
+    assert!(
+        client.get("never", false).await.unwrap().is_none(),
+        "the refused first attempt was applied"
+    );
+    // Sent again under its id, the write is answered as applied.
+    let (status, body) = put_attempt(&c, leader, "cut-off", "cut-off-1", 1, 5000).await;
+    assert_eq!(
+        (status, body["replayed"].as_bool()),
+        (200, Some(true)),
+        "{body}"
+    );
+}

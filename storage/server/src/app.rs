@@ -111,9 +111,11 @@ pub async fn router(
     if let Some(dir) = console_dir {
         app = app.merge(crate::console::router(dir)?);
     }
-    // A caller's role is checked first (`crate::auth`). Writes are then
-    // charged before anything reads their bodies, and given their time
-    // from then (`crate::deadline`). Outside that,
+    // A caller's role is checked first (`crate::auth`). A write the gateway
+    // sends again under its request id is marked (`crate::retried`), so
+    // that a refusal made anywhere after is answered as an unknown outcome.
+    // Writes are then charged before anything reads their bodies, and given
+    // their time from then (`crate::deadline`). Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
     let budget = Arc::new(
@@ -127,6 +129,7 @@ pub async fn router(
             budget,
             admission::admit,
         ))
+        .layer(axum::middleware::from_fn(crate::retried::mark))
         .layer(axum::middleware::from_fn_with_state(guard, auth::guard))
         .layer(axum::middleware::from_fn_with_state(metrics, track))
         .layer(axum::middleware::from_fn_with_state(

@@ -314,11 +314,13 @@ impl From<ApiError> for ErrorBody {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let retryable = self.retryable();
-        let gateway_retries = self.gateway_retries();
-        let status = self.code.http_status();
-        let leader_id = self.leader_id;
-        let mut resp = (status, axum::Json(ErrorBody::from(self))).into_response();
+        // A retried write's refusal may be an unknown outcome (`crate::retried`).
+        let e = crate::retried::settle(self);
+        let retryable = e.retryable();
+        let gateway_retries = e.gateway_retries();
+        let status = e.code.http_status();
+        let leader_id = e.leader_id;
+        let mut resp = (status, axum::Json(ErrorBody::from(e))).into_response();
         let headers = resp.headers_mut();
         if retryable {
             headers.insert(RETRYABLE_HEADER, HeaderValue::from_static("true"));
@@ -336,6 +338,8 @@ impl IntoResponse for ApiError {
 
 impl From<ApiError> for tonic::Status {
     fn from(e: ApiError) -> Self {
+        // A retried write's refusal may be an unknown outcome (`crate::retried`).
+        let e = crate::retried::settle(e);
         let mut status = tonic::Status::new(e.code.grpc_code(), e.message.clone());
         let md = status.metadata_mut();
         if e.retryable() {

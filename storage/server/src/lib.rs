@@ -30,6 +30,7 @@ pub mod peer_net;
 pub mod request_span;
 pub mod rest;
 pub mod restore;
+pub mod retried;
 pub mod route;
 pub mod scan_views;
 pub mod shutdown;
