@@ -74,8 +74,25 @@ pub fn worth_retrying(status: &Status) -> bool {
     }
 }
 
+/// Whether `status` says for certain that its attempt applied nothing: a
+/// node's own refusal, marked retryable (`UNAVAILABLE`, or an overloaded
+/// leader's `RESOURCE_EXHAUSTED`). A transport failure is not certain: the
+/// request may have gone out before the connection broke.
+fn certainly_not_applied(status: &Status) -> bool {
+    matches!(status.code(), Code::Unavailable | Code::ResourceExhausted)
+        && status
+            .metadata()
+            .get(crate::RETRYABLE_METADATA)
+            .is_some_and(|v| v == "true")
+}
+
 /// Sends the write `make` builds for `request_id` until it is answered,
 /// or fails in a way a retry cannot mend, or [`RETRY_LIMIT`] passes.
+///
+/// Once an attempt has ended without a certain answer, the write may have
+/// been applied by it, so a later attempt's failure, even a refusal that
+/// says "not applied", says nothing of the write: the error returned is
+/// then `DEADLINE_EXCEEDED`, the outcome unknown, naming the last failure.
 pub async fn send<T, Fut>(
     request_id: String,
     make: impl Fn(String) -> Fut,
@@ -85,12 +102,22 @@ where
 {
     let deadline = tokio::time::Instant::now() + RETRY_LIMIT;
     let mut pause = FIRST_PAUSE;
+    let mut uncertain = false;
     loop {
         match make(request_id.clone()).await {
             Ok(r) => return Ok(r),
             Err(status) if worth_retrying(&status) && tokio::time::Instant::now() < deadline => {
+                uncertain |= !certainly_not_applied(&status);
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(LONGEST_PAUSE);
+            }
+            Err(status) if uncertain && status.code() != Code::DeadlineExceeded => {
+                return Err(Status::deadline_exceeded(format!(
+                    "outcome unknown: an earlier attempt of request id {request_id:?} may have \
+                     been applied; the last attempt ended {:?}: {}",
+                    status.code(),
+                    status.message()
+                )));
             }
             Err(status) => return Err(status),
         }
@@ -149,5 +176,44 @@ mod tests {
         .await
         .unwrap_err();
         assert_eq!(refused.code(), Code::InvalidArgument);
+    }
+
+    fn refused_here() -> Status {
+        let mut s = Status::unavailable("no leader is known; retry shortly");
+        s.metadata_mut()
+            .insert(crate::RETRYABLE_METADATA, "true".parse().unwrap());
+        s
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_after_an_uncertain_attempt_is_an_unknown_outcome() {
+        // Proves: refusals alone end in the refusal (nothing was applied),
+        // but once one attempt ended uncertain, the last refusal is
+        // reported as an unknown outcome, not as "not applied".
+        let refused = send("id-3".to_string(), |_| async {
+            Err::<Response<()>, _>(refused_here())
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(refused.code(), Code::Unavailable, "{refused:?}");
+        let tries = std::sync::atomic::AtomicUsize::new(0);
+        let unknown = send("id-4".to_string(), |_| {
+            let n = tries.fetch_add(1, Ordering::Relaxed);
+            async move {
+                Err::<Response<()>, _>(if n == 0 {
+                    Status::deadline_exceeded("timed out")
+                } else {
+                    refused_here()
+                })
+            }
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(unknown.code(), Code::DeadlineExceeded, "{unknown:?}");
+        assert!(
+            unknown.message().contains("no leader is known"),
+            "{unknown:?}"
+        );
+        assert!(tries.load(Ordering::Relaxed) > 2);
     }
 }
