@@ -124,6 +124,22 @@ trace:
 status:
     "{{target}}/release/strata" status
 
+# (The settings `up` writes in .run/demo/cli.env, the admin token's file among them; a variable
+#  already set in the environment wins.)
+# The CLI against the demo cluster, e.g. `./dev strata member list`.
+[positional-arguments]
+strata *args:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    settings="{{run}}/demo/cli.env"
+    if [ -f "$settings" ]; then
+      while IFS='=' read -r name value; do
+        [ -n "$name" ] && [ -z "${!name:-}" ] && export "$name=$value"
+      done < "$settings"
+    fi
+    if [ -n "${STRATA_TOKEN:-}" ]; then unset STRATA_TOKEN_FILE; fi
+    exec "{{target}}/release/strata" "$@"
+
 # Format what has a formatter: Rust (rustfmt), the chaos harness (gofmt), the console (eslint --fix).
 fmt: setup-console
     cd storage && cargo fmt --all

@@ -238,6 +238,28 @@ impl Layout {
         run.root().join("admin.token")
     }
 
+    /// The CLI's settings for this cluster (`STRATA_ENDPOINT`,
+    /// `STRATA_TOKEN_FILE`, and `STRATA_CA_FILE` with TLS), one
+    /// `NAME=value` a line, as `./dev strata` and `set -a; . FILE` read
+    /// them.
+    pub fn cli_env_file(run: &RunDir) -> PathBuf {
+        run.root().join("cli.env")
+    }
+
+    /// Writes [`Layout::cli_env_file`] for this cluster.
+    pub fn write_cli_env(&self, run: &RunDir) -> Result<()> {
+        let mut text = format!(
+            "STRATA_ENDPOINT={}\nSTRATA_TOKEN_FILE={}\n",
+            self.gateway_url(),
+            Self::admin_token_file(run).display()
+        );
+        if let Some(ca) = self.ca_file() {
+            text.push_str(&format!("STRATA_CA_FILE={}\n", ca.display()));
+        }
+        std::fs::write(Self::cli_env_file(run), text)?;
+        Ok(())
+    }
+
     pub fn save(&self, run: &RunDir) -> Result<()> {
         std::fs::create_dir_all(run.root())?;
         std::fs::write(Self::file(run), serde_json::to_string_pretty(self)?)?;

@@ -74,6 +74,55 @@ fn assert_outcome(out: &Output, success: bool, says: &str) {
     assert!(text.contains(says), "expected {says:?} in: {text}");
 }
 
+/// What `up` prints and writes for the CLI and the console: the admin
+/// token itself (for the console's Sign in), and the CLI's settings file,
+/// with which the CLI does what needs the admin role (a backup) where
+/// without a token it is refused.
+fn the_cli_finds_the_admin_token(run: &Path, up_text: &str) {
+    let token = std::fs::read_to_string(run.join("admin.token")).unwrap();
+    assert!(
+        up_text.contains(token.trim()),
+        "the admin token is printed: {up_text}"
+    );
+    let settings = std::fs::read_to_string(run.join("cli.env")).unwrap();
+    let cli = workspace_binary("strata").unwrap();
+    let backup = run.join("backup.strata");
+    let save = |env: &[(String, String)]| {
+        let mut cmd = Command::new(&cli);
+        cmd.args(["snapshot", "save"]).arg(&backup);
+        for var in [
+            "STRATA_ENDPOINT",
+            "STRATA_TOKEN",
+            "STRATA_TOKEN_FILE",
+            "STRATA_CA_FILE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.envs(env.iter().cloned());
+        cmd.output().expect("the CLI runs")
+    };
+    let vars: Vec<(String, String)> = settings
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert!(
+        vars.iter()
+            .any(|(k, v)| k == "STRATA_TOKEN_FILE" && v.ends_with("admin.token")),
+        "{settings}"
+    );
+    let endpoint: Vec<(String, String)> = vars
+        .iter()
+        .filter(|(k, _)| k == "STRATA_ENDPOINT")
+        .cloned()
+        .collect();
+    let refused = save(&endpoint);
+    assert_outcome(&refused, false, "UNAUTHENTICATED");
+    assert!(!backup.exists(), "a refused backup wrote a file");
+    assert_outcome(&save(&vars), true, "");
+    assert!(backup.exists(), "the backup was written");
+}
+
 #[test]
 fn up_status_stop_start_and_down_leave_nothing_running() {
     // Proves the launcher's life cycle: `up` returns with the gateway
@@ -84,11 +133,14 @@ fn up_status_stop_start_and_down_leave_nothing_running() {
     let run = dir.path().join("run");
     let run_s = run.display().to_string();
     let envoy = envoy_binary().display().to_string();
-    assert_outcome(&up(&run_s, &envoy), true, "Strata is up: 1 nodes, leader 1");
+    let started = up(&run_s, &envoy);
+    assert_outcome(&started, true, "Strata is up: 1 nodes, leader 1");
+    let up_text = text(&started);
     assert!(
         run.join("envoy.yaml").exists(),
         "the gateway config is generated"
     );
+    the_cli_finds_the_admin_token(&run, &up_text);
 
     let status = launcher(&["status", "--run-dir", &run_s]);
     assert_outcome(&status, true, "node1    running");

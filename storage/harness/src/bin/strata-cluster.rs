@@ -604,6 +604,17 @@ async fn cmd_up(up: Up) -> Result<()> {
         token.display()
     );
     println!("    export STRATA_TOKEN_FILE={}", token.display());
+    layout.write_cli_env(&run)?;
+    println!(
+        "  the CLI, with that token: ./dev strata member list  (its settings: {})",
+        Layout::cli_env_file(&run).display()
+    );
+    if let Ok(text) = std::fs::read_to_string(&token) {
+        println!(
+            "  the console's Sign in takes the admin token:\n    {}",
+            text.trim()
+        );
+    }
     println!(
         "    curl -H \"authorization: Bearer $(cat {})\" {gw}/v1/cluster/members",
         token.display()
