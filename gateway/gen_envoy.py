@@ -121,6 +121,9 @@ CB_MAX_CONNECTIONS = 8192
 CB_MAX_PENDING = 8192
 CB_MAX_REQUESTS = 8192
 CB_MAX_RETRIES = 4096  # Envoy's default is 3 concurrent retries, far too few during an election.
+RETRIES = 8  # Retries of what a node marks retryable; see retry_policy().
+RETRY_BASE_INTERVAL = "0.025s"
+RETRY_MAX_INTERVAL = "0.1s"
 
 KV_RETRY_GRPC = "connect-failure,refused-stream,unavailable,retriable-headers"
 KV_RETRY_REST = "connect-failure,refused-stream,retriable-headers"
@@ -224,6 +227,31 @@ def h2_upstream() -> dict:
     }
 
 
+def outlier_detection() -> dict:
+    """Takes a node out of a member cluster at the first connection to it that fails (refused, reset,
+    timed out: Envoy's own, "local origin" errors), for a second, without waiting for its next
+    health check (up to HC_INTERVAL later). A killed leader is otherwise still the one healthy host of
+    nodes_leader for up to 0.1 s, and every write sent meanwhile spends its tries on it, each refused.
+    Only local-origin errors count: a node's 503 (no leader yet, overloaded) or 504 says nothing about
+    whether it is reachable, so those detectors are off, as is the success-rate one."""
+    return {
+        "split_external_local_origin_errors": True,
+        "consecutive_local_origin_failure": 1,
+        "enforcing_consecutive_local_origin_failure": 100,
+        "enforcing_consecutive_5xx": 0,
+        "enforcing_consecutive_gateway_failure": 0,
+        "enforcing_success_rate": 0,
+        "enforcing_local_origin_success_rate": 0,
+        "enforcing_failure_percentage": 0,
+        "enforcing_failure_percentage_local_origin": 0,
+        "base_ejection_time": "1s",
+        "max_ejection_time": "1s",
+        # Every host may be out at once: with no healthy host left in nodes_leader the aggregate
+        # sends to nodes_any, which is what should happen when the leader is gone.
+        "max_ejection_percent": 100,
+    }
+
+
 def health_check(path: str, interval: str = HC_INTERVAL) -> dict:
     return {
         "timeout": HC_TIMEOUT,
@@ -292,6 +320,7 @@ def node_cluster(name: str, nodes: list[tuple[str, int]], health_path: str, eds:
         # One healthy host makes the priority 100 % healthy; see the module docstring.
         cluster["load_assignment"] = load_assignment(name, nodes, max(140, 100 * len(nodes)))
     cluster["health_checks"] = [health_check(health_path)]
+    cluster["outlier_detection"] = outlier_detection()
     if tls:
         cluster["transport_socket"] = tls
     return cluster
@@ -364,8 +393,13 @@ def otel_cluster(hosts: list[tuple[str, int]]) -> dict:
 def retry_policy(retry_on: str) -> dict:
     return {
         "retry_on": retry_on,
-        "num_retries": 5,
-        "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"},
+        # During an election every try is answered 503 UNAVAILABLE at once, and the back-off decides
+        # how long after the new leader a waiting write gets there: each wait is drawn from
+        # [0, min(RETRY_MAX_INTERVAL, base * (2^n - 1))]. A cap of 0.1 s keeps that within 0.1 s of
+        # the leader's arrival (0.25 s made the slowest put of each failover 225-357 ms when the
+        # window was 140), and eight tries span about what five did with the higher cap.
+        "num_retries": RETRIES,
+        "retry_back_off": {"base_interval": RETRY_BASE_INTERVAL, "max_interval": RETRY_MAX_INTERVAL},
         # What a node marks for the gateway to retry (UNAVAILABLE), not every 503: an OVERLOADED
         # write goes back to the client, and a 504 means "outcome unknown".
         "retriable_headers": [{"name": GATEWAY_RETRY_HEADER, "string_match": {"exact": "true"}}],

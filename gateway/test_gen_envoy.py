@@ -245,6 +245,20 @@ class Routing(unittest.TestCase):
             self.assertIn("http2_protocol_options", c["typed_extension_protocol_options"][
                 "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]["explicit_http_config"])
 
+    def test_a_node_that_refuses_a_connection_is_taken_out_at_once(self):
+        # Proves the member clusters eject a host at its first local-origin failure (a killed
+        # leader refuses the next connection) without waiting for its health check, and that a
+        # node's own 5xx answers (503 during an election, 504) never eject it.
+        for name in ("nodes_leader", "nodes_any"):
+            od = cluster(self.config, name)["outlier_detection"]
+            self.assertTrue(od["split_external_local_origin_errors"])
+            self.assertEqual(od["consecutive_local_origin_failure"], 1)
+            self.assertEqual(od["enforcing_consecutive_local_origin_failure"], 100)
+            for off in ("enforcing_consecutive_5xx", "enforcing_consecutive_gateway_failure",
+                        "enforcing_success_rate", "enforcing_failure_percentage"):
+                self.assertEqual(od[off], 0, off)
+            self.assertEqual(od["max_ejection_percent"], 100)
+
     def test_aggregate_cluster_prefers_the_leader(self):
         agg = cluster(self.config, "nodes")
         self.assertEqual(agg["lb_policy"], "CLUSTER_PROVIDED")
@@ -381,8 +395,8 @@ class Routing(unittest.TestCase):
         for r in (kv, rest):
             p = r["retry_policy"]
             self.assertNotIn("retriable_status_codes", p)
-            self.assertEqual(p["num_retries"], 5)
-            self.assertEqual(p["retry_back_off"], {"base_interval": "0.025s", "max_interval": "0.25s"})
+            self.assertEqual(p["num_retries"], 8)
+            self.assertEqual(p["retry_back_off"], {"base_interval": "0.025s", "max_interval": "0.1s"})
             self.assertEqual(p["retriable_headers"],
                              [{"name": "x-strata-gateway-retry", "string_match": {"exact": "true"}}])
             for bad in ("5xx", "reset", "gateway-error", "deadline-exceeded"):
@@ -402,7 +416,7 @@ class Routing(unittest.TestCase):
                          "connect-failure,refused-stream,unavailable,retriable-headers,deadline-exceeded,reset")
         for r in (rest, grpc):
             self.assertEqual(r["cluster"], "nodes")
-            self.assertEqual(r["retry_policy"]["num_retries"], 5)
+            self.assertEqual(r["retry_policy"]["num_retries"], 8)
         plain = route_for(self.config, "/v1/kv/a")["route"]["retry_policy"]
         self.assertNotIn("reset", plain["retry_on"].split(","))
         self.assertNotIn("retriable_status_codes", plain)
