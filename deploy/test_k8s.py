@@ -1,5 +1,6 @@
 """Checks of deploy/k8s as `kustomize build` renders it (what `kubectl apply -k deploy/k8s` applies):
-every manifest is part of the kustomization.
+every manifest is part of the kustomization, and only the nodes and the gateway may reach the
+nodes' port.
 
     python3 -m unittest deploy/test_k8s.py              # KUSTOMIZE names the binary (default kustomize)
 
@@ -32,11 +33,27 @@ def ident(obj: dict) -> tuple[str, str, str]:
     return obj["kind"], meta.get("namespace", ""), meta["name"]
 
 
+def selects(selector: dict, labels: dict) -> bool:
+    """Whether a label selector selects a pod with `labels`. Only matchLabels is understood: a selector
+    with matchExpressions fails the test instead of being judged wrong."""
+    assert set(selector) <= {"matchLabels"}, f"selector not understood by this check: {selector}"
+    return all(labels.get(k) == v for k, v in selector.get("matchLabels", {}).items())
+
+
 class Kustomization(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.objects = built()
         cls.by_id = {ident(o): o for o in cls.objects}
+        # Every workload's pods: (kind/name, pod template labels, pod spec).
+        cls.workloads = {f"{o['kind']}/{o['metadata']['name']}": o for o in cls.objects
+                         if o["kind"] in ("StatefulSet", "Deployment", "DaemonSet", "Job", "CronJob")}
+        cls.nodes = cls.by_id[("StatefulSet", "strata", "strata")]
+        cls.gateway = cls.by_id[("Deployment", "strata", "strata-gateway")]
+
+    @staticmethod
+    def pod_labels(workload: dict) -> dict:
+        return workload["spec"]["template"]["metadata"]["labels"]
 
     def test_every_manifest_is_in_the_kustomization(self):
         # Proves: each object of each deploy/k8s/*.yaml is rendered by kustomize, so `kubectl apply -k`
@@ -52,6 +69,44 @@ class Kustomization(unittest.TestCase):
                 self.assertFalse(missing, f"{path.name}: not in `kustomize build deploy/k8s`: {missing}")
                 in_files |= {ident(d) for d in docs}
         self.assertEqual(set(self.by_id), in_files, "kustomize rendered objects no file holds")
+
+    def test_only_the_nodes_and_the_gateway_may_reach_the_nodes_port(self):
+        # Proves: exactly one NetworkPolicy selects the StatefulSet's pods and not the gateway's; it
+        # restricts ingress; every rule admits pods of this namespace only (no namespace selector, no
+        # address block, no empty `from`), and the workloads whose pods it admits are the StatefulSet
+        # and the gateway Deployment, nothing else (another pod of the namespace, even one labelled
+        # part-of strata, is not admitted); on TCP 7001, the node container's port, which it listens on.
+        policies = [o for o in self.objects if o["kind"] == "NetworkPolicy"
+                    and selects(o["spec"]["podSelector"], self.pod_labels(self.nodes))]
+        self.assertEqual(len(policies), 1, [ident(p) for p in policies])
+        [policy] = policies
+        spec = policy["spec"]
+        self.assertEqual(policy["metadata"]["namespace"], self.nodes["metadata"]["namespace"])
+        self.assertIn("Ingress", spec.get("policyTypes", ["Ingress"]))
+        self.assertFalse(selects(spec["podSelector"], self.pod_labels(self.gateway)),
+                         "the policy must not restrict the gateway's own listener")
+        rules = spec.get("ingress", [])
+        self.assertTrue(rules, "no ingress rule: nothing could reach the nodes, not even each other")
+
+        peers = []
+        for rule in rules:
+            self.assertTrue(rule.get("from"), f"a rule without `from` admits every source: {rule}")
+            self.assertEqual(rule.get("ports"), [{"protocol": "TCP", "port": 7001}], rule)
+            for peer in rule["from"]:
+                self.assertEqual(set(peer), {"podSelector"}, f"admits more than pods of the namespace: {peer}")
+                self.assertTrue(peer["podSelector"].get("matchLabels"), f"an empty selector admits every pod: {peer}")
+                peers.append(peer["podSelector"])
+        admitted = {name for name, w in self.workloads.items()
+                    if any(selects(p, self.pod_labels(w)) for p in peers)}
+        self.assertEqual(admitted, {"StatefulSet/strata", "Deployment/strata-gateway"})
+        stranger = {"app.kubernetes.io/name": "client", "app.kubernetes.io/part-of": "strata"}
+        self.assertFalse(any(selects(p, stranger) for p in peers), "another pod of the namespace is admitted")
+
+        [container] = self.nodes["spec"]["template"]["spec"]["containers"]
+        ports = {p["containerPort"] for p in container["ports"]}
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        self.assertEqual(ports, {7001})
+        self.assertTrue(env["STRATA_LISTEN"].endswith(":7001"), env["STRATA_LISTEN"])
 
 
 if __name__ == "__main__":
