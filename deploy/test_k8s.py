@@ -1,6 +1,6 @@
 """Checks of deploy/k8s as `kustomize build` renders it (what `kubectl apply -k deploy/k8s` applies):
-every manifest is part of the kustomization, and only the nodes and the gateway may reach the
-nodes' port.
+every manifest is part of the kustomization, only the nodes and the gateway may reach the nodes'
+port, and both workloads spread their replicas over machines.
 
     python3 -m unittest deploy/test_k8s.py              # KUSTOMIZE names the binary (default kustomize)
 
@@ -19,6 +19,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 K8S = REPO / "deploy/k8s"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def built() -> list[dict]:
@@ -107,6 +108,21 @@ class Kustomization(unittest.TestCase):
         env = {e["name"]: e.get("value") for e in container["env"]}
         self.assertEqual(ports, {7001})
         self.assertTrue(env["STRATA_LISTEN"].endswith(":7001"), env["STRATA_LISTEN"])
+
+    def test_the_nodes_and_the_gateway_spread_over_machines(self):
+        # Proves: the StatefulSet and the gateway Deployment each prefer not to put two of their own
+        # pods on one machine: a preferred anti-affinity term by hostname whose selector picks the
+        # workload's own pods (and not the other workload's).
+        for workload, other in ((self.nodes, self.gateway), (self.gateway, self.nodes)):
+            name = f"{workload['kind']}/{workload['metadata']['name']}"
+            with self.subTest(workload=name):
+                affinity = workload["spec"]["template"]["spec"].get("affinity", {})
+                terms = affinity.get("podAntiAffinity", {}).get("preferredDuringSchedulingIgnoredDuringExecution", [])
+                own = [t for t in terms if t["podAffinityTerm"]["topologyKey"] == HOSTNAME
+                       and selects(t["podAffinityTerm"]["labelSelector"], self.pod_labels(workload))]
+                self.assertEqual(len(own), 1, f"{name}: no preferred anti-affinity by hostname to its own pods")
+                self.assertFalse(selects(own[0]["podAffinityTerm"]["labelSelector"], self.pod_labels(other)))
+                self.assertGreater(own[0]["weight"], 0)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   3. kustomization             kustomize build deploy/k8s (the pinned version when KUSTOMIZE_VERSION
 #                                is set), kubernetes-validate --strict of what it renders, and
 #                                deploy/test_k8s.py on it (every file is in it, the NetworkPolicy
-#                                admits the nodes and the gateway alone)
+#                                admits the nodes and the gateway alone, both workloads spread
+#                                their replicas over machines)
 #   4. Envoy configs             the generator's tests (the committed ConfigMap is current, the
 #                                compose image generates the config its services match), then
 #                                envoy --mode validate (only when envoy is found) of the demo and
