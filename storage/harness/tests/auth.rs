@@ -271,3 +271,99 @@ async fn the_k6_scenarios_send_the_token_they_are_given() {
         assert!(passed, "{script} failed with a write token:\n{out}");
     }
 }
+
+/// Runs the `strata` CLI against the gateway of `c` with `env` added to an
+/// environment that names no endpoint or token of its own; answers its
+/// exit code, standard output and standard error.
+fn strata_cli(c: &Cluster, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = std::process::Command::new(strata_harness::workspace_binary("strata").unwrap());
+    cmd.arg("--endpoint")
+        .arg(c.gateway_url())
+        .args(args)
+        .env_remove("STRATA_ENDPOINT")
+        .env_remove("STRATA_TOKEN")
+        .env_remove("STRATA_TOKEN_FILE")
+        .envs(env.iter().copied());
+    let out = cmd.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_sends_the_token_of_its_flag_its_environment_or_its_file() {
+    // Proves, with the real `strata` binary against a cluster that serves
+    // nothing without a token: a put and a get without one exit nonzero
+    // and say UNAUTHENTICATED, and the put wrote nothing; with a write
+    // token given as --token, as STRATA_TOKEN and in the file named by
+    // STRATA_TOKEN_FILE each put and get is served; with a read token a
+    // put exits nonzero saying PERMISSION_DENIED and writes nothing, while
+    // a get is served.
+    let c = Cluster::start_closed(3).await.unwrap();
+    let writer = c.token(Role::Write);
+    let reader = c.token(Role::Read);
+    let admin = c.admin_token().to_string();
+    let absent = |key: &str| {
+        let (code, out, err) = strata_cli(&c, &["--token", &admin, "get", key], &[]);
+        code != Some(0) && out.is_empty() && err.contains("key not found")
+    };
+
+    for args in [
+        &["put", "cli/anonymous", "v"][..],
+        &["get", "cli/anonymous"],
+    ] {
+        let (code, out, err) = strata_cli(&c, args, &[]);
+        eprintln!(
+            "strata {args:?} without a token: exit {code:?}: {}",
+            err.trim()
+        );
+        assert_ne!(code, Some(0), "served without a token: {out}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains("UNAUTHENTICATED: "), "{err}");
+        assert!(
+            err.contains("--token, STRATA_TOKEN or STRATA_TOKEN_FILE"),
+            "{err}"
+        );
+    }
+    assert!(absent("cli/anonymous"), "a put without a token wrote");
+
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("write.token");
+    std::fs::write(&token_file, format!("{writer}\n")).unwrap();
+    let token_file = token_file.to_str().unwrap();
+    // (how the token is given, the flags and the environment that give it)
+    let ways = [
+        ("flag", vec!["--token", &writer], vec![]),
+        ("env", vec![], vec![("STRATA_TOKEN", writer.as_str())]),
+        ("file", vec![], vec![("STRATA_TOKEN_FILE", token_file)]),
+    ];
+    for (way, flags, env) in &ways {
+        let key = format!("cli/{way}");
+        let put: Vec<&str> = flags.iter().copied().chain(["put", &key, way]).collect();
+        let (code, out, err) = strata_cli(&c, &put, env);
+        assert_eq!(code, Some(0), "put with the token given by {way}: {err}");
+        assert!(out.starts_with("OK index="), "{out}");
+        let get: Vec<&str> = flags.iter().copied().chain(["get", &key]).collect();
+        let (code, out, err) = strata_cli(&c, &get, env);
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(0), *way),
+            "get with the token given by {way}: {err}"
+        );
+        eprintln!("strata put/get with the token given by {way}: served");
+    }
+
+    let (code, out, err) = strata_cli(&c, &["--token", &reader, "put", "cli/read", "v"], &[]);
+    eprintln!(
+        "strata put with a read token: exit {code:?}: {}",
+        err.trim()
+    );
+    assert_ne!(code, Some(0), "a read token wrote: {out}");
+    assert!(err.contains("PERMISSION_DENIED: "), "{err}");
+    assert!(!err.contains("STRATA_TOKEN"), "a token was given: {err}");
+    assert!(absent("cli/read"), "a put with a read token wrote");
+    let (code, out, err) = strata_cli(&c, &["--token", &reader, "get", "cli/flag"], &[]);
+    assert_eq!((code, out.as_str()), (Some(0), "flag"), "{err}");
+}
