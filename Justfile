@@ -191,7 +191,7 @@ test-deploy: setup-kustomize
     #!/usr/bin/env bash
     set -euo pipefail
     command -v docker-compose >/dev/null || { echo "test-deploy: docker-compose is missing; run ./dev setup-system (as root)" >&2; exit 1; }
-    ENVOY="{{envoy}}" KUSTOMIZE="{{kustomize}}" KUSTOMIZE_VERSION="{{kustomize_version}}" bash deploy/validate.sh
+    ENVOY="{{envoy}}" KUSTOMIZE="{{kustomize}}" bash deploy/validate.sh
 
 # (Needs root, to install Docker's Debian packages and start dockerd: otherwise it says why and passes.
 # Every image is built here, on a debootstrap Debian with the host's tools (deploy/compose/local-images.sh),

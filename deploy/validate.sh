@@ -4,19 +4,19 @@
 #                                deploy/test_compose.py on the resolved file (the nodes export
 #                                their traces where Envoy does)
 #   2. deploy/k8s/*.yaml         kubernetes-validate --strict (schemas bundled, offline)
-#   3. kustomization             kustomize build deploy/k8s (the pinned version when KUSTOMIZE_VERSION
-#                                is set), kubernetes-validate --strict of what it renders, and
-#                                deploy/test_k8s.py on it (every file is in it, the NetworkPolicy
-#                                admits the nodes and the gateway alone, both workloads spread
-#                                their replicas over machines)
+#   3. kustomization             kustomize build deploy/k8s (the pinned version), kubernetes-validate
+#                                --strict of what it renders, and deploy/test_k8s.py on it (every
+#                                file is in it, the NetworkPolicy admits the nodes and the gateway
+#                                alone, both workloads spread their replicas over machines)
 #   4. Envoy configs             the generator's tests (the committed ConfigMap is current, the
 #                                compose image generates the config its services match), then
 #                                envoy --mode validate (only when envoy is found) of the demo and
 #                                compose configs as generated and of the ConfigMap's payload
 # Tools come from env vars or PATH:
 #   DOCKER_COMPOSE (default: docker-compose)   KUBERNETES_VALIDATE (default: kubernetes-validate)
-#   K8S_VERSION (default: 1.37.0)              KUSTOMIZE (default: kustomize)   ENVOY (default: envoy)
-#   KUSTOMIZE_VERSION (the version kustomize must report; unset: any)
+#   K8S_VERSION (default: 1.37.0)              KUSTOMIZE (default: kustomize, on PATH or in the tools folder)
+#   ENVOY (default: envoy)                     KUSTOMIZE_VERSION (default: the Justfile's kustomize_version;
+#                                              empty: any)
 # Exits non-zero when any check fails (all checks run, failures are listed at the end).
 set -uo pipefail
 
@@ -26,8 +26,17 @@ cd "$ROOT"
 DOCKER_COMPOSE="${DOCKER_COMPOSE:-docker-compose}"
 KUBERNETES_VALIDATE="${KUBERNETES_VALIDATE:-kubernetes-validate}"
 K8S_VERSION="${K8S_VERSION:-1.37.0}"
-KUSTOMIZE="${KUSTOMIZE:-kustomize}"
-KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-}"
+# kustomize: as given, else on PATH, else where ./dev setup-kustomize puts it (the tools folder of
+# ./dev, or CI's cache); the version it must report is the Justfile's pin unless given.
+if [ -z "${KUSTOMIZE:-}" ]; then
+  KUSTOMIZE=kustomize
+  if ! command -v kustomize >/dev/null 2>&1; then
+    for t in "${STRATA_TOOLS_DIR:-$ROOT/.tools}" "$HOME/.cache/strata/tools"; do
+      [ -x "$t/bin/kustomize" ] && { KUSTOMIZE="$t/bin/kustomize"; break; }
+    done
+  fi
+fi
+KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION-$(sed -n 's/^kustomize_version := "\(.*\)"$/\1/p' Justfile)}"
 ENVOY="${ENVOY:-envoy}"
 
 failures=()
@@ -63,9 +72,10 @@ fi
 
 step "kustomization (kustomize ${KUSTOMIZE_VERSION:-of any version})"
 if need "$KUSTOMIZE"; then
-  echo "kustomize $("$KUSTOMIZE" version 2>&1)"
+  kustomize_reports="$("$KUSTOMIZE" version 2>&1)"
+  echo "$KUSTOMIZE: $kustomize_reports"
   if [ -n "$KUSTOMIZE_VERSION" ]; then
-    run "kustomize is $KUSTOMIZE_VERSION" bash -c "[ \"\$('$KUSTOMIZE' version)\" = '$KUSTOMIZE_VERSION' ]"
+    run "kustomize $kustomize_reports is the pinned $KUSTOMIZE_VERSION" test "$kustomize_reports" = "$KUSTOMIZE_VERSION"
   fi
   if "$KUSTOMIZE" build deploy/k8s > "$tmp/kustomized.yaml"; then
     printf 'ok   kustomize build deploy/k8s (%s objects)\n' "$(grep -c '^kind:' "$tmp/kustomized.yaml")"
