@@ -8,6 +8,9 @@ venv := tools / "venv"
 envoy := venv / "bin/envoy"
 k6 := tools / "bin/k6"
 k6_version := "v1.8.1"
+# kustomize, which test-deploy builds deploy/k8s with (its output is validated like the files).
+kustomize := tools / "bin/kustomize"
+kustomize_version := "v5.8.1"
 # The trace viewer `up traces=1` runs: Jaeger, built from the module pinned in deploy/local/jaeger.
 jaeger := tools / "bin/jaeger"
 run := root / ".run"
@@ -35,7 +38,7 @@ default:
 test: setup setup-system lint test-rust test-engine-long fuzz-smoke test-sim test-console test-gateway test-deploy compose-test test-metrics test-smoke test-e2e test-e2e-ops test-bench-smoke test-k6-inspect test-loadtest test-reliability
 
 # Install everything the project needs into project-local folders (no root needed).
-setup: setup-k6 setup-console
+setup: setup-k6 setup-kustomize setup-console
 
 # k6 into the tools folder, unless the pinned version is there.
 setup-k6:
@@ -45,6 +48,20 @@ setup-k6:
       echo "installing k6 {{k6_version}} into {{tools}}/bin"
       mkdir -p "{{tools}}/bin"
       GOBIN="{{tools}}/bin" GOFLAGS=-mod=mod go install "go.k6.io/k6@{{k6_version}}"
+    fi
+
+# (A stamp beside the binary names the version built; test-deploy's validate.sh checks `kustomize version` too.)
+# kustomize into the tools folder, unless the pinned version is there.
+setup-kustomize:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    stamp="{{kustomize}}.version"
+    if [ ! -x "{{kustomize}}" ] || [ "$(cat "$stamp" 2>/dev/null)" != "{{kustomize_version}}" ] \
+        || [ "$("{{kustomize}}" version 2>/dev/null)" != "{{kustomize_version}}" ]; then
+      echo "installing kustomize {{kustomize_version}} into {{tools}}/bin"
+      mkdir -p "{{tools}}/bin"
+      GOBIN="{{tools}}/bin" GOFLAGS=-mod=mod go install "sigs.k8s.io/kustomize/kustomize/v5@{{kustomize_version}}"
+      echo "{{kustomize_version}}" > "$stamp"
     fi
 
 # (The first build takes some 15 minutes on 2 cores; later calls find the binary of the same go.mod and go.sum and return at once.)
@@ -186,11 +203,11 @@ test-gateway:
     ENVOY="{{envoy}}" python3 -m unittest discover -s gateway -p 'test_*.py' -v
 
 # Static validation of docker-compose.yml, the Kubernetes manifests and the Envoy configs.
-test-deploy:
+test-deploy: setup-kustomize
     #!/usr/bin/env bash
     set -euo pipefail
     command -v docker-compose >/dev/null || { echo "test-deploy: docker-compose is missing; run ./dev setup-system (as root)" >&2; exit 1; }
-    ENVOY="{{envoy}}" bash deploy/validate.sh
+    ENVOY="{{envoy}}" KUSTOMIZE="{{kustomize}}" bash deploy/validate.sh
 
 # (Needs root, to install Docker's Debian packages and start dockerd: otherwise it says why and passes.
 # Every image is built here, on a debootstrap Debian with the host's tools (deploy/compose/local-images.sh),

@@ -4,14 +4,19 @@
 #                                deploy/test_compose.py on the resolved file (the nodes export
 #                                their traces where Envoy does)
 #   2. deploy/k8s/*.yaml         kubernetes-validate --strict (schemas bundled, offline)
-#   3. kustomization             kubectl kustomize renders it (only when kubectl is on PATH)
+#   3. kustomization             kustomize build deploy/k8s (the pinned version), kubernetes-validate
+#                                --strict of what it renders, and deploy/test_k8s.py on it (every
+#                                file is in it, the NetworkPolicy admits the nodes and the gateway
+#                                alone, both workloads spread their replicas over machines)
 #   4. Envoy configs             the generator's tests (the committed ConfigMap is current, the
 #                                compose image generates the config its services match), then
 #                                envoy --mode validate (only when envoy is found) of the demo and
 #                                compose configs as generated and of the ConfigMap's payload
 # Tools come from env vars or PATH:
 #   DOCKER_COMPOSE (default: docker-compose)   KUBERNETES_VALIDATE (default: kubernetes-validate)
-#   K8S_VERSION (default: 1.37.0)              KUBECTL (default: kubectl)   ENVOY (default: envoy)
+#   K8S_VERSION (default: 1.37.0)              KUSTOMIZE (default: kustomize, on PATH or in the tools folder)
+#   ENVOY (default: envoy)                     KUSTOMIZE_VERSION (default: the Justfile's kustomize_version;
+#                                              empty: any)
 # Exits non-zero when any check fails (all checks run, failures are listed at the end).
 set -uo pipefail
 
@@ -21,10 +26,21 @@ cd "$ROOT"
 DOCKER_COMPOSE="${DOCKER_COMPOSE:-docker-compose}"
 KUBERNETES_VALIDATE="${KUBERNETES_VALIDATE:-kubernetes-validate}"
 K8S_VERSION="${K8S_VERSION:-1.37.0}"
-KUBECTL="${KUBECTL:-kubectl}"
+# kustomize: as given, else on PATH, else where ./dev setup-kustomize puts it (the tools folder of
+# ./dev, or CI's cache); the version it must report is the Justfile's pin unless given.
+if [ -z "${KUSTOMIZE:-}" ]; then
+  KUSTOMIZE=kustomize
+  if ! command -v kustomize >/dev/null 2>&1; then
+    for t in "${STRATA_TOOLS_DIR:-$ROOT/.tools}" "$HOME/.cache/strata/tools"; do
+      [ -x "$t/bin/kustomize" ] && { KUSTOMIZE="$t/bin/kustomize"; break; }
+    done
+  fi
+fi
+KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION-$(sed -n 's/^kustomize_version := "\(.*\)"$/\1/p' Justfile)}"
 ENVOY="${ENVOY:-envoy}"
 
 failures=()
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 step() { printf '== %s\n' "$*"; }
 run() {  # run NAME CMD...: run a check, remember it when it fails
   local name="$1"; shift
@@ -53,17 +69,30 @@ done
 if need "$KUBERNETES_VALIDATE"; then
   run "kubernetes-validate ${#manifests[@]} files" "$KUBERNETES_VALIDATE" --strict -k "$K8S_VERSION" "${manifests[@]}"
 fi
-if command -v "$KUBECTL" >/dev/null 2>&1; then
-  run "kubectl kustomize deploy/k8s" bash -c "'$KUBECTL' kustomize deploy/k8s >/dev/null"
-else
-  echo "skip kubectl kustomize ($KUBECTL not found)"
+
+step "kustomization (kustomize ${KUSTOMIZE_VERSION:-of any version})"
+if need "$KUSTOMIZE"; then
+  kustomize_reports="$("$KUSTOMIZE" version 2>&1)"
+  echo "$KUSTOMIZE: $kustomize_reports"
+  if [ -n "$KUSTOMIZE_VERSION" ]; then
+    run "kustomize $kustomize_reports is the pinned $KUSTOMIZE_VERSION" test "$kustomize_reports" = "$KUSTOMIZE_VERSION"
+  fi
+  if "$KUSTOMIZE" build deploy/k8s > "$tmp/kustomized.yaml"; then
+    printf 'ok   kustomize build deploy/k8s (%s objects)\n' "$(grep -c '^kind:' "$tmp/kustomized.yaml")"
+    if command -v "$KUBERNETES_VALIDATE" >/dev/null 2>&1; then
+      run "kubernetes-validate the kustomize build" "$KUBERNETES_VALIDATE" --strict -k "$K8S_VERSION" "$tmp/kustomized.yaml"
+    fi
+    run "what kustomize builds (deploy/test_k8s.py)" \
+      env KUSTOMIZE="$KUSTOMIZE" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q deploy/test_k8s.py
+  else
+    printf 'FAIL kustomize build deploy/k8s\n'; failures+=("kustomize build deploy/k8s")
+  fi
 fi
 
 step "Envoy configs"
 run "generator tests (gateway/test_gen_envoy.py)" \
   env PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q gateway/test_gen_envoy.py
 if command -v "$ENVOY" >/dev/null 2>&1; then
-  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
   # The demo's config as strata-cluster generates it at start, the compose one as
   # deploy/Dockerfile.envoy generates it, and the committed ConfigMap's payload.
   python3 gateway/gen_envoy.py --eds --out "$tmp/demo.yaml"

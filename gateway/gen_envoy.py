@@ -759,10 +759,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--k8s", dest="preset", action="store_const", const="k8s", help="same as --preset k8s")
     p.add_argument("--nodes", help="comma-separated host:port of every storage node, or with --eds of the seed nodes "
                    "Envoy asks for the members (default 127.0.0.1:7001..7003)")
+    eds_presets = " and ".join(f"--{name}" for name, preset in sorted(PRESETS.items()) if preset.get("eds"))
     p.add_argument("--eds", action=argparse.BooleanOptionalAction,
                    help="take the member clusters' endpoints from the nodes (EDS over gRPC, from the seeds in "
                         "--nodes), so members added or removed reach the gateway without a restart (default: "
-                        "on with --compose, off with --k8s, where DNS follows the pods, and off otherwise)")
+                        f"on with {eds_presets}, and off otherwise, where --nodes lists every node)")
     p.add_argument("--listen", help="gateway listener host:port (default 127.0.0.1:8080)")
     p.add_argument("--admin", help="Envoy admin host:port (default 127.0.0.1:9901)")
     p.add_argument("--console", help="console static server host:port, or 'nodes' when the storage nodes serve "

@@ -353,6 +353,21 @@ class Routing(unittest.TestCase):
         self.assertEqual(cluster(build("--k8s", "--no-eds"), "nodes_any")["cluster_type"]["name"],
                          "envoy.cluster.dns")
 
+    def test_the_help_names_the_presets_that_turn_eds_on(self):
+        # Proves --help tells the truth about --eds: the presets it says turn EDS on are exactly those
+        # whose config has EDS member clusters, and it calls no preset's EDS off.
+        out = subprocess.run([sys.executable, str(GATEWAY / "gen_envoy.py"), "--help"], check=True,
+                             capture_output=True, text=True).stdout
+        text = " ".join(out.split())
+        m = re.search(r"--eds, --no-eds .*?\(default: on with (.*?), and off otherwise", text)
+        self.assertIsNotNone(m, text)
+        said = set(re.findall(r"--([a-z0-9]+)", m.group(1)))
+        eds_on = {name for name in gen_envoy.PRESETS
+                  if cluster(build(f"--{name}"), "nodes_any").get("type") == "EDS"}
+        self.assertEqual(said, eds_on)
+        self.assertEqual(eds_on, {"compose", "k8s"})
+        self.assertNotRegex(text, r"off with --(compose|k8s)")
+
     def test_load_runner_route_only_when_asked_for_and_before_the_console(self):
         # Proves --load-runner: /load/ goes to the runner (path kept), everything else is routed as
         # before, and without the flag there is neither the route nor the cluster.

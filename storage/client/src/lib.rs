@@ -44,8 +44,10 @@ pub enum ClientError {
         #[source]
         source: tonic::transport::Error,
     },
-    #[error("{}: {}", .0.code(), .0.message())]
-    Status(#[from] tonic::Status),
+    /// The server's status, shown by its gRPC name (`UNAUTHENTICATED`,
+    /// `PERMISSION_DENIED`, ...) and its message.
+    #[error("{}: {}", code_name(.0.code()), .0.message())]
+    Status(tonic::Status),
     #[error(transparent)]
     Backup(#[from] strata_proto::backup::BackupError),
     #[error("{0}")]
@@ -54,6 +56,37 @@ pub enum ClientError {
     NotEmpty { key: String },
     #[error("{0}")]
     Token(String),
+}
+
+impl From<tonic::Status> for ClientError {
+    fn from(status: tonic::Status) -> Self {
+        ClientError::Status(status)
+    }
+}
+
+/// A gRPC status code by its name in the gRPC specification
+/// (`UNAUTHENTICATED`), as the REST API's error bodies name it too.
+pub fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code;
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "CANCELLED",
+        Code::Unknown => "UNKNOWN",
+        Code::InvalidArgument => "INVALID_ARGUMENT",
+        Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        Code::NotFound => "NOT_FOUND",
+        Code::AlreadyExists => "ALREADY_EXISTS",
+        Code::PermissionDenied => "PERMISSION_DENIED",
+        Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        Code::FailedPrecondition => "FAILED_PRECONDITION",
+        Code::Aborted => "ABORTED",
+        Code::OutOfRange => "OUT_OF_RANGE",
+        Code::Unimplemented => "UNIMPLEMENTED",
+        Code::Internal => "INTERNAL",
+        Code::Unavailable => "UNAVAILABLE",
+        Code::DataLoss => "DATA_LOSS",
+        Code::Unauthenticated => "UNAUTHENTICATED",
+    }
 }
 
 /// Metadata the node, and the gateway for requests it never sent to a node,
@@ -521,6 +554,19 @@ mod tests {
                 .insert(RETRYABLE_METADATA, MetadataValue::from_static(mark));
         }
         ClientError::Status(status)
+    }
+
+    #[test]
+    fn a_status_reads_as_its_grpc_name_and_message_once() {
+        // Proves what the CLI prints for a refusal: the code's name as the
+        // REST API spells it, then the server's message, with no cause
+        // below that says the same again.
+        let e = ClientError::from(Status::unauthenticated("send a token"));
+        assert_eq!(e.to_string(), "UNAUTHENTICATED: send a token");
+        assert!(std::error::Error::source(&e).is_none());
+        let e = ClientError::from(Status::permission_denied("needs admin"));
+        assert_eq!(e.to_string(), "PERMISSION_DENIED: needs admin");
+        assert_eq!(code_name(Code::FailedPrecondition), "FAILED_PRECONDITION");
     }
 
     #[test]

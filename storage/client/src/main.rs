@@ -288,6 +288,28 @@ enum LeaderCmd {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let anonymous = cli.token.is_none() && cli.token_file.is_none();
+    run(cli).await.map_err(|e| {
+        if anonymous && wants_a_token(&e) {
+            e.context(
+                "refused without a token: give one with --token, STRATA_TOKEN or STRATA_TOKEN_FILE",
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// Whether the cluster refused the call for want of a token
+/// (UNAUTHENTICATED).
+fn wants_a_token(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(c.downcast_ref::<strata_client::ClientError>(),
+            Some(strata_client::ClientError::Status(s)) if s.code() == tonic::Code::Unauthenticated)
+    })
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     // Reading a backup file needs no cluster.
     if let Cmd::Snapshot {

@@ -116,8 +116,15 @@ impl Cluster {
     /// Like [`start`](Self::start), with nodes that serve nothing to a
     /// request without a token (`--anonymous-role none`, their default).
     pub async fn start_closed(n: usize) -> Result<Cluster> {
+        Self::start_with_anonymous_role(n, "none").await
+    }
+
+    /// Like [`start`](Self::start), with nodes whose requests without a
+    /// token may do what `role` allows (`--anonymous-role`: none, read or
+    /// write; the demo's is write).
+    pub async fn start_with_anonymous_role(n: usize, role: &str) -> Result<Cluster> {
         let options = Options {
-            anonymous_role: Some("none"),
+            anonymous_role: Some(role),
             ..Options::default()
         };
         Self::start_full(n, options, |_, _| Ok(())).await

@@ -370,3 +370,53 @@ async fn strata_log_sets_the_level_and_rust_log_stands_in_for_it() {
         "{quiet}"
     );
 }
+
+/// `text` without its ANSI colour sequences (ESC [ ... m), which the text
+/// format writes around levels, targets and field names.
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_logs_what_requests_without_a_token_may_do_when_it_starts() {
+    // Proves: a node started with each anonymous role (`--anonymous-role`
+    // none, read, write) writes one line at start naming that role and
+    // what it lets a request without a token do, and no line naming
+    // another role.
+    for (role, what) in [
+        ("none", "nothing"),
+        ("read", "reads"),
+        ("write", "reads and writes of keys and leases"),
+    ] {
+        let c = Cluster::start_with_anonymous_role(1, role).await.unwrap();
+        let log = without_colours(&c.node_log(1));
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("requests without a token may do:"))
+            .collect();
+        assert_eq!(lines.len(), 1, "role {role}: {lines:#?}");
+        let line = lines[0];
+        eprintln!("--anonymous-role {role}: {line}");
+        let said = line
+            .split("requests without a token may do: ")
+            .nth(1)
+            .unwrap();
+        assert!(
+            said.starts_with(&format!("{what} anonymous_role={role} ")),
+            "role {role}: {line}"
+        );
+    }
+}
