@@ -233,11 +233,17 @@ async fn a_closed_cluster_serves_tokens_only_and_a_follower_forwards_the_callers
 
 /// Runs a bundled k6 scenario against `url` for 2 s (`STRATA_K6`, else k6
 /// on the PATH), with `token` in STRATA_TOKEN when given; answers whether
-/// it passed and the end of its output.
+/// every one of its checks passed (at least one ran), and the end of its
+/// output. The scenario's latency thresholds are left out: they judge the
+/// host, and this judges what the cluster answered.
 fn k6_run(script: &str, url: &str, token: Option<&str>) -> (bool, String) {
+    let summary = tempfile::NamedTempFile::new().unwrap();
     let mut cmd = std::process::Command::new(strata_harness::k6_binary());
     cmd.arg("run")
         .arg("--quiet")
+        .arg("--no-thresholds")
+        .arg("--summary-export")
+        .arg(summary.path())
         .arg(strata_harness::loadtest_dir().join(script))
         .env("STRATA_URL", url)
         .env("SMOKE_VUS", "2")
@@ -253,7 +259,14 @@ fn k6_run(script: &str, url: &str, token: Option<&str>) -> (bool, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     let tail: String = text.lines().rev().take(12).collect::<Vec<_>>().join("\n");
-    (out.status.success(), tail)
+    let checks = std::fs::read_to_string(summary.path())
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .map(|v| v["metrics"]["checks"].clone())
+        .unwrap_or_default();
+    let (passes, fails) = (checks["passes"].as_u64(), checks["fails"].as_u64());
+    let passed = out.status.success() && passes.is_some_and(|n| n > 0) && fails == Some(0);
+    (passed, format!("checks {passes:?} passed, {fails:?} failed\n{tail}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
