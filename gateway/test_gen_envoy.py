@@ -645,7 +645,7 @@ class Tls(unittest.TestCase):
         # Proves: with a certificate the public listener sorts connections by their first bytes;
         # TLS ones reach the API with the certificate, TLS 1.2+ and ALPN h2 and http/1.1; plaintext
         # ones get a 400 naming the fix, and reach no node.
-        cfg = build("--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem")
+        cfg = build("--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem", "--tls-sds", "/g/sds.yaml")
         (listener,) = cfg["static_resources"]["listeners"]
         self.assertEqual([f["name"] for f in listener["listener_filters"]],
                          ["envoy.filters.listener.tls_inspector"])
@@ -655,8 +655,15 @@ class Tls(unittest.TestCase):
         ctx = tls_chain["transport_socket"]["typed_config"]["common_tls_context"]
         self.assertEqual(ctx["alpn_protocols"], ["h2", "http/1.1"])
         self.assertEqual(ctx["tls_params"], {"tls_minimum_protocol_version": "TLSv1_2"})
-        self.assertEqual(ctx["tls_certificates"], [{"certificate_chain": {"filename": "/c/gw.pem"},
-                                                    "private_key": {"filename": "/c/gw-key.pem"}}])
+        # The certificate comes by SDS from the file, not from the certificate's own files.
+        self.assertNotIn("tls_certificates", ctx)
+        self.assertEqual(ctx["tls_certificate_sds_secret_configs"], [{
+            "name": "gateway_certificate",
+            "sds_config": {
+                "path_config_source": {"path": "/g/sds.yaml", "watched_directory": {"path": "/g"}},
+                "resource_api_version": "V3",
+            },
+        }])
         self.assertEqual(plain_chain["filter_chain_match"], {"transport_protocol": "raw_buffer"})
         self.assertNotIn("transport_socket", plain_chain)
         (route,) = plain_chain["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
@@ -700,6 +707,68 @@ class Tls(unittest.TestCase):
             with self.subTest(argv=argv), self.assertRaises(SystemExit):
                 quiet_parse(argv)
 
+    def test_the_sds_file_is_written_beside_the_config_and_names_the_certificate(self):
+        # Proves: with --tls-cert and an --out file, the generator writes the SDS file beside it
+        # (whole, by a rename: no temporary file is left), and the listener reads its certificate
+        # from there, watching that directory; the file holds the one secret the listener asks for,
+        # the certificate and key named by path (so Envoy watches their directory too).
+        d = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", d])
+        out = os.path.join(d, "envoy.json")
+        gen_envoy.main(["--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem", "--out", out])
+        self.assertEqual(sorted(os.listdir(d)), ["envoy.json", "gateway-tls-sds.yaml"])
+        with open(out, encoding="utf-8") as f:
+            config = json.load(f)
+        ctx = config["static_resources"]["listeners"][0]["filter_chains"][0]["transport_socket"][
+            "typed_config"]["common_tls_context"]
+        (secret,) = ctx["tls_certificate_sds_secret_configs"]
+        self.assertEqual(secret["sds_config"]["path_config_source"],
+                         {"path": os.path.join(d, "gateway-tls-sds.yaml"), "watched_directory": {"path": d}})
+        with open(os.path.join(d, "gateway-tls-sds.yaml"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), gen_envoy.render_sds(gen_envoy.parse_args(
+                ["--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem", "--out", out])))
+        # Named .json, it is JSON, and its content is the secret.
+        sds = os.path.join(d, "named.json")
+        gen_envoy.main(["--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem", "--tls-sds", sds, "--out", out])
+        with open(sds, encoding="utf-8") as f:
+            self.assertEqual(json.load(f), {"resources": [{
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+                "name": secret["name"],
+                "tls_certificate": {"certificate_chain": {"filename": "/c/gw.pem"},
+                                    "private_key": {"filename": "/c/gw-key.pem"}},
+            }]})
+        self.assertEqual(sorted(os.listdir(d)), ["envoy.json", "gateway-tls-sds.yaml", "named.json"])
+        # Without a certificate, no SDS file.
+        plain = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", plain])
+        gen_envoy.main(["--out", os.path.join(plain, "envoy.yaml")])
+        self.assertEqual(os.listdir(plain), ["envoy.yaml"])
+
+    def test_the_sds_file_needs_a_place_when_the_config_has_no_file(self):
+        # Proves: to stdout or into a ConfigMap there is no "beside", so --tls-sds must be given;
+        # and --tls-sds means nothing without a certificate.
+        cert = ["--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem"]
+        for argv in (cert, cert + ["--k8s", "--configmap", "strata/strata-envoy", "--out", "cm.yaml"],
+                     ["--tls-sds", "/g/sds.yaml"]):
+            with self.subTest(argv=argv), self.assertRaises(SystemExit):
+                quiet_parse(argv)
+        self.assertEqual(quiet_parse(cert + ["--tls-sds", "/g/sds.yaml"]).tls_sds, "/g/sds.yaml")
+
+    def test_a_configmap_carries_the_sds_file_beside_the_config(self):
+        # Proves: with --configmap the SDS file is a second key of the ConfigMap, so that it is
+        # mounted beside envoy.yaml, and the config reads it where --tls-sds says it is mounted.
+        text, _ = gen_envoy.render(["--k8s", "--configmap", "strata/strata-envoy", "--tls-cert",
+                                    "/etc/strata/tls/gateway.pem", "--tls-key", "/etc/strata/tls/gateway-key.pem",
+                                    "--tls-sds", "/etc/envoy/gateway-tls-sds.yaml"])
+        self.assertEqual(re.findall(r"^  ([a-z.-]+): \|$", text, re.MULTILINE),
+                         ["envoy.yaml", "gateway-tls-sds.yaml"])
+        envoy = text[text.index("  envoy.yaml: |"):text.index("  gateway-tls-sds.yaml: |")]
+        self.assertIn('path: "/etc/envoy/gateway-tls-sds.yaml"', envoy)
+        self.assertIn('path: "/etc/envoy"', envoy)
+        sds = text[text.index("  gateway-tls-sds.yaml: |"):]
+        self.assertIn('filename: "/etc/strata/tls/gateway.pem"', sds)
+        self.assertIn('filename: "/etc/strata/tls/gateway-key.pem"', sds)
+
 
 def make_certs(test: unittest.TestCase) -> dict[str, str]:
     """A CA and a leaf it signed, made with openssl (envoy --mode validate loads the files)."""
@@ -728,12 +797,26 @@ class EnvoyValidates(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False) as f:
             f.write(text)
         try:
-            out = subprocess.run([os.environ["ENVOY"], "--mode", "validate", "-c", f.name, "-l", "warning"],
-                                 capture_output=True, text=True, timeout=60)
-            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-            self.assertNotIn("Deprecated field", out.stdout + out.stderr)
+            self.validate_file(f.name)
         finally:
             os.unlink(f.name)
+
+    def envoy_validate(self, path: str) -> subprocess.CompletedProcess:
+        return subprocess.run([os.environ["ENVOY"], "--mode", "validate", "-c", path, "-l", "warning"],
+                              capture_output=True, text=True, timeout=60)
+
+    def validate_file(self, path: str):
+        out = self.envoy_validate(path)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertNotIn("Deprecated field", out.stdout + out.stderr)
+
+    def generate(self, argv: list[str], name: str = "envoy.yaml") -> str:
+        """Runs the generator as a launcher does, into a new directory (the config, and its SDS
+        file with --tls-cert); returns the config's path."""
+        d = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", d])
+        gen_envoy.main(argv + ["--out", os.path.join(d, name)])
+        return os.path.join(d, name)
 
     def jwks(self) -> str:
         """A JWKS file with one Ed25519 public key (a made-up one: validation reads its shape)."""
@@ -760,9 +843,6 @@ class EnvoyValidates(unittest.TestCase):
         ]
         certs = make_certs(self)
         variants += [
-            ["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"]],
-            ["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"], "--node-tls-cert", certs["gw"],
-             "--node-tls-key", certs["gw-key"], "--node-tls-ca", certs["ca"]],
             # Endpoint discovery from nodes that take only mutual TLS: the seeds' cluster uses it too.
             ["--eds", "--node-tls-cert", certs["gw"], "--node-tls-key", certs["gw-key"],
              "--node-tls-ca", certs["ca"]],
@@ -770,6 +850,13 @@ class EnvoyValidates(unittest.TestCase):
         for argv in variants:
             with self.subTest(argv=argv):
                 self.validate(gen_envoy.render(argv)[0])
+        # With a certificate for clients, the config names the SDS file written beside it.
+        for argv in (["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"]],
+                     ["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"], "--node-tls-cert", certs["gw"],
+                      "--node-tls-key", certs["gw-key"], "--node-tls-ca", certs["ca"]],
+                     ["--eds", "--tls-cert", certs["gw"], "--tls-key", certs["gw-key"], "--format", "json"]):
+            with self.subTest(argv=argv):
+                self.validate_file(self.generate(argv))
         with self.subTest(argv="--format json"):
             self.validate(gen_envoy.render(["--format", "json"])[0], ".json")
 
@@ -790,6 +877,61 @@ class EnvoyValidates(unittest.TestCase):
         m = re.search(r"value must be in list \[([A-Z ]+)\]", out.stdout + out.stderr)
         self.assertIsNotNone(m, out.stdout + out.stderr)
         self.assertEqual(set(m.group(1).split()), set(local_replies.RESPONSE_FLAGS))
+
+    def test_a_tls_config_validates_with_its_sds_file_and_the_file_holds_a_secret_envoy_reads(self):
+        # Proves, against the pinned Envoy: the config with a certificate for clients validates
+        # with the SDS file the generator wrote beside it, and not without it (validation opens
+        # the SDS file; it reads nothing further, not even the certificate). Its one resource is a
+        # Secret Envoy parses: the same secret given as a static one validates, and a misspelt
+        # field in it would not.
+        certs = make_certs(self)
+        path = self.generate(["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"]])
+        sds = os.path.join(os.path.dirname(path), "gateway-tls-sds.yaml")
+        self.validate_file(path)
+        os.rename(sds, sds + ".away")
+        out = self.envoy_validate(path)
+        self.assertNotEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("gateway-tls-sds.yaml", out.stdout + out.stderr)
+        os.rename(sds + ".away", sds)
+
+        # The same, its SDS file in JSON: the secret in it, given to Envoy as a static secret.
+        d = os.path.dirname(path)
+        sds_json, config_json = os.path.join(d, "sds.json"), os.path.join(d, "envoy.json")
+        gen_envoy.main(["--tls-cert", certs["gw"], "--tls-key", certs["gw-key"], "--tls-sds", sds_json,
+                        "--out", config_json])
+        self.validate_file(config_json)
+        with open(sds_json, encoding="utf-8") as f:
+            (resource,) = json.load(f)["resources"]
+        self.assertTrue(resource.pop("@type").endswith(".tls.v3.Secret"))
+        with open(config_json, encoding="utf-8") as f:
+            config = json.load(f)
+        config["static_resources"]["secrets"] = [resource]
+        self.validate(json.dumps(config), ".json")
+        resource["tls_certificat"] = resource.pop("tls_certificate")
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(config, f)
+        self.addCleanup(os.unlink, f.name)
+        out = self.envoy_validate(f.name)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("tls_certificat", out.stdout + out.stderr)
+
+    def test_a_configmap_with_a_certificate_validates_once_mounted(self):
+        # Proves: both keys of a ConfigMap made with --tls-cert, put in one directory as a mount
+        # puts them (here a temporary one standing in for /etc/envoy), make a config Envoy takes.
+        certs = make_certs(self)
+        text, _ = gen_envoy.render(["--k8s", "--configmap", "strata/strata-envoy", "--tls-cert", certs["gw"],
+                                    "--tls-key", certs["gw-key"], "--tls-sds", "/etc/envoy/gateway-tls-sds.yaml"])
+        mount = tempfile.mkdtemp()
+        self.addCleanup(subprocess.run, ["rm", "-rf", mount])
+        keys = re.split(r"^  ([a-z.-]+): \|\n", text.split("\ndata:\n", 1)[1], flags=re.MULTILINE)[1:]
+        for key, body in zip(keys[::2], keys[1::2]):
+            payload = "".join(line[4:] + "\n" for line in body.splitlines())
+            for path in self.DEPLOYED_JWKS:
+                payload = payload.replace(path, self.jwks())
+            with open(os.path.join(mount, key), "w", encoding="utf-8") as f:
+                f.write(payload.replace("/etc/envoy", mount))
+        self.assertEqual(sorted(os.listdir(mount)), ["envoy.yaml", "gateway-tls-sds.yaml"])
+        self.validate_file(os.path.join(mount, "envoy.yaml"))
 
     def test_committed_configmap_payload_validates(self):
         lines = (REPO / "deploy/k8s/envoy-configmap.yaml").read_text(encoding="utf-8").splitlines()
