@@ -52,7 +52,10 @@ pub struct GatewaySpec {
     /// timeouts), when not its defaults.
     #[serde(default)]
     pub extra_args: Vec<String>,
-    /// The gateway's certificate: clients then connect with TLS.
+    /// The gateway's certificate: clients then connect with TLS. Envoy
+    /// takes it by SDS from `gateway-tls-sds.yaml`, which the generator
+    /// writes beside the config, and serves new connections a certificate
+    /// renamed over these files without a restart.
     #[serde(default)]
     pub tls: Option<crate::tls::CertFiles>,
     /// The gateway's certificate for the nodes and the CA it trusts them
@@ -188,6 +191,36 @@ mod tests {
         assert_eq!(text.matches("type: \"EDS\"").count(), 2, "{text}");
         assert!(text.contains("name: \"xds\""), "{text}");
         assert!(text.contains("port_value: 17001"));
+    }
+
+    #[test]
+    fn with_tls_the_certificate_comes_from_an_sds_file_beside_the_config() {
+        // Proves the spec's `tls` reaches the generator, which writes the
+        // SDS file naming the certificate beside the config, and the config
+        // reads the certificate from there.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        let files = crate::tls::cert_files(Path::new("/certs"), crate::tls::GATEWAY);
+        GatewaySpec {
+            tls: Some(files.clone()),
+            ..local_spec("127.0.0.1:17001", false)
+        }
+        .write_config(&out)
+        .unwrap();
+        let sds_file = dir.path().join("gateway-tls-sds.yaml");
+        let config = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            config.contains(&format!("path: \"{}\"", sds_file.display())),
+            "{config}"
+        );
+        assert!(!config.contains("filename:"), "{config}");
+        let sds = std::fs::read_to_string(&sds_file).unwrap();
+        for file in [&files.cert, &files.key] {
+            assert!(
+                sds.contains(&format!("filename: \"{}\"", file.display())),
+                "{sds}"
+            );
+        }
     }
 
     #[test]
