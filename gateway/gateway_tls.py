@@ -4,29 +4,118 @@
   offering ALPN ``h2`` (gRPC, and REST over HTTP/2) and ``http/1.1`` (REST, SSE, the console). A
   TLS inspector sorts each connection by its first bytes: one that starts in plaintext gets an
   HTTP 400 saying the port needs TLS, instead of a reset the client cannot explain.
+  The certificate reaches the listener by SDS from a file (``--tls-sds``, written beside the
+  config): that file names the certificate and key files, and Envoy watches their directory, so
+  renaming a new certificate over the old one is served to new connections without a restart
+  (below).
 * Envoy -> nodes (``--node-tls-cert`` / ``--node-tls-key`` / ``--node-tls-ca``): the member
-  clusters, and so their health checks, connect with TLS, offer ALPN ``h2``, present the gateway's
-  certificate (the nodes require a client certificate issued by the cluster's CA) and accept a
-  node only if its certificate is issued by that CA. The CA is the trust: any certificate it issued
-  is a member's or the gateway's, so a node's certificate is not matched to its address.
+  clusters, and so their health checks, and the xds cluster with ``--eds``, connect with TLS, offer
+  ALPN ``h2``, present the gateway's certificate (the nodes require a client certificate issued by
+  the cluster's CA) and accept a node only if its certificate is issued by that CA. The CA is the
+  trust: any certificate it issued is a member's or the gateway's, so a node's certificate is not
+  matched to its address. The certificate and the CA reach those clusters by SDS from two more
+  files (``--node-tls-sds``, ``--node-tls-ca-sds``, written beside the config), reloaded the same
+  way: new connections to the nodes use what was renamed into place.
 
-Certificates are files Envoy reads at start (``strata tls init`` / ``strata tls cert`` make them).
+Certificates are files (``strata tls init`` / ``strata tls cert`` make them).
+
+Reloading certificates and the CA (Envoy's SDS from a file)
+-----------------------------------------------------------
+Each TLS context takes what it reads from files by name, as a secret, from an SDS file
+(``sds_file``: a DiscoveryResponse with one ``Secret``):
+
+* ``gateway_certificate``: ``--tls-cert`` and ``--tls-key``, for the public listener;
+* ``gateway_node_certificate``: ``--node-tls-cert`` and ``--node-tls-key``, shown to the nodes;
+* ``node_ca``: ``--node-tls-ca``, which a node's certificate must be issued by.
+
+One file per secret: Envoy takes a file-based SDS update only when it holds exactly the one secret
+asked for (else "Unexpected SDS secrets length ... Expected sum is 1", ``sds.<secret>.
+update_rejected``, and the context never gets its secret), so several secrets cannot share a file. The clusters to the nodes share their two secrets (Envoy keeps
+one provider per name and source). Envoy then watches
+
+* the directories of the files a secret names, for a file moved into them (``MovedTo``: a
+  rename, never a write in place): it reads them again and, when they changed and a certificate
+  and key make a pair, new handshakes use them. A key that does not match the certificate (the
+  key renamed into place before its certificate) is refused (``sds.<secret>.key_rotation_failed``,
+  and "Failed to reload certificates" in Envoy's log) and the old pair is used on, until the
+  matching certificate arrives. Connections already open keep theirs: to the nodes too, where
+  Envoy holds its connections open, so a node sees the new certificate when Envoy next connects to
+  it (the node or the connection restarted).
+* the SDS file's own directory (``watched_directory`` of its ``path_config_source``), for a file
+  moved into it, so that the SDS file itself can be replaced (say by regenerating it, which renames
+  a new file into place, or by a Kubernetes ConfigMap update, which swaps a symlink there).
+
+``envoy --mode validate`` needs the SDS files to exist, and reads no further: it does not open the
+certificate files. A file with more than one secret it only warns about ("config rejected"), and
+passes the config.
 """
 
 from __future__ import annotations
+
+import os
 
 TLS_MIN = "TLSv1_2"
 DOWNSTREAM_ALPN = ["h2", "http/1.1"]
 PLAINTEXT_REFUSAL = ("this port speaks TLS: connect with https:// (the strata CLI: an https:// "
                      "--endpoint and --ca-file)\n")
+# The secrets (their statistics are sds.<name>.*): the public listener's certificate, the
+# certificate the clusters to the nodes present, and the CA they check a node's certificate with.
+GATEWAY_SECRET = "gateway_certificate"
+NODE_CERT_SECRET = "gateway_node_certificate"
+NODE_CA_SECRET = "node_ca"
+# The SDS files' names beside the generated config, unless --tls-sds, --node-tls-sds and
+# --node-tls-ca-sds name others.
+SDS_FILE = "gateway-tls-sds.yaml"
+NODE_SDS_FILE = "gateway-node-tls-sds.yaml"
+NODE_CA_SDS_FILE = "gateway-node-ca-sds.yaml"
 
 
 def _certificate(cert: str, key: str) -> dict:
     return {"certificate_chain": {"filename": cert}, "private_key": {"filename": key}}
 
 
-def downstream_transport_socket(cert: str, key: str) -> dict:
-    """The public listener's TLS: the gateway's certificate, TLS 1.2+, ALPN h2 and http/1.1."""
+def sds_file(name: str, secret: dict) -> dict:
+    """An SDS file's content: the one secret ``name``, ``secret`` its ``tls_certificate`` or
+    ``validation_context`` (files named there are read again when a file is moved into their
+    directory)."""
+    return {
+        "resources": [{
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+            "name": name,
+            **secret,
+        }],
+    }
+
+
+def certificate_secret(name: str, cert: str, key: str) -> dict:
+    """The SDS file of the secret ``name``: the certificate ``cert`` and its key ``key``."""
+    return sds_file(name, {"tls_certificate": _certificate(cert, key)})
+
+
+def ca_secret(name: str, ca: str) -> dict:
+    """The SDS file of the secret ``name``: the CA certificate ``ca`` a peer's certificate must be
+    issued by."""
+    return sds_file(name, {"validation_context": {"trusted_ca": {"filename": ca}}})
+
+
+def sds_secret_config(name: str, sds_path: str) -> dict:
+    """Where a TLS context finds the secret ``name``: the file ``sds_path``, read again when a file
+    is moved into its directory."""
+    return {
+        "name": name,
+        "sds_config": {
+            "path_config_source": {
+                "path": sds_path,
+                "watched_directory": {"path": os.path.dirname(sds_path) or "."},
+            },
+            "resource_api_version": "V3",
+        },
+    }
+
+
+def downstream_transport_socket(sds_path: str) -> dict:
+    """The public listener's TLS: the gateway's certificate (by SDS from ``sds_path``), TLS 1.2+,
+    ALPN h2 and http/1.1."""
     return {
         "name": "envoy.transport_sockets.tls",
         "typed_config": {
@@ -34,20 +123,21 @@ def downstream_transport_socket(cert: str, key: str) -> dict:
             "common_tls_context": {
                 "tls_params": {"tls_minimum_protocol_version": TLS_MIN},
                 "alpn_protocols": DOWNSTREAM_ALPN,
-                "tls_certificates": [_certificate(cert, key)],
+                "tls_certificate_sds_secret_configs": [sds_secret_config(GATEWAY_SECRET, sds_path)],
             },
         },
     }
 
 
-def tls_listener(listener: dict, cert: str, key: str) -> dict:
-    """Turns the plaintext public ``listener`` into a TLS one, with a second filter chain that
-    answers a plaintext connection with 400 and the reason."""
+def tls_listener(listener: dict, sds_path: str) -> dict:
+    """Turns the plaintext public ``listener`` into a TLS one, its certificate from the SDS file
+    ``sds_path``, with a second filter chain that answers a plaintext connection with 400 and the
+    reason."""
     (chain,) = listener["filter_chains"]
     tls_chain = {
         "filter_chain_match": {"transport_protocol": "tls"},
         **chain,
-        "transport_socket": downstream_transport_socket(cert, key),
+        "transport_socket": downstream_transport_socket(sds_path),
     }
     refusal = {
         "filter_chain_match": {"transport_protocol": "raw_buffer"},
@@ -87,8 +177,9 @@ def tls_listener(listener: dict, cert: str, key: str) -> dict:
     }
 
 
-def upstream_transport_socket(cert: str, key: str, ca: str) -> dict:
-    """The member clusters' TLS to the nodes: the gateway's client certificate, the cluster's CA."""
+def upstream_transport_socket(cert_sds: str, ca_sds: str) -> dict:
+    """The TLS of the clusters to the nodes: the gateway's client certificate (by SDS from
+    ``cert_sds``), the cluster's CA (by SDS from ``ca_sds``)."""
     return {
         "name": "envoy.transport_sockets.tls",
         "typed_config": {
@@ -96,8 +187,8 @@ def upstream_transport_socket(cert: str, key: str, ca: str) -> dict:
             "common_tls_context": {
                 "tls_params": {"tls_minimum_protocol_version": TLS_MIN},
                 "alpn_protocols": ["h2"],
-                "tls_certificates": [_certificate(cert, key)],
-                "validation_context": {"trusted_ca": {"filename": ca}},
+                "tls_certificate_sds_secret_configs": [sds_secret_config(NODE_CERT_SECRET, cert_sds)],
+                "validation_context_sds_secret_config": sds_secret_config(NODE_CA_SECRET, ca_sds),
             },
         },
     }

@@ -14,7 +14,11 @@ The Kubernetes ConfigMap is the one generated file kept in the repository (kusto
 generator); a test keeps it identical to this script's output.
 
 TLS (``--tls-cert``/``--tls-key`` for clients, ``--node-tls-*`` for mutual TLS to the nodes) is
-added by gateway_tls.py, which says what each end checks.
+added by gateway_tls.py, which says what each end checks. With certificates the script writes
+more files beside the config: SDS files naming the certificates and the CA, one secret each
+(``--tls-sds``, by default gateway-tls-sds.yaml beside ``--out``; with ``--node-tls-*``,
+``--node-tls-sds`` and ``--node-tls-ca-sds``, gateway-node-tls-sds.yaml and gateway-node-ca-sds.yaml),
+from which Envoy takes them and reloads them when they are replaced.
 
 Output is YAML when the output file ends in .yaml/.yml (or goes to stdout), JSON when it ends in
 .json; Envoy picks its parser from the extension.
@@ -91,12 +95,24 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import os
 import re
 import sys
 
 import limits  # the script's own folder is on sys.path
 import roles
-from gateway_tls import tls_listener, upstream_transport_socket
+from gateway_tls import (
+    GATEWAY_SECRET,
+    NODE_CA_SDS_FILE,
+    NODE_CA_SECRET,
+    NODE_CERT_SECRET,
+    NODE_SDS_FILE,
+    SDS_FILE,
+    ca_secret,
+    certificate_secret,
+    tls_listener,
+    upstream_transport_socket,
+)
 from local_replies import (
     REQUEST_ID_HEADER,
     RETRYABLE_HEADER,
@@ -651,7 +667,7 @@ def build(args: argparse.Namespace) -> dict:
     if args.access_log:
         hcm["access_log"] = access_log(args.access_log)
 
-    node_tls = (upstream_transport_socket(args.node_tls_cert, args.node_tls_key, args.node_tls_ca)
+    node_tls = (upstream_transport_socket(args.node_tls_sds, args.node_tls_ca_sds)
                 if args.node_tls_cert else None)
     clusters = [
         node_cluster("nodes_leader", nodes, "/health/leader", args.eds, node_tls),
@@ -678,7 +694,7 @@ def build(args: argparse.Namespace) -> dict:
         }]}],
     }
     if args.tls_cert:
-        listener = tls_listener(listener, args.tls_cert, args.tls_key)
+        listener = tls_listener(listener, args.tls_sds)
 
     return {
         "node": {"id": "strata-gateway", "cluster": "strata-gateway"},
@@ -785,11 +801,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--tls-cert", help="the gateway's certificate (PEM): clients then connect with TLS 1.2+ "
                    "(ALPN h2, http/1.1); needs --tls-key (gateway_tls.py)")
     p.add_argument("--tls-key", help="the private key of --tls-cert")
+    p.add_argument("--tls-sds", metavar="FILE",
+                   help=f"with --tls-cert: the SDS file naming --tls-cert and --tls-key, which this script "
+                        f"writes (with --configmap: a second key of the ConfigMap, named as FILE) and Envoy "
+                        f"reads at FILE, watching its directory and the certificate's, so a certificate "
+                        f"renamed over the old one is served without a restart (default: {SDS_FILE} "
+                        f"beside --out; needed when --out is stdout or with --configmap)")
     p.add_argument("--node-tls-cert", help="the gateway's client certificate for the nodes (PEM): Envoy then "
                    "connects to the nodes, health checks and endpoint discovery included, with mutual TLS; "
                    "needs --node-tls-key and --node-tls-ca")
     p.add_argument("--node-tls-key", help="the private key of --node-tls-cert")
     p.add_argument("--node-tls-ca", help="the cluster's CA (ca.pem): a node's certificate must be issued by it")
+    p.add_argument("--node-tls-sds", metavar="FILE",
+                   help=f"with --node-tls-cert: the SDS file naming --node-tls-cert and --node-tls-key, written "
+                        f"and read as --tls-sds's, so a certificate renamed over the old one is shown to the "
+                        f"nodes on new connections without a restart (default: {NODE_SDS_FILE} beside --out; "
+                        f"needed when --out is stdout or with --configmap)")
+    p.add_argument("--node-tls-ca-sds", metavar="FILE",
+                   help=f"with --node-tls-ca: the SDS file naming --node-tls-ca, likewise (default: "
+                        f"{NODE_CA_SDS_FILE} beside --out; needed when --out is stdout or with --configmap)")
     p.add_argument("--format", choices=["yaml", "json"], help="output format (default: from --out's extension, else yaml)")
     p.add_argument("--configmap", metavar="NAMESPACE/NAME",
                    help="wrap the YAML config in a Kubernetes ConfigMap (data key envoy.yaml)")
@@ -821,12 +851,63 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(problem)
     if bool(a.tls_cert) != bool(a.tls_key):
         p.error("--tls-cert and --tls-key go together")
+    if a.tls_sds and not a.tls_cert:
+        p.error("--tls-sds goes with --tls-cert")
+    if a.tls_cert and not a.tls_sds and not a.flags_table:
+        if a.out == "-" or a.configmap:
+            p.error("--tls-cert needs --tls-sds FILE (where Envoy reads the SDS file naming the certificate) "
+                    "when the config goes to stdout or into a ConfigMap")
+        a.tls_sds = os.path.join(os.path.dirname(a.out), SDS_FILE)
     node_tls = (a.node_tls_cert, a.node_tls_key, a.node_tls_ca)
     if any(node_tls) and not all(node_tls):
         p.error("--node-tls-cert, --node-tls-key and --node-tls-ca go together")
+    for flag, attr, default in (("--node-tls-sds", "node_tls_sds", NODE_SDS_FILE),
+                                ("--node-tls-ca-sds", "node_tls_ca_sds", NODE_CA_SDS_FILE)):
+        if getattr(a, attr) and not a.node_tls_cert:
+            p.error(f"{flag} goes with --node-tls-cert")
+        if a.node_tls_cert and not getattr(a, attr) and not a.flags_table:
+            if a.out == "-" or a.configmap:
+                p.error(f"--node-tls-cert needs {flag} FILE (where Envoy reads an SDS file naming a "
+                        f"certificate or the CA) when the config goes to stdout or into a ConfigMap")
+            setattr(a, attr, os.path.join(os.path.dirname(a.out), default))
+    if not a.flags_table:
+        files = [f for f in (a.tls_sds, a.node_tls_sds, a.node_tls_ca_sds) if f]
+        # Each file holds one secret (gateway_tls.py); a ConfigMap keys them by name, beside envoy.yaml.
+        if a.configmap:
+            names, config = [os.path.basename(f) for f in files], "envoy.yaml"
+        else:
+            names, config = [os.path.abspath(f) for f in files], os.path.abspath(a.out)
+        if len(set(names)) < len(names) or config in names:
+            p.error("--tls-sds, --node-tls-sds and --node-tls-ca-sds must be different files, and not the "
+                    "config" + (" (with --configmap: different names, none envoy.yaml)" if a.configmap else ""))
     if a.format is None:
         a.format = "json" if a.out.endswith(".json") else "yaml"
     return a
+
+
+def render_sds(args: argparse.Namespace) -> dict[str, str]:
+    """The SDS files, by path: with --tls-cert the one naming the clients' certificate (at
+    ``args.tls_sds``), with --node-tls-cert the ones naming the certificate shown to the nodes and
+    the CA their certificates are checked with. Each is JSON when its name ends in .json, else YAML,
+    as Envoy reads it."""
+    files = []
+    if args.tls_cert:
+        files.append((args.tls_sds, certificate_secret(GATEWAY_SECRET, args.tls_cert, args.tls_key),
+                      "--tls-cert: the gateway's certificate for clients"))
+    if args.node_tls_cert:
+        files.append((args.node_tls_sds, certificate_secret(NODE_CERT_SECRET, args.node_tls_cert,
+                                                            args.node_tls_key),
+                      "--node-tls-cert: the gateway's certificate for the nodes"))
+        files.append((args.node_tls_ca_sds, ca_secret(NODE_CA_SECRET, args.node_tls_ca),
+                      "--node-tls-ca: the CA the nodes' certificates are checked with"))
+    rendered = {}
+    for path, resource, what in files:
+        if path.endswith(".json"):
+            rendered[path] = json.dumps(resource, indent=2) + "\n"
+        else:
+            rendered[path] = (f"# GENERATED by gateway/gen_envoy.py {what}, by SDS "
+                              "(gateway/gateway_tls.py).\n" + to_yaml(resource) + "\n")
+    return rendered
 
 
 def render(argv: list[str]) -> tuple[str, argparse.Namespace]:
@@ -843,14 +924,34 @@ def render(argv: list[str]) -> tuple[str, argparse.Namespace]:
         if namespace:
             meta = {"name": name, "namespace": namespace, "labels": meta["labels"]}
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
-        body = "\n".join("    " + line for line in to_yaml(config).splitlines())
-        return header + to_yaml(cm) + "\ndata:\n  envoy.yaml: |\n" + body + "\n", args
+        data = {"envoy.yaml": to_yaml(config) + "\n"}
+        for path, sds in render_sds(args).items():
+            # Mounted beside envoy.yaml: --tls-sds (and --node-tls-sds, --node-tls-ca-sds) is its
+            # path in the pod.
+            data[os.path.basename(path)] = sds
+        text = header + to_yaml(cm) + "\ndata:\n"
+        for key, value in data.items():
+            text += f"  {key}: |\n" + "".join("    " + line + "\n" for line in value.splitlines())
+        return text, args
     return header + to_yaml(config) + "\n", args
+
+
+def write_by_rename(path: str, text: str) -> None:
+    """Writes ``path`` whole: into a new file in its directory, renamed over it. Envoy reloads the
+    SDS file when a file is moved into its directory, and must never read half of one."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text, args = render(argv)
+    sds = {} if args.flags_table or args.configmap else render_sds(args)
+    for path, content in sds.items():
+        # First, so the config never names a file that is not there yet.
+        write_by_rename(path, content)
     if args.out == "-":
         sys.stdout.write(text)
     else:

@@ -52,11 +52,18 @@ pub struct GatewaySpec {
     /// timeouts), when not its defaults.
     #[serde(default)]
     pub extra_args: Vec<String>,
-    /// The gateway's certificate: clients then connect with TLS.
+    /// The gateway's certificate: clients then connect with TLS. Envoy
+    /// takes it by SDS from `gateway-tls-sds.yaml`, which the generator
+    /// writes beside the config, and serves new connections a certificate
+    /// renamed over these files without a restart.
     #[serde(default)]
     pub tls: Option<crate::tls::CertFiles>,
     /// The gateway's certificate for the nodes and the CA it trusts them
-    /// with: Envoy then connects to the nodes with mutual TLS.
+    /// with: Envoy then connects to the nodes with mutual TLS. It takes
+    /// both by SDS from `gateway-node-tls-sds.yaml` and
+    /// `gateway-node-ca-sds.yaml`, which the generator writes beside the
+    /// config, and uses a certificate or CA renamed over these files on new
+    /// connections to the nodes without a restart.
     #[serde(default)]
     pub node_tls: Option<crate::tls::MutualFiles>,
 }
@@ -188,6 +195,71 @@ mod tests {
         assert_eq!(text.matches("type: \"EDS\"").count(), 2, "{text}");
         assert!(text.contains("name: \"xds\""), "{text}");
         assert!(text.contains("port_value: 17001"));
+    }
+
+    #[test]
+    fn with_tls_the_certificate_comes_from_an_sds_file_beside_the_config() {
+        // Proves the spec's `tls` reaches the generator, which writes the
+        // SDS file naming the certificate beside the config, and the config
+        // reads the certificate from there.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        let files = crate::tls::cert_files(Path::new("/certs"), crate::tls::GATEWAY);
+        GatewaySpec {
+            tls: Some(files.clone()),
+            ..local_spec("127.0.0.1:17001", false)
+        }
+        .write_config(&out)
+        .unwrap();
+        let sds_file = dir.path().join("gateway-tls-sds.yaml");
+        let config = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            config.contains(&format!("path: \"{}\"", sds_file.display())),
+            "{config}"
+        );
+        assert!(!config.contains("filename:"), "{config}");
+        let sds = std::fs::read_to_string(&sds_file).unwrap();
+        for file in [&files.cert, &files.key] {
+            assert!(
+                sds.contains(&format!("filename: \"{}\"", file.display())),
+                "{sds}"
+            );
+        }
+    }
+
+    #[test]
+    fn with_node_tls_the_certificate_and_ca_come_from_sds_files_beside_the_config() {
+        // Proves the spec's `node_tls` reaches the generator, which writes
+        // two SDS files beside the config, one naming the certificate and
+        // key, the other the CA, and the config reads them from there.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        let files = crate::tls::mutual_files(Path::new("/tls"), crate::tls::GATEWAY);
+        GatewaySpec {
+            node_tls: Some(files.clone()),
+            ..local_spec("127.0.0.1:17001", true)
+        }
+        .write_config(&out)
+        .unwrap();
+        let config = std::fs::read_to_string(&out).unwrap();
+        assert!(!config.contains("filename:"), "{config}");
+        for (sds_file, named) in [
+            ("gateway-node-tls-sds.yaml", vec![&files.cert, &files.key]),
+            ("gateway-node-ca-sds.yaml", vec![&files.ca]),
+        ] {
+            let sds_file = dir.path().join(sds_file);
+            assert!(
+                config.contains(&format!("path: \"{}\"", sds_file.display())),
+                "{config}"
+            );
+            let sds = std::fs::read_to_string(&sds_file).unwrap();
+            for file in named {
+                assert!(
+                    sds.contains(&format!("filename: \"{}\"", file.display())),
+                    "{sds}"
+                );
+            }
+        }
     }
 
     #[test]
