@@ -266,7 +266,10 @@ fn k6_run(script: &str, url: &str, token: Option<&str>) -> (bool, String) {
         .unwrap_or_default();
     let (passes, fails) = (checks["passes"].as_u64(), checks["fails"].as_u64());
     let passed = out.status.success() && passes.is_some_and(|n| n > 0) && fails == Some(0);
-    (passed, format!("checks {passes:?} passed, {fails:?} failed\n{tail}"))
+    (
+        passed,
+        format!("checks {passes:?} passed, {fails:?} failed\n{tail}"),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
