@@ -162,6 +162,30 @@ async function recordK6() {
   return payloads;
 }
 
+/**
+ * The load runner's state as it pushes it (GET /load/run/events, raw): followed from
+ * before a 4 s smoke run starts until after it finished, then a 30 s run stopped after
+ * 2 s, and a heartbeat after it (the view sent again without a change).
+ */
+async function recordRunEvents() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const stream = recordStream('/load/run/events', 20000);
+  await sleep(500);
+  const short = await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 4 });
+  if (short.status !== 202) throw new Error(`the smoke run did not start: ${JSON.stringify(short)}`);
+  for (let i = 0; i < 60; i++) {
+    const run = await call('GET', '/load/run');
+    if (!['running', 'stopping'].includes(run.body.state)) break;
+    await sleep(250);
+  }
+  const long = await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 30 });
+  if (long.status !== 202) throw new Error(`the second run did not start: ${JSON.stringify(long)}`);
+  await sleep(2000);
+  const stopped = await call('DELETE', '/load/run');
+  const runEvents = await stream;
+  return { runEvents, stopped, runAfter: await call('GET', '/load/run') };
+}
+
 /** A scan's pages with a write between them, and a page whose state is gone. */
 async function recordScan() {
   for (const k of ['a', 'b', 'c']) await call('PUT', `/v1/kv/scan/${k}`, 'old', 'application/octet-stream');
@@ -315,6 +339,7 @@ const recorders = {
   leases: recordLeases,
   txn: recordTxn,
   auth: recordAuth,
+  'run-events': recordRunEvents,
 };
 
 mkdirSync(out, { recursive: true });
