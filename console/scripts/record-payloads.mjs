@@ -1,7 +1,8 @@
 // Records real API answers for the component tests: writes a few keys into a running
-// cluster, asks the endpoints the keys, actions and load views use, and saves each
-// answer (status and body, as received) under src/test/recorded/. Run it against a
-// fresh cluster (the keys it writes are part of the payloads):
+// cluster, asks the endpoints the keys, actions, load and cluster views use, and saves each
+// answer (status and body, as received) under src/test/recorded/<name>.json, one file per
+// recorder below (RECORD_ONLY=<name>,... picks some). Run it against a fresh cluster with
+// its load runner (the keys it writes are part of the payloads):
 //
 //   STRATA_URL=http://127.0.0.1:8080 STRATA_TOKEN_FILE=<run-dir>/admin.token node scripts/record-payloads.mjs
 //
@@ -186,6 +187,19 @@ async function recordRunEvents() {
   return { runEvents, stopped, runAfter: await call('GET', '/load/run') };
 }
 
+/**
+ * What the Cluster view reads besides its event stream: GET /v1/cluster/status (the
+ * snapshot it shows while the stream is being reopened), and the members and stats of
+ * the same moment.
+ */
+async function recordCluster() {
+  return {
+    status: await call('GET', '/v1/cluster/status'),
+    members: await call('GET', '/v1/cluster/members'),
+    stats: await call('GET', '/v1/cluster/stats'),
+  };
+}
+
 /** A scan's pages with a write between them, and a page whose state is gone. */
 async function recordScan() {
   for (const k of ['a', 'b', 'c']) await call('PUT', `/v1/kv/scan/${k}`, 'old', 'application/octet-stream');
@@ -340,6 +354,7 @@ const recorders = {
   txn: recordTxn,
   auth: recordAuth,
   'run-events': recordRunEvents,
+  cluster: recordCluster,
 };
 
 mkdirSync(out, { recursive: true });
