@@ -1,9 +1,10 @@
 // The Elections view against a real cluster behind Envoy, in Debian's Chromium:
 // kill -9 of the leader → within 2 s the view shows the new leader, the election's
 // reason and the leaderless window (the time it took is printed); then the Incident
-// view shows the same change of leader beside the gateway's answers. The killed node
-// is started again at the end.
-import { base, clusterStatus, launchBrowser, nodePid, restoreCluster, screenshot, tally } from './lib.mjs';
+// view shows the same change of leader beside the gateway's answers. Both views must
+// fit a 420 px window with their key figures on screen. The killed node is started
+// again at the end.
+import { base, checkNarrow, clusterStatus, launchBrowser, nodePid, restoreCluster, screenshot, tally } from './lib.mjs';
 
 const t = tally('elections');
 const browser = await launchBrowser();
@@ -66,6 +67,13 @@ try {
   }
   await page.waitForTimeout(1500);
   await screenshot(page, 'elections');
+  await checkNarrow(page, 'elections', t, [
+    '[data-testid="elections-current-leader"]',
+    '[data-testid="last-failover"]',
+    '[data-testid="gateway-failover"]',
+    '[data-testid="election-count"]',
+    '[data-testid="term-timeline"]',
+  ]);
 
   // The same failover in the Incident view: the new leader, and the gateway's lane.
   if (seen) {
@@ -81,6 +89,11 @@ try {
     console.log(`e2e elections: incident view says: ${await page.locator('[data-testid="gateway-window"]').textContent()}`);
     await page.waitForTimeout(2500);
     await screenshot(page, 'incident');
+    await checkNarrow(page, 'incident', t, [
+      '[data-testid="incident-summary"]',
+      '[data-testid="gateway-window"]',
+      '[data-testid^="incident-lane-"]',
+    ]);
   }
 } finally {
   await browser.close();

@@ -3,8 +3,9 @@
 // --compact-log-entries), then asks for a compaction (POST /v1/cluster/compact) →
 // the view shows every node's new flush, its tables, and the finished compaction. The
 // compaction needs admin: it carries the token of STRATA_TOKEN_FILE, and the page is signed
-// in with it too.
-import { adminHeaders, base, launchBrowser, screenshot, signInPage, tally } from './lib.mjs';
+// in with it too. In a 420 px window the view must not scroll sideways and must still
+// show every node's card, its levels and its compactions.
+import { adminHeaders, base, checkNarrow, launchBrowser, screenshot, signInPage, tally } from './lib.mjs';
 
 const t = tally('storage');
 const browser = await launchBrowser();
@@ -95,6 +96,12 @@ try {
   }
   await page.waitForTimeout(2500);
   await screenshot(page, 'storage');
+  await checkNarrow(page, 'storage', t, [
+    '[data-testid^="storage-node-"]',
+    '[data-testid^="level-"] > th',
+    '[data-testid="compaction"]',
+    '[data-testid="compaction-chart"]',
+  ]);
 } finally {
   await browser.close();
 }
