@@ -269,8 +269,9 @@ test-smoke: setup-k6 setup-console
     (cd examples/go && go run .)
     npm run --silent --prefix examples/typescript start
 
-# (Every console/e2e/*.e2e.mjs in turn: membership and node details, elections after kill -9 of the leader,
-# storage after writes and a compaction; a full-page screenshot of each view under .run/e2e/screenshots.)
+# (Every console/e2e/*.e2e.mjs in turn: membership and node details, elections after kill -9 of the leader
+# under a write load (the gateway's failover window), storage after writes and a compaction pressed in the
+# Actions view; a full-page screenshot of each view, and a 420 px one, under .run/e2e/screenshots.)
 # The console in Debian's Chromium against a real cluster.
 test-e2e: console-build
     #!/usr/bin/env bash
@@ -288,9 +289,10 @@ test-e2e: console-build
 # (Against a cluster that takes no request without a token, as compose and Kubernetes run it:
 # Keys: signed out, the view shows the 401; signed in, put, read back through Envoy, delete → 404.
 # Actions: with a read token, a removal is refused with 403; signed in with the launcher's admin
-# token, remove a member and add it back as a learner, promote it, snapshot every member. Load: the
-# k6 smoke run from the view, both the nodes' and k6's figures above zero, k6's checks passing
-# with the starter's token, and the run ending by itself.)
+# token, remove a member (the Cluster view shows it gone) and add it back as a learner, promote it,
+# snapshot every member. Load: the k6 smoke run from the view, both the nodes' and k6's figures
+# above zero, k6's checks passing with the starter's token, the run's state pushed over one
+# stream, and the run ending by itself.)
 # The console's Keys, Actions and Load views in Debian's Chromium against a real cluster with its load runner.
 test-e2e-ops: console-build setup-k6
     #!/usr/bin/env bash

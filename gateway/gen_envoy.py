@@ -554,11 +554,15 @@ def with_load_runner(route_list: list[dict]) -> list[dict]:
     """The routes with the load runner's (strata-cluster load-runner) under /load/, before the catch-all.
 
     Only local clusters run one (strata-cluster passes --load-runner); it starts the bundled k6 scenarios
-    against this gateway, and k6's own REST API is the /k6/ route.
+    against this gateway, and k6's own REST API is the /k6/ route. Its answers are quick (5 s), but
+    for /load/run/events: the run's state as server-sent events, for as long as the console follows
+    it (no route or idle timeout; the runner sends the state at least every 5 s anyway).
     """
+    events = {"match": {"path": "/load/run/events"},
+              "route": {"cluster": "load_runner", "timeout": "0s", "idle_timeout": "0s"}}
     route = {"match": {"prefix": "/load/"}, "route": {"cluster": "load_runner", "timeout": "5s"}}
     catch_all = next((i for i, r in enumerate(route_list) if r["match"] == {"prefix": "/"}), len(route_list))
-    return route_list[:catch_all] + [route] + route_list[catch_all:]
+    return route_list[:catch_all] + [events, route] + route_list[catch_all:]
 
 
 def access_log(target: str) -> list[dict]:

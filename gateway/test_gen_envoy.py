@@ -377,6 +377,11 @@ class Routing(unittest.TestCase):
         config = build("--load-runner", "127.0.0.1:16566")
         self.assertEqual(route_for(config, "/load/run")["route"]["cluster"], "load_runner")
         self.assertNotIn("prefix_rewrite", route_for(config, "/load/run")["route"])
+        self.assertEqual(route_for(config, "/load/run")["route"]["timeout"], "5s")
+        # The run's state as server-sent events lasts as long as the console follows it.
+        events = route_for(config, "/load/run/events")["route"]
+        self.assertEqual((events["cluster"], events["timeout"], events["idle_timeout"]), ("load_runner", "0s", "0s"))
+        self.assertNotIn("prefix_rewrite", events)
         self.assertEqual(route_for(config, "/")["route"]["cluster"], "nodes_any")
         self.assertEqual(route_for(config, "/k6/v1/status")["route"]["cluster"], "k6")
         # k6's controls are not routed: runs start and stop through the load runner, as admin.

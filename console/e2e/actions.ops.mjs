@@ -7,7 +7,8 @@
 //      admin token, and the header names the admin role;
 //   1. removing a voter first says what it does to fault tolerance and asks to confirm;
 //      once confirmed (again, as admin now) the member leaves (the view and
-//      GET /v1/cluster/members agree);
+//      GET /v1/cluster/members agree), and the Cluster view no longer lists it
+//      (screenshot cluster-removed);
 //   2. adding it back makes it a learner, shown as one in the Actions view and the
 //      Cluster view (from the nodes' own status over the event stream);
 //   3. it is promoted back to voter, and a snapshot on every member reports `done`.
@@ -85,6 +86,31 @@ try {
   await row.waitFor({ state: 'detached', timeout: 15000 });
   t.check(!(await members()).some((m) => m.id === leaving.id), `node ${leaving.id} left the configuration`);
   t.check((await form.getByTestId('api-error').count()) === 0, 'the refusal is gone once the change succeeded');
+
+  // The Cluster view (the members' own status over the event stream) no longer lists it.
+  await page.goto(`${base}/#/cluster`);
+  await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
+  await page.locator('[data-testid^="node-row-"]').first().waitFor({ timeout: 15000 });
+  const gone = await until(
+    async () => (await page.locator(`[data-testid="node-row-${leaving.id}"]`).count()) === 0,
+    15000,
+    200,
+  );
+  const listed = await page
+    .locator('[data-testid^="node-row-"]')
+    .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-testid').replace('node-row-', ''))));
+  t.check(gone, `the Cluster view no longer lists node ${leaving.id} (it lists ${JSON.stringify(listed)})`);
+  t.check(
+    listed.length === before.length - 1 && before.every((m) => m.id === leaving.id || listed.includes(m.id)),
+    `the Cluster view lists every other member: ${JSON.stringify(listed)}`,
+  );
+  t.check(
+    (await page.getByTestId('cluster-healthy').textContent())?.includes(`/ ${before.length - 1}`),
+    `the Cluster view counts ${before.length - 1} members: "${await page.getByTestId('cluster-healthy').textContent()}"`,
+  );
+  await screenshot(page, 'cluster-removed');
+  await page.goto(`${base}/#/actions`);
+  await page.getByTestId('membership-form').waitFor({ timeout: 15000 });
 
   await form.getByRole('combobox', { name: 'Change' }).selectOption('add');
   await form.getByRole('textbox', { name: 'Node id' }).fill(String(leaving.id));

@@ -1,12 +1,48 @@
 // The Elections view against a real cluster behind Envoy, in Debian's Chromium:
-// kill -9 of the leader → within 2 s the view shows the new leader, the election's
-// reason and the leaderless window (the time it took is printed); then the Incident
-// view shows the same change of leader beside the gateway's answers. The killed node
-// is started again at the end.
-import { base, clusterStatus, launchBrowser, nodePid, restoreCluster, screenshot, tally } from './lib.mjs';
+// kill -9 of the leader under a steady write load through the gateway → within 2 s the
+// view shows the new leader, the election's reason and the leaderless window (the time
+// it took is printed); within a few stats frames more, the failover window the gateway
+// saw: the 503s and 504s Envoy answered around it (the writes in flight to the killed
+// leader), counted from Envoy's counters in the stats frames, and over how long. Then
+// the Incident view shows the same change of leader beside the gateway's answers. Both
+// views must fit a 420 px window with their key figures on screen. The killed node is
+// started again at the end.
+import { base, checkNarrow, clusterStatus, launchBrowser, nodePid, restoreCluster, screenshot, tally } from './lib.mjs';
 
 const t = tally('elections');
 const browser = await launchBrowser();
+let load = null;
+
+/**
+ * Writes through the gateway from `writers` loops until `stop()` is called; counts the
+ * answers by status. The gateway's 503s and 504s while the leader is gone are what the
+ * view's failover window is made of.
+ */
+function writeLoad(writers = 3) {
+  let writing = true;
+  let n = 0;
+  const answers = {};
+  const done = Promise.all(
+    Array.from({ length: writers }, async () => {
+      while (writing) {
+        const status = await fetch(`${base}/v1/kv/e2e-elections-${n++ % 500}`, { method: 'PUT', body: 'x'.repeat(64) })
+          .then(async (r) => {
+            await r.arrayBuffer();
+            return r.status;
+          })
+          .catch(() => 0);
+        answers[status] = (answers[status] ?? 0) + 1;
+      }
+    }),
+  );
+  return {
+    answers,
+    async stop() {
+      writing = false;
+      await done;
+    },
+  };
+}
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(`${base}/#/elections`, { waitUntil: 'domcontentloaded' });
@@ -31,6 +67,8 @@ try {
     .waitFor({ timeout: 5000 })
     .then(() => t.pass(), () => t.fail(`no timeline bar for node ${oldLeader}`));
 
+  load = writeLoad();
+  await page.waitForTimeout(1500);
   process.kill(nodePid(oldLeader), 'SIGKILL');
   const killedAt = Date.now();
   const seen = await page
@@ -64,8 +102,52 @@ try {
     t.check(seen.reason === 'leader_lost', `the election's reason is ${seen.reason}, not leader_lost`);
     t.check(seen.leaderless > 0, `leaderless window ${seen.leaderless} ms`);
   }
+  // The gateway's window: Envoy's counters reach the view with the stats frames (about
+  // one a second), so it shows a little after the new leader.
+  const figure = page.getByTestId('gateway-failover');
+  const gateway = seen
+    ? await page
+        .waitForFunction(
+          () => {
+            // eslint-disable-next-line no-undef
+            const el = document.querySelector('[data-testid="gateway-failover"]');
+            const unavailable = el?.getAttribute('data-unavailable') ?? '';
+            return unavailable !== ''
+              ? {
+                  unavailable: Number(unavailable),
+                  timedOut: Number(el.getAttribute('data-timed-out')),
+                  windowMs: Number(el.getAttribute('data-window-ms')),
+                }
+              : null;
+          },
+          null,
+          { timeout: 10000, polling: 100 },
+        )
+        .then((handle) => handle.jsonValue(), () => null)
+    : null;
+  await load.stop();
+  console.log(`e2e elections: the writers were answered ${JSON.stringify(load.answers)} (status: count; 0 = no answer)`);
+  if (!gateway) {
+    t.fail(`the Elections view gave no failover window of the gateway within 10 s: "${await figure.textContent()}"`);
+  } else {
+    const text = (await figure.textContent()) ?? '';
+    console.log(`e2e elections: the view says ${text} (${Date.now() - killedAt} ms after kill -9)`);
+    t.check(gateway.unavailable + gateway.timedOut > 0, `the gateway's window counts its 503s and 504s: ${JSON.stringify(gateway)}`);
+    t.check(gateway.windowMs > 0, `the gateway's window lasts ${gateway.windowMs} ms`);
+    t.check(
+      text.includes(`${gateway.unavailable.toLocaleString('en-US')} × 503, ${gateway.timedOut.toLocaleString('en-US')} × 504 over`),
+      `the figure is written out: "${text}"`,
+    );
+  }
   await page.waitForTimeout(1500);
   await screenshot(page, 'elections');
+  await checkNarrow(page, 'elections', t, [
+    '[data-testid="elections-current-leader"]',
+    '[data-testid="last-failover"]',
+    '[data-testid="gateway-failover"]',
+    '[data-testid="election-count"]',
+    '[data-testid="term-timeline"]',
+  ]);
 
   // The same failover in the Incident view: the new leader, and the gateway's lane.
   if (seen) {
@@ -81,8 +163,14 @@ try {
     console.log(`e2e elections: incident view says: ${await page.locator('[data-testid="gateway-window"]').textContent()}`);
     await page.waitForTimeout(2500);
     await screenshot(page, 'incident');
+    await checkNarrow(page, 'incident', t, [
+      '[data-testid="incident-summary"]',
+      '[data-testid="gateway-window"]',
+      '[data-testid^="incident-lane-"]',
+    ]);
   }
 } finally {
+  await load?.stop();
   await browser.close();
   await restoreCluster();
 }

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { checkNarrowWindow } from './narrow.mjs';
 import { requireAdminToken } from './token.mjs';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
@@ -62,6 +63,14 @@ export async function screenshot(page, name) {
   if (!shots) return;
   mkdirSync(shots, { recursive: true });
   await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+/**
+ * The view in a phone-wide window (e2e/narrow.mjs): no sideways scrolling, each of
+ * `visible` (selectors) on screen, and a screenshot `<name>-narrow`.
+ */
+export async function checkNarrow(page, name, t, visible = []) {
+  await checkNarrowWindow(page, name, t, screenshot, visible);
 }
 
 export function nodePid(id) {

@@ -4,7 +4,10 @@
 //      stream) and k6's own figures (its event stream through Envoy's /k6/events), p99
 //      included, go above zero;
 //   3. the run ends by itself (finished, or failed on a crossed threshold: never stopped),
-//      and k6's last figures stay on view.
+//      and k6's last figures stay on view;
+//   4. the view followed the run's state over the runner's event stream
+//      (/load/run/events): from the start to the end it neither asked GET /load/run nor
+//      opened that stream again, though the run outlasts the gateway's 5 s timeout of /load/.
 // Starting a run needs the admin role: a plain request without a token is refused (401) and
 // starts nothing; the view starts it signed in.
 // Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (an admin token),
@@ -28,12 +31,26 @@ try {
     `a start without a token is refused (${anonymous.status} ${refusal.code})`);
   const idle = await (await fetchWithToken(`${base}/load/run`)).json();
   t.check(idle.state !== 'running', `and nothing runs (${idle.state})`);
+  // What the page asks of the load runner, from the start of the run on.
+  const asked = { run: 0, events: 0 };
+  page.on('request', (request) => {
+    const path = new URL(request.url()).pathname;
+    if (path === '/load/run' && request.method() === 'GET') asked.run++;
+    if (path === '/load/run/events') asked.events++;
+  });
   await signInThroughForm(page);
   await page.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
   const form = page.getByTestId('run-form');
   await form.getByRole('combobox', { name: 'Scenario' }).selectOption('smoke');
   await form.getByRole('textbox', { name: 'Rate (requests/s)' }).fill('20');
   await form.getByRole('textbox', { name: 'Duration (s)' }).fill(String(DURATION_S));
+  await page.locator('[data-testid="run-form"]').waitFor({ timeout: 10000 });
+  // The run stream is open once the runner answered (signed in); it carries the run.
+  await until(async () => asked.events > 0, 10000, 100);
+  await page.waitForTimeout(500);
+  asked.run = 0;
+  asked.events = 0;
+  const startedAt = Date.now();
   await form.getByRole('button', { name: 'Start' }).click();
   await page.locator('[data-testid="run-status"][data-state="running"]').waitFor({ timeout: 10000 });
   t.pass('the smoke run started');
@@ -61,6 +78,16 @@ try {
     return ['finished', 'failed', 'stopped'].includes(state) && state;
   }, (DURATION_S + 40) * 1000, 500);
   t.check(ended === 'finished' || ended === 'failed', `the run ended by itself (${ended})`);
+  const followedMs = Date.now() - startedAt;
+  t.check(
+    asked.run === 0 && asked.events === 0,
+    `the run's state came over one stream for ${(followedMs / 1000).toFixed(1)} s: ` +
+      `${asked.run} GET /load/run and ${asked.events} new /load/run/events since the start`,
+  );
+  t.check(
+    (await page.getByTestId('run-status').getAttribute('data-stream')) === 'live',
+    'the end of the run came over the live stream',
+  );
   // k6 ends its stream with its run; its last figures stay on view.
   t.check((await number('k6-p99', 'data-value')) > 0, `k6's last figures stay after the run (p99 ${await number('k6-p99', 'data-value')} ms)`);
   // The run acts with the token that started it: against a cluster that takes no request

@@ -4,6 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { checkNarrowWindow } from './narrow.mjs';
 import { requireAdminToken } from './token.mjs';
 
 export const base = process.env.STRATA_URL ?? 'http://127.0.0.1:8080';
@@ -80,16 +81,9 @@ export async function until(probe, timeoutMs, intervalMs = 250) {
 
 /**
  * Shows the page in a phone-wide window: the page must not scroll sideways (wide tables
- * scroll inside their own box), and a screenshot `<name>-narrow` is saved.
+ * scroll inside their own box), each of `visible` (selectors) must be on screen, and a
+ * screenshot `<name>-narrow` is saved (e2e/narrow.mjs).
  */
-export async function checkNarrow(page, name, t) {
-  const before = page.viewportSize();
-  await page.setViewportSize({ width: 420, height: 900 });
-  await page.waitForTimeout(300);
-  // Runs in the page.
-  // eslint-disable-next-line no-undef
-  const width = await page.evaluate(() => document.documentElement.scrollWidth);
-  t.check(width <= 420, `${name} fits a 420 px window (page width ${width})`);
-  await screenshot(page, `${name}-narrow`);
-  if (before) await page.setViewportSize(before);
+export async function checkNarrow(page, name, t, visible = []) {
+  await checkNarrowWindow(page, name, t, screenshot, visible);
 }

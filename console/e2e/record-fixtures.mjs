@@ -3,9 +3,13 @@
 //   storage:  writes until the nodes flush, then POST /v1/cluster/compact;
 //   failover: kill -9 of the leader, and the election after it;
 //   incident: the same under a steady write load, so the gateway answers some 503s and
-//             504s (the nodes need --gateway-admin, which strata-cluster gives them).
-// SCENARIOS (comma-separated) picks some; all by default. The killed node is not
-// started again: restart it (strata-cluster start-node) before recording again.
+//             504s (the nodes need --gateway-admin, which strata-cluster gives them);
+//   membership: a settled cluster under a light write load, a leadership transfer, a
+//             follower removed, added back (a learner) and promoted again: what the
+//             Cluster view draws (every kind of frame, roles, replication, the canary).
+// SCENARIOS (comma-separated) picks some; all but membership by default (it is recorded
+// alone, on a fresh cluster: SCENARIOS=membership). The killed node is not started
+// again: restart it (strata-cluster start-node) before recording again.
 // Each file holds the frames in arrival order: [{ event, receivedAtMs, data }].
 //
 // Env: STRATA_URL (the gateway), STRATA_RUN_DIR (the cluster's run directory, whose
@@ -76,9 +80,24 @@ async function put(i) {
   return response.status;
 }
 
+async function clusterStatus() {
+  return (await fetch(`${base}/v1/cluster/status`)).json();
+}
+
 async function leaderId() {
-  const status = await (await fetch(`${base}/v1/cluster/status`)).json();
-  return status.leader_id;
+  return (await clusterStatus()).leader_id;
+}
+
+/** An admin request; answers the status and the body. */
+async function admin(method, path, body) {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  console.log(`record: ${method} ${path} ${response.status} ${text.slice(0, 160)}`);
+  return { status: response.status, text };
 }
 
 function save(name, frames) {
@@ -125,6 +144,51 @@ async function failover(frames) {
 }
 
 if (scenarios.includes('failover')) save('failover', await record(failover));
+
+/**
+ * A settled cluster, a leadership transfer, then a follower removed, added back (a
+ * learner until promoted) and promoted, with a write every 100 ms throughout.
+ */
+async function membership(frames) {
+  let writing = true;
+  let n = 0;
+  const load = (async () => {
+    while (writing) {
+      await put(200000 + (n++ % 50)).catch(() => 0);
+      await sleep(100);
+    }
+  })();
+  await sleep(3000);
+  const before = await clusterStatus();
+  const leader = before.leader_id;
+  const voters = before.nodes.filter((node) => node.id !== leader).map((node) => node.id);
+  const [target, leaving] = voters;
+  await admin('POST', '/v1/cluster/leader', { target_id: target });
+  const moved = Date.now() + 10000;
+  while (Date.now() < moved && !frames.some((f) => f.event === 'status' && f.data.leader_id === target)) await sleep(100);
+  await sleep(2000);
+  const address = before.nodes.find((node) => node.id === leaving).address;
+  await admin('DELETE', `/v1/cluster/members/${leaving}`);
+  await sleep(2500);
+  await admin('POST', '/v1/cluster/members', { id: leaving, address });
+  const learner = Date.now() + 10000;
+  while (
+    Date.now() < learner &&
+    !frames.some((f) => f.event === 'status' && f.data.nodes.some((node) => node.id === leaving && node.role === 'learner'))
+  ) {
+    await sleep(100);
+  }
+  await sleep(2500);
+  for (let i = 0; i < 20; i++) {
+    if ((await admin('POST', `/v1/cluster/members/${leaving}/promote`)).status === 200) break;
+    await sleep(500);
+  }
+  await sleep(3000);
+  writing = false;
+  await load;
+}
+
+if (scenarios.includes('membership')) save('membership', await record(membership));
 
 if (scenarios.includes('incident')) {
   save(

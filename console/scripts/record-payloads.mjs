@@ -1,7 +1,8 @@
 // Records real API answers for the component tests: writes a few keys into a running
-// cluster, asks the endpoints the keys, actions and load views use, and saves each
-// answer (status and body, as received) under src/test/recorded/. Run it against a
-// fresh cluster (the keys it writes are part of the payloads):
+// cluster, asks the endpoints the keys, actions, load and cluster views use, and saves each
+// answer (status and body, as received) under src/test/recorded/<name>.json, one file per
+// recorder below (RECORD_ONLY=<name>,... picks some). Run it against a fresh cluster with
+// its load runner (the keys it writes are part of the payloads):
 //
 //   STRATA_URL=http://127.0.0.1:8080 STRATA_TOKEN_FILE=<run-dir>/admin.token node scripts/record-payloads.mjs
 //
@@ -162,6 +163,43 @@ async function recordK6() {
   return payloads;
 }
 
+/**
+ * The load runner's state as it pushes it (GET /load/run/events, raw): followed from
+ * before a 4 s smoke run starts until after it finished, then a 30 s run stopped after
+ * 2 s, and a heartbeat after it (the view sent again without a change).
+ */
+async function recordRunEvents() {
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const stream = recordStream('/load/run/events', 20000);
+  await sleep(500);
+  const short = await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 4 });
+  if (short.status !== 202) throw new Error(`the smoke run did not start: ${JSON.stringify(short)}`);
+  for (let i = 0; i < 60; i++) {
+    const run = await call('GET', '/load/run');
+    if (!['running', 'stopping'].includes(run.body.state)) break;
+    await sleep(250);
+  }
+  const long = await call('POST', '/load/run', { scenario: 'smoke', rate_per_s: 20, duration_s: 30 });
+  if (long.status !== 202) throw new Error(`the second run did not start: ${JSON.stringify(long)}`);
+  await sleep(2000);
+  const stopped = await call('DELETE', '/load/run');
+  const runEvents = await stream;
+  return { runEvents, stopped, runAfter: await call('GET', '/load/run') };
+}
+
+/**
+ * What the Cluster view reads besides its event stream: GET /v1/cluster/status (the
+ * snapshot it shows while the stream is being reopened), and the members and stats of
+ * the same moment.
+ */
+async function recordCluster() {
+  return {
+    status: await call('GET', '/v1/cluster/status'),
+    members: await call('GET', '/v1/cluster/members'),
+    stats: await call('GET', '/v1/cluster/stats'),
+  };
+}
+
 /** A scan's pages with a write between them, and a page whose state is gone. */
 async function recordScan() {
   for (const k of ['a', 'b', 'c']) await call('PUT', `/v1/kv/scan/${k}`, 'old', 'application/octet-stream');
@@ -315,6 +353,8 @@ const recorders = {
   leases: recordLeases,
   txn: recordTxn,
   auth: recordAuth,
+  'run-events': recordRunEvents,
+  cluster: recordCluster,
 };
 
 mkdirSync(out, { recursive: true });

@@ -5,10 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use strata_auth::{KeyPair, Role, Verifier};
-use strata_harness::load_runner::http::router;
+use strata_harness::load_runner::http::{RUN_EVENTS_HEARTBEAT, router};
 use strata_harness::load_runner::{Runner, RunnerConfig};
 use strata_harness::{Cluster, free_port, k6_binary, loadtest_dir};
 
@@ -401,4 +403,170 @@ async fn a_run_acts_with_the_token_of_whoever_started_it() {
     assert!(count("200") > 0, "the run wrote nothing: {done}");
     assert_eq!(count("401"), 0, "requests went without the token: {done}");
     assert_eq!(done["state"], "finished", "{done}");
+}
+
+/// One `run` event of `GET /load/run/events`: its view, and when it came.
+struct Pushed {
+    at: Instant,
+    run: Value,
+}
+
+/// Follows `GET {base}/load/run/events` on a task of its own; every `run`
+/// event goes to the returned receiver. Panics on any other event.
+async fn follow_run_events(
+    http: &reqwest::Client,
+    base: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<Pushed> {
+    let resp = http
+        .get(format!("{base}/load/run/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-type"].to_str().unwrap(),
+        "text/event-stream"
+    );
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut events = resp.bytes_stream().eventsource();
+        while let Some(Ok(event)) = events.next().await {
+            assert_eq!(event.event, "run", "{}", event.data);
+            let run = serde_json::from_str(&event.data).unwrap();
+            if tx
+                .send(Pushed {
+                    at: Instant::now(),
+                    run,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The next pushed view within `within`.
+async fn next_pushed(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Pushed>,
+    within: Duration,
+) -> Pushed {
+    tokio::time::timeout(within, rx.recv())
+        .await
+        .expect("no run event in time")
+        .expect("the stream ended")
+}
+
+/// Takes pushed views until one's state is `want`; answers it.
+async fn pushed_until(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Pushed>,
+    want: &[&str],
+    within: Duration,
+) -> Pushed {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let pushed = next_pushed(rx, left).await;
+        if want.iter().any(|w| pushed.run["state"] == *w) {
+            return pushed;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_state_is_pushed_as_server_sent_events_at_each_change() {
+    // Proves GET /load/run/events: the view at once (idle), then, without
+    // asking, each change as it happens: the start (running, with its plan),
+    // a stop (stopping, then stopped once k6 has ended), and a run that ends
+    // by itself (finished or failed, with k6's exit code); a view is sent
+    // again after the heartbeat when nothing changes, so a client can tell a
+    // live stream from a dead one; two followers see the same. The target is
+    // an address where nothing listens: k6's requests fail, its runs still
+    // start and end.
+    let (base, _, _) = serve_runner("http://127.0.0.1:9".into()).await;
+    let http = reqwest::Client::new();
+    let mut events = follow_run_events(&http, &base).await;
+    let first = next_pushed(&mut events, Duration::from_secs(2)).await;
+    assert_eq!(first.run["state"], "idle", "{}", first.run);
+    assert_eq!(first.run["started_at_ms"], 0);
+
+    let started = http
+        .post(format!("{base}/load/run"))
+        .json(&json!({"scenario": "smoke", "rate_per_s": 5, "duration_s": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), StatusCode::ACCEPTED);
+    let asked = Instant::now();
+    let running = pushed_until(&mut events, &["running"], Duration::from_secs(2)).await;
+    assert!(
+        running.at.duration_since(asked) < Duration::from_secs(1),
+        "the start was pushed at once"
+    );
+    assert_eq!(
+        running.run["plan"],
+        json!({"scenario": "smoke", "rate_per_s": 5, "duration_s": 60})
+    );
+    let mut second = follow_run_events(&http, &base).await;
+    let joined = next_pushed(&mut second, Duration::from_secs(2)).await;
+    assert_eq!(
+        joined.run["state"], "running",
+        "a late follower starts from now"
+    );
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let stop = http
+        .delete(format!("{base}/load/run"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), StatusCode::OK);
+    let stopping = pushed_until(
+        &mut events,
+        &["stopping", "stopped"],
+        Duration::from_secs(2),
+    )
+    .await;
+    assert_eq!(stopping.run["state"], "stopping", "{}", stopping.run);
+    let stopped = pushed_until(&mut events, &["stopped"], Duration::from_secs(20)).await;
+    assert!(
+        stopped.run["ended_at_ms"].as_u64().unwrap() > 0,
+        "{}",
+        stopped.run
+    );
+    let seen_too = pushed_until(&mut second, &["stopped"], Duration::from_secs(20)).await;
+    assert_eq!(seen_too.run["ended_at_ms"], stopped.run["ended_at_ms"]);
+    drop(second);
+
+    // Nothing changes now: the same view again after the heartbeat, not before.
+    while let Ok(pushed) = events.try_recv() {
+        assert_eq!(pushed.run["state"], "stopped");
+    }
+    let quiet_from = Instant::now();
+    let again = next_pushed(&mut events, RUN_EVENTS_HEARTBEAT + Duration::from_secs(2)).await;
+    assert_eq!(again.run, run_state(&http, &base).await);
+    assert!(
+        again.at.duration_since(quiet_from) + Duration::from_millis(500) >= RUN_EVENTS_HEARTBEAT
+            || again.run["output"] != stopped.run["output"],
+        "a view without a change came before the heartbeat"
+    );
+
+    // A run that ends by itself is pushed ending.
+    let short = http
+        .post(format!("{base}/load/run"))
+        .json(&json!({"scenario": "smoke", "rate_per_s": 5, "duration_s": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(short.status(), StatusCode::ACCEPTED);
+    pushed_until(&mut events, &["running"], Duration::from_secs(2)).await;
+    let ended = pushed_until(
+        &mut events,
+        &["finished", "failed"],
+        Duration::from_secs(30),
+    )
+    .await;
+    assert!(ended.run["exit_code"].is_i64(), "{}", ended.run);
+    assert_eq!(ended.run, run_state(&http, &base).await);
 }

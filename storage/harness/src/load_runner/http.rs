@@ -2,6 +2,11 @@
 //!
 //! - `GET /load/scenarios`: the bundled scenarios and the bounds;
 //! - `GET /load/run`: the current or latest run;
+//! - `GET /load/run/events`: the same as server-sent events, `event: run`
+//!   with the view as its data, first at once, then at every change (a
+//!   start, a stop, the end, a line of k6's output) and at least every
+//!   [`RUN_EVENTS_HEARTBEAT`] (the console's sign of a live stream), for as
+//!   long as the client stays;
 //! - `POST /load/run` `{"scenario","rate_per_s","duration_s"}`: start one;
 //! - `DELETE /load/run`: stop it.
 //!
@@ -18,18 +23,24 @@
 //! an admin token, 409 `CONFLICT` for a start while a run is in progress
 //! (or a stop without one), 500 `INTERNAL` when k6 cannot be started.
 
+use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 use serde_json::json;
 use strata_auth::{Role, Verifier};
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::run::{RunConflict, Runner};
 use super::scenario::{MAX_DURATION_S, MAX_RATE_PER_S, RunRequest, Scenario};
@@ -87,6 +98,47 @@ async fn view(State(runner): State<Runner>) -> impl IntoResponse {
     axum::Json(runner.view())
 }
 
+/// The longest `GET /load/run/events` stays silent: the run's view is sent
+/// again after this much time without a change.
+pub const RUN_EVENTS_HEARTBEAT: Duration = Duration::from_secs(5);
+
+fn run_event(runner: &Runner) -> Event {
+    Event::default()
+        .event("run")
+        .json_data(runner.view())
+        .unwrap_or_else(|_| Event::default().event("run").data("{}"))
+}
+
+/// `GET /load/run/events`: the run's view at once, at every change and at
+/// least every [`RUN_EVENTS_HEARTBEAT`]; quick changes are sent as one.
+async fn events(
+    State(runner): State<Runner>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(4);
+    let mut changes = runner.changes();
+    tokio::spawn(async move {
+        changes.mark_unchanged();
+        if tx.send(Ok(run_event(&runner))).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() { return; }
+                    changes.mark_unchanged();
+                }
+                _ = tokio::time::sleep(RUN_EVENTS_HEARTBEAT) => {}
+                // The client went away: nothing more to send.
+                _ = tx.closed() => return,
+            }
+            if tx.send(Ok(run_event(&runner))).await.is_err() {
+                return;
+            }
+        }
+    });
+    Sse::new(ReceiverStream::new(rx)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
+
 /// The verified token of the request that starts a run.
 #[derive(Clone)]
 struct StartedBy(String);
@@ -118,7 +170,7 @@ async fn not_found() -> Refusal {
     Refusal(
         StatusCode::NOT_FOUND,
         "NOT_FOUND",
-        "the load runner serves /load/scenarios and /load/run".into(),
+        "the load runner serves /load/scenarios, /load/run and /load/run/events".into(),
     )
 }
 
@@ -173,6 +225,7 @@ pub fn router(runner: Runner, keys: Option<Arc<Verifier>>) -> Router {
     let routes = Router::new()
         .route("/load/scenarios", get(scenarios))
         .route("/load/run", get(view).post(start).delete(stop))
+        .route("/load/run/events", get(events))
         .fallback(not_found)
         .with_state(runner);
     match keys {

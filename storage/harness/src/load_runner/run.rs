@@ -1,7 +1,7 @@
 //! One k6 run at a time: starting it with the plan's environment and k6's
 //! REST API on the address the gateway proxies under `/k6/`, stopping it,
 //! and what the caller sees of it (state, plan, times, exit code, the last
-//! lines k6 printed).
+//! lines k6 printed), read once or followed as it changes ([`Runner::changes`]).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use rustix::process::Signal;
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
+use tokio::sync::watch;
 
 use super::scenario::RunPlan;
 
@@ -104,6 +105,9 @@ fn dashboard_env(address: &str) -> [(&'static str, String); 4] {
 pub struct Runner {
     config: Arc<RunnerConfig>,
     current: Arc<Mutex<Current>>,
+    /// Counts the changes of what [`Runner::view`] answers: a start, a stop,
+    /// the end of a run, a line of k6's output.
+    changed: Arc<watch::Sender<u64>>,
 }
 
 fn now_ms() -> u64 {
@@ -129,7 +133,20 @@ impl Runner {
                 stop_requested: false,
                 output: VecDeque::new(),
             })),
+            changed: Arc::new(watch::channel(0).0),
         }
+    }
+
+    /// Wakes whoever follows the run: its view changed.
+    fn touch(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Follows the run's changes: the receiver's `changed()` returns after
+    /// each (several quick ones may wake it once); read [`Runner::view`]
+    /// then. What `GET /load/run/events` pushes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     pub fn target(&self) -> &str {
@@ -209,8 +226,11 @@ impl Runner {
             if let Err(e) = status {
                 current.output.push_back(format!("waiting for k6: {e}"));
             }
+            drop(current);
+            this.touch();
         });
         drop(current);
+        self.touch();
         Ok(self.view())
     }
 
@@ -233,17 +253,21 @@ impl Runner {
                 .output
                 .push_back(format!("stopping k6 (pid {pid}): {e}"));
         }
+        self.touch();
         Ok(self.view())
     }
 
     async fn keep_lines(self, stream: impl AsyncRead + Unpin) {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            let mut current = self.current.lock();
-            if current.output.len() == OUTPUT_LINES {
-                current.output.pop_front();
+            {
+                let mut current = self.current.lock();
+                if current.output.len() == OUTPUT_LINES {
+                    current.output.pop_front();
+                }
+                current.output.push_back(line);
             }
-            current.output.push_back(line);
+            self.touch();
         }
     }
 }

@@ -1,11 +1,15 @@
 import { screen, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
-import { failoverFrames, replay } from '../../../test/recorded';
+import { failoverFrames, incidentFrames, replay } from '../../../test/recorded';
 import { renderWithQuery } from '../../../test/render';
 import { ElectionsPage } from './ElectionsPage';
 
 beforeEach(() => {
   MockEventSource.reset();
+});
+
+afterEach(() => {
+  vi.useRealTimers();
 });
 
 describe('ElectionsPage', () => {
@@ -50,5 +54,34 @@ describe('ElectionsPage', () => {
     replay(MockEventSource.latest(), failoverFrames);
     expect(screen.getByTestId('election-count')).toHaveTextContent('9');
     expect(screen.getByTestId('election-reasons')).toHaveTextContent('4 timeout · 5 leader lost');
+  });
+  it('gives the failover window the gateway saw around a real failover under load', () => {
+    // Proves, on frames recorded while node 3 (the leader) was killed under a write load:
+    // the 503s Envoy's counters (in the stats frames) grew by in the seconds around the
+    // leaderless window are summed (6 × 503, no 504) and the span of the intervals that
+    // held them is given; the figure is the one the Incident view gives for the same frames.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    renderWithQuery(<ElectionsPage />);
+    replay(MockEventSource.latest(), incidentFrames, true);
+    const last = screen.getByTestId('last-failover');
+    expect(last).toHaveAttribute('data-leader', '1');
+    const figure = screen.getByTestId('gateway-failover');
+    expect(figure).toHaveAttribute('data-unavailable', '6');
+    expect(figure).toHaveAttribute('data-timed-out', '0');
+    const windowMs = Number(figure.getAttribute('data-window-ms'));
+    // Whole intervals between stats frames (about a second each), at least one.
+    expect(windowMs).toBeGreaterThanOrEqual(500);
+    expect(windowMs).toBeLessThan(10_000);
+    expect(figure.textContent).toMatch(/^the gateway answered 6 × 503, 0 × 504 over \d/);
+  });
+
+  it('says the gateway answered no 503 or 504 around a failover without traffic', () => {
+    // Proves the figure is not invented: the failover recording had no load and its stats
+    // carry no gateway counters, so the card says none are known.
+    renderWithQuery(<ElectionsPage />);
+    replay(MockEventSource.latest(), failoverFrames);
+    const figure = screen.getByTestId('gateway-failover');
+    expect(figure).toHaveTextContent('no 503 or 504 from the gateway known around it');
+    expect(figure).toHaveAttribute('data-unavailable', '');
   });
 });

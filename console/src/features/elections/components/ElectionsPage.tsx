@@ -117,7 +117,13 @@ function LastFailover({ era, gateway }: LastFailoverProps) {
             {era.election?.reason && ` · ${REASON_LABEL[era.election.reason]}`}
             {era.election?.preVote && ' · pre-vote first'}
           </span>
-          <span className={styles.cardNote} data-testid="gateway-failover">
+          <span
+            className={styles.cardNote}
+            data-testid="gateway-failover"
+            data-unavailable={gateway?.unavailable ?? ''}
+            data-timed-out={gateway?.timedOut ?? ''}
+            data-window-ms={gateway ? gateway.toMs - gateway.fromMs : ''}
+          >
             {gateway
               ? `the gateway answered ${formatCount(gateway.unavailable)} × 503, ${formatCount(gateway.timedOut)} × 504 over ${formatDurationMs(gateway.toMs - gateway.fromMs)}`
               : 'no 503 or 504 from the gateway known around it'}

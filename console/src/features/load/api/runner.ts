@@ -35,6 +35,11 @@ export interface RunView {
 
 const STATES: readonly RunState[] = ['idle', 'running', 'stopping', 'finished', 'stopped', 'failed'];
 
+/** The runner's state as server-sent events: `run` events, each the whole view (as GET /load/run
+ * answers), at once, at every change and at least every 5 s. */
+export const RUN_EVENTS_URL = '/load/run/events';
+export const RUN_EVENT = 'run';
+
 function parseRun(value: unknown): RunView {
   const v = value as Partial<RunView> | null;
   if (!v || !STATES.includes(v.state ?? ('' as RunState)) || typeof v.started_at_ms !== 'number') {
@@ -54,14 +59,24 @@ export const scenariosQuery = queryOptions({
   retry: false,
 });
 
+/** The data of a `run` event, checked as GET /load/run's answer is; null when malformed. */
+export function parseRunEventData(data: string): RunView | null {
+  try {
+    return parseRun(JSON.parse(data));
+  } catch {
+    return null;
+  }
+}
+
 /**
- * GET /load/run. Read once, then once a second only while a run is in progress, to
- * follow its progress and see it end; an idle runner is not asked again.
+ * GET /load/run, read once; after that the runner pushes every change over
+ * RUN_EVENTS_URL (hooks/useRunEvents.ts), which writes it into this query. It is read
+ * again only when that stream is lost, so the view does not freeze meanwhile.
  */
 export const runQuery = queryOptions({
   queryKey: ['load', 'run'] as const,
   queryFn: async ({ signal }) => parseRun(await sendJson<unknown>('GET', '/load/run', undefined, signal)),
-  refetchInterval: (query) => (isActive(query.state.data) ? 1000 : false),
+  staleTime: Infinity,
   retry: false,
 });
 

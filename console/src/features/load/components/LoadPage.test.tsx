@@ -2,13 +2,16 @@ import { act, fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { MockEventSource } from '../../../test/MockEventSource';
 import k6Recorded from '../../../test/recorded/k6.json';
 import recorded from '../../../test/recorded/load.json';
+import runRecorded from '../../../test/recorded/run-events.json';
 import { serveRecorded, type Route } from '../../../test/recordedApi';
 import { renderWithQuery } from '../../../test/render';
 import { parseSse } from '../../../test/sse';
 import { LoadPage } from './LoadPage';
 
 // Every answer below was recorded from a real cluster, its load runner and k6 during a
-// smoke run (scripts/record-payloads.mjs): statsA and statsB about two seconds apart.
+// smoke run (scripts/record-payloads.mjs): statsA and statsB about two seconds apart;
+// run-events.json is what the runner pushed over GET /load/run/events while a 4 s run
+// went by and a 30 s run was stopped after 2 s.
 
 beforeEach(() => {
   MockEventSource.reset();
@@ -23,6 +26,11 @@ function form() {
   return screen.getByTestId('run-form');
 }
 
+/** The latest stream opened on `url`. */
+function streamOf(url: string): MockEventSource | undefined {
+  return MockEventSource.instances.filter((s) => s.url === url).at(-1);
+}
+
 describe('LoadPage', () => {
   it('turns the nodes’ counters into throughput, latency and errors per node and operation', async () => {
     // Proves the first sample (GET) and the next (SSE `stats`) make rates, shown per node.
@@ -30,10 +38,10 @@ describe('LoadPage', () => {
     renderWithQuery(<LoadPage />);
     expect(await screen.findByText('Waiting for two samples of the nodes’ counters…')).toBeInTheDocument();
     await waitFor(() => {
-      expect(MockEventSource.latest().url).toBe('/v1/cluster/events');
+      expect(streamOf('/v1/cluster/events')).toBeDefined();
     });
     act(() => {
-      MockEventSource.latest().emit('stats', recorded.statsB.body);
+      streamOf('/v1/cluster/events')?.emit('stats', recorded.statsB.body);
     });
     const total = await screen.findByTestId('nodes-total');
     expect(Number(total.getAttribute('data-ops'))).toBeGreaterThan(0);
@@ -156,6 +164,110 @@ describe('LoadPage', () => {
     expect(screen.getByRole('progressbar', { name: 'Run progress' })).toHaveAttribute('aria-valuenow', '100');
   });
 
+  it('follows the run over the runner’s event stream as it changes, without asking again', async () => {
+    // Proves the run's state comes pushed: GET /load/run is read once, then the recorded
+    // `run` events drive the view (idle, running with its plan, finished with k6's last
+    // lines; a second run running, stopping, stopped), each as it arrives, and nothing
+    // polls /load/run meanwhile.
+    const api = serveRecorded([...BASE, { method: 'GET', url: '/load/run', answer: recorded.runIdle }]);
+    renderWithQuery(<LoadPage />);
+    await waitFor(() => {
+      expect(streamOf('/load/run/events')).toBeDefined();
+    });
+    const stream = streamOf('/load/run/events');
+    if (!stream) throw new Error('no run stream');
+    const events = parseSse(runRecorded.runEvents.body);
+    expect(events.every((e) => e.event === 'run')).toBe(true);
+    const states: string[] = [];
+    for (const e of events) {
+      const sent = JSON.parse(e.data) as { state: string; plan?: { duration_s: number } };
+      act(() => {
+        stream.emit(e.event, e.data);
+      });
+      if (sent.state === 'idle') {
+        expect(screen.queryByTestId('run-status')).not.toBeInTheDocument();
+        continue;
+      }
+      const status = screen.getByTestId('run-status');
+      expect(status).toHaveAttribute('data-state', sent.state);
+      expect(status).toHaveAttribute('data-stream', 'live');
+      expect(status).toHaveTextContent(`smoke at 20/s for ${sent.plan?.duration_s ?? 0} s`);
+      if (states.at(-1) !== sent.state) states.push(sent.state);
+      if (['finished', 'stopped'].includes(sent.state)) {
+        expect(within(status).getByText('k6’s last lines')).toBeInTheDocument();
+        expect(within(form()).getByRole('button', { name: 'Start' })).toBeEnabled();
+      }
+      if (sent.state === 'running') expect(within(form()).getByRole('button', { name: 'Stop' })).toBeEnabled();
+      if (sent.state === 'running' && states.length === 1) {
+        // A run in progress is not polled: over a second later, still one GET.
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        expect(api.requests('GET', '/load/run')).toHaveLength(1);
+      }
+    }
+    expect(states).toEqual(['running', 'finished', 'running', 'stopping', 'stopped']);
+    expect(api.requests('GET', '/load/run')).toHaveLength(1);
+    expect(MockEventSource.instances.filter((s) => s.url === '/load/run/events')).toHaveLength(1);
+  });
+
+  it('reopens a lost run stream, reading GET /load/run once meanwhile', async () => {
+    // Proves the reconnect: the stream fails while a run lasts; the view says the stream
+    // was lost, reads the run once (the recorded stopped run) so it does not freeze, opens a
+    // new stream after the backoff, and its first event (the end of the run) clears the note.
+    const events = parseSse(runRecorded.runEvents.body);
+    const running = events.find((e) => e.data.includes('"state":"running"'));
+    const stopped = events.at(-1);
+    if (!running || !stopped) throw new Error('the recording lacks a running and a stopped run');
+    const api = serveRecorded([
+      ...BASE,
+      { method: 'GET', url: '/load/run', answer: () => (api.requests('GET', '/load/run').length === 1 ? recorded.runIdle : runRecorded.runAfter) },
+    ]);
+    renderWithQuery(<LoadPage runEvents={{ reconnectDelaysMs: [20] }} />);
+    await waitFor(() => {
+      expect(streamOf('/load/run/events')).toBeDefined();
+    });
+    const first = streamOf('/load/run/events');
+    act(() => {
+      first?.emit('run', running.data);
+    });
+    expect(screen.getByTestId('run-status')).toHaveAttribute('data-state', 'running');
+    act(() => {
+      first?.fail({ closed: true });
+    });
+    expect(first?.closed).toBe(true);
+    expect(await screen.findByTestId('run-stream-lost')).toHaveTextContent('stream closed');
+    await waitFor(() => {
+      expect(screen.getByTestId('run-status')).toHaveAttribute('data-state', 'stopped');
+    });
+    expect(api.requests('GET', '/load/run')).toHaveLength(2);
+    await waitFor(() => {
+      expect(MockEventSource.instances.filter((s) => s.url === '/load/run/events')).toHaveLength(2);
+    });
+    act(() => {
+      streamOf('/load/run/events')?.emit('run', stopped.data);
+    });
+    expect(screen.queryByTestId('run-stream-lost')).not.toBeInTheDocument();
+    expect(screen.getByTestId('run-status')).toHaveAttribute('data-stream', 'live');
+  });
+
+  it('keeps the last run when an event is malformed, and reopens a stream gone silent', async () => {
+    // Proves a bad frame is not taken (the view keeps the running run) and a stream that
+    // sends nothing for longer than the runner's heartbeat allows is replaced.
+    serveRecorded([...BASE, { method: 'GET', url: '/load/run', answer: recorded.runIdle }]);
+    renderWithQuery(<LoadPage runEvents={{ reconnectDelaysMs: [20], silenceLimitMs: 200 }} />);
+    await waitFor(() => {
+      expect(streamOf('/load/run/events')).toBeDefined();
+    });
+    act(() => {
+      streamOf('/load/run/events')?.emit('run', recorded.runRunning.body);
+      streamOf('/load/run/events')?.emit('run', '{"state":"exploded"}');
+    });
+    expect(screen.getByTestId('run-status')).toHaveAttribute('data-state', 'running');
+    expect(await screen.findByTestId('run-stream-lost')).toHaveTextContent('no run state for 0.2 s');
+    await waitFor(() => {
+      expect(MockEventSource.instances.filter((s) => s.url === '/load/run/events').length).toBeGreaterThanOrEqual(2);
+    });
+  });
+
   it('says the load runner is missing when the gateway has none', async () => {
     serveRecorded([
       { method: 'GET', url: '/v1/cluster/stats', answer: recorded.statsA },
@@ -167,5 +279,7 @@ describe('LoadPage', () => {
     expect(error).toHaveTextContent('UNAVAILABLE');
     expect(screen.getByText(/The load runner starts with the cluster/)).toBeInTheDocument();
     expect(screen.getByText(/No k6 run in progress/)).toBeInTheDocument();
+    // No runner, no run stream to follow.
+    expect(streamOf('/load/run/events')).toBeUndefined();
   });
 });

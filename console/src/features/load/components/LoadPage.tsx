@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { LiveIndicator } from '../../../components/LiveIndicator';
 import { isActive, runQuery } from '../api/runner';
 import { useK6Figures } from '../hooks/useK6Figures';
+import type { RunEventsOptions } from '../hooks/useRunEvents';
 import { useNodeRates } from '../hooks/useNodeRates';
 import { K6Panel } from './K6Panel';
 import page from '../../../components/Page.module.css';
@@ -10,8 +11,13 @@ import { NodeLoadPanel } from './NodeLoadPanel';
 import { RunControl } from './RunControl';
 import { SlowRequestsPanel } from './SlowRequestsPanel';
 
+interface LoadPageProps {
+  /** Tests shorten the run stream's timings; the app uses the defaults. */
+  runEvents?: RunEventsOptions;
+}
+
 /** Server-side load from the nodes' counters, always; k6's own figures beside them while it runs. */
-export function LoadPage() {
+export function LoadPage({ runEvents }: LoadPageProps = {}) {
   const rates = useNodeRates();
   const run = useQuery(runQuery);
   const k6 = useK6Figures(isActive(run.data));
@@ -25,7 +31,7 @@ export function LoadPage() {
         <NodeLoadPanel rates={rates} />
         <K6Panel k6={k6} active={isActive(run.data)} />
       </div>
-      <RunControl />
+      <RunControl runEvents={runEvents} />
       <SlowRequestsPanel samples={rates.samples} />
     </div>
   );

@@ -5,6 +5,7 @@ import { ErrorNote } from '../../../components/ErrorNote';
 import { Panel } from '../../../components/Panel';
 import { Pill, type PillTone } from '../../../components/Pill';
 import { isActive, runQuery, scenariosQuery, startRun, stopRun, type RunView } from '../api/runner';
+import { useRunEvents, type RunEventsOptions } from '../hooks/useRunEvents';
 import styles from './LoadPage.module.css';
 
 const TONE: Record<RunView['state'], PillTone> = {
@@ -30,11 +31,20 @@ function useNow(active: boolean): number {
   return now;
 }
 
-/** Start one of the bundled scenarios with a rate and a duration, stop it, follow it. */
-export function RunControl() {
+interface RunControlProps {
+  /** Tests shorten the run stream's timings; the app uses the defaults. */
+  runEvents?: RunEventsOptions;
+}
+
+/**
+ * Start one of the bundled scenarios with a rate and a duration, stop it, follow it: the
+ * runner pushes the run's state as it changes (useRunEvents).
+ */
+export function RunControl({ runEvents }: RunControlProps) {
   const client = useQueryClient();
   const scenarios = useQuery(scenariosQuery);
   const run = useQuery(runQuery);
+  const follow = useRunEvents(scenarios.isSuccess, runEvents);
   const [scenario, setScenario] = useState('smoke');
   const [rate, setRate] = useState('20');
   const [duration, setDuration] = useState('10');
@@ -120,8 +130,13 @@ export function RunControl() {
           {start.isError && <ErrorNote error={start.error} action="Starting the run" />}
           {stop.isError && <ErrorNote error={stop.error} action="Stopping the run" />}
           {run.isError && <ErrorNote error={run.error} action="Reading the run" />}
+          {follow.lost && (
+            <p className={controls.hint} data-testid="run-stream-lost">
+              The run’s state stream was lost ({follow.lost}); reopening it.
+            </p>
+          )}
           {view && view.state !== 'idle' && plan && (
-            <div className={styles.run} data-testid="run-status" data-state={view.state}>
+            <div className={styles.run} data-testid="run-status" data-state={view.state} data-stream={follow.stream}>
               <div className={styles.runLine}>
                 <Pill tone={TONE[view.state]}>{view.state}</Pill>
                 <span>

@@ -117,6 +117,10 @@ export function NodeStorage({ member }: NodeStorageProps) {
               data-node={member.id}
               data-state={c.state}
               data-at={c.atMs}
+              data-level={c.level}
+              data-output-level={c.outputLevel}
+              data-files-out={c.state === 'done' ? c.filesOut : ''}
+              data-trivial={c.trivialMove}
             >
               <Pill tone={c.state === 'running' ? 'warn' : 'good'}>{c.state}</Pill>
               <span>
