@@ -99,7 +99,8 @@ import os
 import re
 import sys
 
-import limits  # the script's own folder is on sys.path
+import answers  # the script's own folder is on sys.path
+import limits
 import roles
 from gateway_tls import (
     GATEWAY_SECRET,
@@ -668,8 +669,9 @@ def build(args: argparse.Namespace) -> dict:
             },
         },
     }
+    hcm["access_log"] = [answers.answers_counter()]
     if args.access_log:
-        hcm["access_log"] = access_log(args.access_log)
+        hcm["access_log"] += access_log(args.access_log)
 
     node_tls = (upstream_transport_socket(args.node_tls_sds, args.node_tls_ca_sds)
                 if args.node_tls_cert else None)

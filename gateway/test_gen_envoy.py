@@ -219,8 +219,14 @@ class ComposeImage(unittest.TestCase):
         self.assertIn(f"COPY --from=config {out} /etc/envoy/envoy.yaml", text)
         self.assertIn('"-c", "/etc/envoy/envoy.yaml"', text)
         ignore = (REPO / "deploy/Dockerfile.envoy.dockerignore").read_text(encoding="utf-8").split()
-        modules = ["gateway/gen_envoy.py", "gateway/local_replies.py", "gateway/limits.py",
+        # The generator and every module of this folder it imports (and the role table roles.py
+        # reads), in the order the Dockerfile names them.
+        local = {f"gateway/{Path(m.__file__).name}" for m in list(sys.modules.values())
+                 if getattr(m, "__file__", None) and Path(m.__file__).resolve().parent == GATEWAY
+                 and not Path(m.__file__).name.startswith("test_")}
+        modules = ["gateway/gen_envoy.py", "gateway/answers.py", "gateway/local_replies.py", "gateway/limits.py",
                    "gateway/roles.py", "gateway/roles.json", "gateway/gateway_tls.py"]
+        self.assertEqual(local | {"gateway/roles.json"}, set(modules), "the generator's modules")
         self.assertEqual(ignore, ["**"] + [f"!{m}" for m in modules])
         self.assertIn(f"COPY {' '.join(modules)} /gateway/", text)
 
@@ -504,7 +510,8 @@ class Routing(unittest.TestCase):
     def test_optional_access_log(self):
         cfg = build("--access-log", "-")
         hcm = cfg["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
-        self.assertEqual(hcm["access_log"][0]["name"], "envoy.access_loggers.stdout")
+        self.assertEqual([a["name"] for a in hcm["access_log"]],
+                         ["envoy.access_loggers.stats", "envoy.access_loggers.stdout"])
 
 
 class LocalReplies(unittest.TestCase):

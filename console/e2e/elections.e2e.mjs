@@ -140,6 +140,20 @@ try {
     );
   }
   await page.waitForTimeout(1500);
+  if (gateway) {
+    // What the writers were told is in the figure: the gateway counts each answer under the
+    // status its client got (a write cut off by the kill reaches its client as 504, although
+    // the node's connection failed with what Envoy first calls a 503).
+    const after = await figure.evaluate((el) => ({
+      unavailable: Number(el.getAttribute('data-unavailable')),
+      timedOut: Number(el.getAttribute('data-timed-out')),
+    }));
+    const got503 = load.answers[503] ?? 0;
+    const got504 = load.answers[504] ?? 0;
+    console.log(`e2e elections: the figure counts ${after.unavailable} × 503, ${after.timedOut} × 504 after the writers stopped`);
+    t.check(got503 === 0 || after.unavailable > 0, `the writers got ${got503} × 503 and the figure counts ${after.unavailable}`);
+    t.check(got504 === 0 || after.timedOut > 0, `the writers got ${got504} × 504 and the figure counts ${after.timedOut}`);
+  }
   await screenshot(page, 'elections');
   await checkNarrow(page, 'elections', t, [
     '[data-testid="elections-current-leader"]',

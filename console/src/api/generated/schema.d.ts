@@ -1074,16 +1074,21 @@ export interface components {
             /** @description What it answered (`absent` for a missing key); absent when unknown. */
             result?: string | null;
         };
-        /** @description Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`). */
+        /**
+         * @description Failed answers of one HTTP status (a gRPC answer under the status its
+         *     gRPC status stands for), from the gateway's own count
+         *     (`envoy_gateway_answers_answered`).
+         */
         GatewayResponses: {
             code: string;
             /** Format: int64 */
             count: number;
         };
         /**
-         * @description The gateway's answers to requests routed to the nodes, from Envoy's own
-         *     counters, summed over its node clusters; its local answers (no healthy
-         *     node, a timeout) included. Totals since Envoy started.
+         * @description The gateway's failed answers (HTTP 5xx; gRPC UNAVAILABLE,
+         *     DEADLINE_EXCEEDED, INTERNAL, UNKNOWN) to requests routed to the nodes,
+         *     one per answer as its client got it, whoever made it (a node, or Envoy
+         *     itself: no healthy node, a timeout). Totals since Envoy started.
          */
         GatewayStats: {
             /**

@@ -2,8 +2,10 @@
 //! node that gathers the stats also reads Envoy's own counters from its
 //! admin interface (`/stats/prometheus`, the page Prometheus scrapes), so
 //! the console can line up the 503 and 504 answers of a failover with the
-//! raft events. Envoy counts per upstream cluster and response code, its
-//! own answers (no healthy node, a timeout) included.
+//! raft events. The counter is the gateway's own count of the failed
+//! answers it sent its clients (`gateway/answers.py`): one per answer, with
+//! the status the client got (after Envoy's local reply mappers) and its
+//! gRPC status, for requests routed to the nodes.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,7 +17,7 @@ use crate::rest::model::stats::{GatewayResponses, GatewayStats};
 const TIMEOUT: Duration = Duration::from_millis(400);
 /// The clusters that route to the storage nodes (`gateway/gen_envoy.py`):
 /// the aggregate `nodes` (the leader, else any live node), `nodes_leader`
-/// and `nodes_any`. Envoy charges an answer to the cluster its route names.
+/// and `nodes_any`. An answer is tagged with the cluster its route names.
 const NODE_CLUSTERS: &str = "nodes";
 
 fn is_node_cluster(name: &str) -> bool {
@@ -24,8 +26,20 @@ fn is_node_cluster(name: &str) -> bool {
             .strip_prefix(NODE_CLUSTERS)
             .is_some_and(|rest| rest.starts_with('_'))
 }
-/// Envoy's counter of answers by upstream cluster and code.
-const RESPONSES: &str = "envoy_cluster_upstream_rq";
+/// The gateway's counter of failed answers (`gateway/answers.py`).
+const ANSWERS: &str = "envoy_gateway_answers_answered";
+
+/// The HTTP status a gRPC status stands for in the API's contract
+/// (`docs/api-rest.md`): UNAVAILABLE is 503, DEADLINE_EXCEEDED (outcome
+/// unknown) 504, INTERNAL and UNKNOWN 500.
+fn status_of_grpc(grpc: &str) -> Option<&'static str> {
+    match grpc {
+        "14" => Some("503"),
+        "4" => Some("504"),
+        "13" | "2" => Some("500"),
+        _ => None,
+    }
+}
 
 /// Why the gateway's counters could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -44,8 +58,7 @@ pub enum GatewayError {
 /// Reads the gateway's answers to requests routed to the nodes from
 /// Envoy's admin interface at `admin` (`host:port`).
 pub async fn scrape(http: &reqwest::Client, admin: &str) -> Result<GatewayStats, GatewayError> {
-    let url =
-        format!("http://{admin}/stats/prometheus?usedonly&filter=%5Ecluster%5C.{NODE_CLUSTERS}");
+    let url = format!("http://{admin}/stats/prometheus?usedonly&filter=%5Egateway_answers%5C.");
     let unreachable = |source| GatewayError::Unreachable {
         admin: admin.to_string(),
         source,
@@ -68,16 +81,23 @@ pub async fn scrape(http: &reqwest::Client, admin: &str) -> Result<GatewayStats,
     Ok(read(&Scrape::parse(&text)?, at_ms))
 }
 
-/// The answers by code in Envoy's scrape, summed over the node clusters.
+/// The failed answers by status in Envoy's scrape, for the node clusters:
+/// a gRPC answer under the status its gRPC status stands for.
 pub fn read(scrape: &Scrape, at_ms: u64) -> GatewayStats {
     let mut by_code: BTreeMap<String, u64> = BTreeMap::new();
-    for family in scrape.families.iter().filter(|f| f.name == RESPONSES) {
+    for family in scrape.families.iter().filter(|f| f.name == ANSWERS) {
         for s in &family.samples {
-            if s.suffix.is_empty() && is_node_cluster(s.label("envoy_cluster_name")) {
-                *by_code
-                    .entry(s.label("envoy_response_code").to_string())
-                    .or_default() += s.value.max(0.0) as u64;
+            if !s.suffix.is_empty() || !is_node_cluster(s.label("cluster")) {
+                continue;
             }
+            let code = match s.label("grpc") {
+                "" | "-" => s.label("code"),
+                grpc => match status_of_grpc(grpc) {
+                    Some(code) => code,
+                    None => continue,
+                },
+            };
+            *by_code.entry(code.to_string()).or_default() += s.value.max(0.0) as u64;
         }
     }
     GatewayStats {
@@ -104,21 +124,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_are_summed_by_code_over_the_node_clusters_only() {
-        // Proves: answers of the node clusters (the aggregate and both of
-        // its parts) add up per code, other clusters (k6's, a name that
-        // only starts alike) and other families are left out,
-        // and Envoy's Prometheus text (counters without `_total`) is read.
-        let text = r#"# TYPE envoy_cluster_upstream_rq counter
-envoy_cluster_upstream_rq{envoy_response_code="200",envoy_cluster_name="nodes_leader"} 40
-envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="nodes_leader"} 3
-envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="nodes_any"} 2
-envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="nodes"} 4
-envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="nodesx"} 7
-envoy_cluster_upstream_rq{envoy_response_code="504",envoy_cluster_name="nodes_leader"} 1
-envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="k6"} 9
-# TYPE envoy_cluster_upstream_rq_timeout counter
-envoy_cluster_upstream_rq_timeout{envoy_cluster_name="nodes_leader"} 1
+    fn answers_are_summed_by_status_over_the_node_clusters_only() {
+        // Proves: the node clusters' failed answers (the aggregate and both
+        // of its parts) add up per status whatever their flags, a gRPC
+        // answer counts under the status its gRPC status stands for (an
+        // UNAVAILABLE is a 503 whose HTTP status was 200), other clusters
+        // (k6's, a name that only starts alike) and other families are left
+        // out, and Envoy's Prometheus text (counters without `_total`) is
+        // read.
+        let text = r#"# TYPE envoy_gateway_answers_answered counter
+envoy_gateway_answers_answered{code="503",grpc="",flags="-",cluster="nodes_leader"} 3
+envoy_gateway_answers_answered{code="503",grpc="",flags="UH",cluster="nodes"} 4
+envoy_gateway_answers_answered{code="504",grpc="",flags="UC",cluster="nodes_any"} 1
+envoy_gateway_answers_answered{code="200",grpc="14",flags="-",cluster="nodes"} 2
+envoy_gateway_answers_answered{code="200",grpc="4",flags="URX,UF",cluster="nodes"} 5
+envoy_gateway_answers_answered{code="200",grpc="7",flags="-",cluster="nodes"} 6
+envoy_gateway_answers_answered{code="503",grpc="",flags="-",cluster="nodesx"} 7
+envoy_gateway_answers_answered{code="503",grpc="",flags="UF",cluster="k6"} 9
+# TYPE envoy_cluster_upstream_rq counter
+envoy_cluster_upstream_rq{envoy_response_code="503",envoy_cluster_name="nodes_leader"} 11
 "#;
         let stats = read(&Scrape::parse(text).unwrap(), 7);
         let codes: Vec<(&str, u64)> = stats
@@ -126,7 +150,7 @@ envoy_cluster_upstream_rq_timeout{envoy_cluster_name="nodes_leader"} 1
             .iter()
             .map(|r| (r.code.as_str(), r.count))
             .collect();
-        assert_eq!(codes, [("200", 40), ("503", 9), ("504", 1)]);
+        assert_eq!(codes, [("503", 9), ("504", 6)]);
         assert_eq!(stats.at_ms, 7);
     }
 

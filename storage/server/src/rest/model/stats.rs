@@ -393,7 +393,9 @@ pub struct ClusterStats {
     pub gateway: Option<GatewayStats>,
 }
 
-/// Answers of one HTTP code (`envoy_cluster_upstream_rq{envoy_response_code}`).
+/// Failed answers of one HTTP status (a gRPC answer under the status its
+/// gRPC status stands for), from the gateway's own count
+/// (`envoy_gateway_answers_answered`).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayResponses {
@@ -401,9 +403,10 @@ pub struct GatewayResponses {
     pub count: u64,
 }
 
-/// The gateway's answers to requests routed to the nodes, from Envoy's own
-/// counters, summed over its node clusters; its local answers (no healthy
-/// node, a timeout) included. Totals since Envoy started.
+/// The gateway's failed answers (HTTP 5xx; gRPC UNAVAILABLE,
+/// DEADLINE_EXCEEDED, INTERNAL, UNKNOWN) to requests routed to the nodes,
+/// one per answer as its client got it, whoever made it (a node, or Envoy
+/// itself: no healthy node, a timeout). Totals since Envoy started.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayStats {
