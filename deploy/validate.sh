@@ -90,8 +90,8 @@ if need "$KUSTOMIZE"; then
 fi
 
 step "Envoy configs"
-run "generator tests (gateway/test_gen_envoy.py)" \
-  env PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q gateway/test_gen_envoy.py
+run "generator tests (gateway/test_gen_envoy.py, gateway/test_gateway_tls.py)" \
+  env PYTHONDONTWRITEBYTECODE=1 python3 -m unittest -q gateway/test_gen_envoy.py gateway/test_gateway_tls.py
 if command -v "$ENVOY" >/dev/null 2>&1; then
   # The demo's config as strata-cluster generates it at start, the compose one as
   # deploy/Dockerfile.envoy generates it, and the committed ConfigMap's payload.
