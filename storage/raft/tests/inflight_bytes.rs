@@ -61,16 +61,26 @@ async fn a_stalled_follower_is_sent_its_budget(reported_unreachable: bool) {
         .log_syncs_closed
         .store(true, Ordering::Release);
     let stalled_at = Instant::now();
-    // The transport's verdict on the stalled stream, every 2 s.
+    // The transport's verdict on the stalled stream, every 2 s. The first
+    // is taken before any write: raft-rs probes the follower from then on.
+    // (A verdict arriving after the leader filled the follower's window
+    // would have those appends taken as lost with the stream, and the
+    // follower sent up to another budget: see `driver/flow.rs`.)
     let reporting = reported_unreachable.then(|| {
+        leader.report_unreachable(slow_id);
         let leader = leader.clone();
         tokio::spawn(async move {
             loop {
-                leader.report_unreachable(slow_id);
                 tokio::time::sleep(Duration::from_secs(2)).await;
+                leader.report_unreachable(slow_id);
             }
         })
     });
+    if reported_unreachable {
+        // Reports and proposals reach the raft thread on separate
+        // channels: let it take the report first.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
             let leader = leader.clone();

@@ -16,7 +16,11 @@
 //! heaviest an append can be is taken as the larger of raft's message size
 //! and the largest entry in the log. A follower is thus never sent more
 //! than its budget plus one append, and always at least one append when
-//! nothing is in flight to it, however large the entry.
+//! nothing is in flight to it, however large the entry. The count is per
+//! stream: when the transport reports a follower unreachable (its stream
+//! failed or had no room for long), raft probes it again and what was in
+//! flight is taken as lost with the stream, so a follower whose stream
+//! fails while its window is full may be sent up to one budget more.
 //!
 //! An append lost on the way is never acknowledged: raft learns of the gap
 //! only from the next append (the follower rejects it), which a full
