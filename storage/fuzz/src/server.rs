@@ -100,6 +100,7 @@ fn limits() -> [Limits; 2] {
             default_scan_limit: 5,
             max_scan_limit: 20,
             max_write_bytes_in_flight: 1024,
+            write_stall_wait_ms: 0,
         },
     ]
 }

@@ -12,13 +12,19 @@
 //! it certainly was not applied, and refusing it costs no more than
 //! receiving its bytes.
 //!
-//! A write is refused the same way while the node's storage engine is
-//! behind on its background work (L0 at its slowdown trigger, or every
-//! frozen memtable slot taken): taken then, it would wait in the apply
-//! behind a write stall, long enough to be answered "outcome unknown",
-//! and the stall would stop the raft thread's hand-over of committed
-//! entries on a follower. Refusing it gives the compactions time to catch
-//! up before writers must stop.
+//! While the node's storage engine is behind on its background work (L0 at
+//! its slowdown trigger, or every frozen memtable slot taken), a write
+//! waits here, before anything of it is read or proposed, for the engine to
+//! catch up: at most `stall_wait` (`--write-stall-wait-ms`), and never more
+//! than half its time. Only a write still waiting then is refused the same
+//! way, naming what is behind. Taken while the engine is behind, a write
+//! would wait in the apply behind a write stall, long enough to be answered
+//! "outcome unknown", and the stall would stop the raft thread's hand-over
+//! of committed entries on a follower; held here, it gives the compactions
+//! time to catch up, and a burst that outruns the flushes for a moment
+//! (16 KiB values from 16 clients filled both memtable slots within
+//! seconds) is answered late instead of refused. The writers wait in
+//! arrival order, and one at a time looks at the engine.
 //!
 //! A write's cost is its body's declared length (REST `Content-Length`) or
 //! its gRPC message's length (the 5-byte prefix, read ahead of the rest);
@@ -36,7 +42,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::time::Instant;
 
 use crate::deadline;
 use crate::error::{ApiError, ErrorCode};
@@ -52,6 +59,10 @@ const GRPC_WRITES: [&str; 4] = [
 /// A gRPC message's prefix: a compression flag and a 4-byte length.
 const GRPC_PREFIX_BYTES: usize = 5;
 
+/// How often the writer at the head of the queue looks at the engine again
+/// while it is behind.
+const STALL_POLL: Duration = Duration::from_millis(5);
+
 /// Says why the storage is behind, if it is.
 pub type Behind = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
@@ -61,7 +72,12 @@ pub struct WriteBudget {
     /// What a body of unknown length costs: the largest a request may be.
     unknown_length_bytes: usize,
     behind: Option<Behind>,
-    /// A write's time, counted from when it is admitted (see
+    /// The longest a write waits for the storage to catch up.
+    stall_wait: Duration,
+    /// The writers waiting for it, in arrival order: the one holding the
+    /// lock looks at the engine.
+    stalled: Mutex<()>,
+    /// A write's time, counted from when the node took it (see
     /// `crate::deadline`); none when `None`.
     request_timeout: Option<Duration>,
 }
@@ -76,6 +92,8 @@ impl WriteBudget {
             capacity,
             unknown_length_bytes,
             behind: None,
+            stall_wait: Duration::ZERO,
+            stalled: Mutex::new(()),
             request_timeout: None,
         }
     }
@@ -87,17 +105,53 @@ impl WriteBudget {
         self
     }
 
-    /// Refuses every write while `behind` says the storage is behind.
-    pub fn refusing_while(mut self, behind: Behind) -> Self {
+    /// Holds every write while `behind` says the storage is behind, for at
+    /// most `stall_wait`, and refuses it if the storage is still behind
+    /// then.
+    pub fn stalling_while(mut self, behind: Behind, stall_wait: Duration) -> Self {
         self.behind = Some(behind);
+        self.stall_wait = stall_wait;
         self
     }
 
+    /// Waits until the storage is not behind, for at most `limit` from
+    /// `taken`; says why if it still is.
+    async fn caught_up(&self, taken: Instant, limit: Duration) -> Result<(), String> {
+        let Some(behind) = &self.behind else {
+            return Ok(());
+        };
+        let Some(mut why) = behind() else {
+            return Ok(());
+        };
+        let until = taken + limit;
+        let Ok(_turn) = tokio::time::timeout_at(until, self.stalled.lock()).await else {
+            return Err(why);
+        };
+        loop {
+            match behind() {
+                None => return Ok(()),
+                Some(now_why) => why = now_why,
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Err(why);
+            }
+            tokio::time::sleep(STALL_POLL.min(until - now)).await;
+        }
+    }
+
     /// Takes `bytes` of the budget until the permit is dropped, or refuses
-    /// the write. A write larger than the whole budget takes all of it, so
-    /// that it is admitted when nothing else is in flight rather than never.
-    pub fn admit(&self, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
-        if let Some(why) = self.behind.as_ref().and_then(|behind| behind()) {
+    /// the write; waits first while the storage is behind, for at most
+    /// `stall_wait` from `taken` and never past `limit` from it. A write
+    /// larger than the whole budget takes all of it, so that it is admitted
+    /// when nothing else is in flight rather than never.
+    pub async fn admit(
+        &self,
+        bytes: usize,
+        taken: Instant,
+        limit: Duration,
+    ) -> Result<OwnedSemaphorePermit, ApiError> {
+        if let Err(why) = self.caught_up(taken, self.stall_wait.min(limit)).await {
             return Err(ApiError::new(
                 ErrorCode::Overloaded,
                 format!(
@@ -106,6 +160,11 @@ impl WriteBudget {
                 ),
             ));
         }
+        self.take(bytes)
+    }
+
+    /// Takes `bytes` of the budget at once, or refuses the write.
+    fn take(&self, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
         let cost = bytes.clamp(1, self.capacity as usize) as u32;
         match self.permits.clone().try_acquire_many_owned(cost) {
             Ok(permit) => Ok(permit),
@@ -163,12 +222,18 @@ pub async fn admit(State(budget): State<Arc<WriteBudget>>, req: Request, next: N
         }
         Kind::GrpcWrite => read_grpc_length(req).await,
     };
-    match budget.admit(cost) {
-        Ok(_permit) => match budget.request_timeout {
-            Some(timeout) => {
-                let time = deadline::budget(req.headers(), timeout);
+    let taken = Instant::now();
+    let time = budget
+        .request_timeout
+        .map(|timeout| deadline::budget(req.headers(), timeout));
+    // A write that used half its time before it could be proposed is
+    // refused anyway (`crate::deadline`): it waits no longer than that.
+    let limit = time.map_or(Duration::MAX, |t| t / 2);
+    match budget.admit(cost, taken, limit).await {
+        Ok(_permit) => match time {
+            Some(time) => {
                 let grpc = GRPC_WRITES.contains(&req.uri().path());
-                deadline::run(time, next.run(req), |e| in_protocol(e, grpc)).await
+                deadline::run(taken, time, next.run(req), |e| in_protocol(e, grpc)).await
             }
             None => next.run(req).await,
         },
@@ -249,15 +314,35 @@ async fn read_grpc_length(req: Request) -> (Request, usize) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn writes_are_admitted_while_they_fit_and_refused_as_overloaded_after() {
+    /// Admits a write taken now, with no deadline of its own.
+    async fn admit(budget: &WriteBudget, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
+        budget.admit(bytes, Instant::now(), Duration::MAX).await
+    }
+
+    /// A budget of 100 bytes whose storage is behind while `behind` is set.
+    fn stalling(stall_wait: Duration) -> (WriteBudget, Arc<std::sync::atomic::AtomicBool>) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let behind = Arc::new(AtomicBool::new(true));
+        let flag = behind.clone();
+        let budget = WriteBudget::new(100, 100).stalling_while(
+            Arc::new(move || {
+                flag.load(Ordering::Relaxed)
+                    .then(|| "L0 holds 8 tables".to_string())
+            }),
+            stall_wait,
+        );
+        (budget, behind)
+    }
+
+    #[tokio::test]
+    async fn writes_are_admitted_while_they_fit_and_refused_as_overloaded_after() {
         // Proves: the budget admits writes while their bytes fit, refuses the
         // next as OVERLOADED (retryable: never proposed), and admits again
         // once an admitted write is answered (its permit dropped).
         let budget = WriteBudget::new(100, 100);
-        let first = budget.admit(60).unwrap();
-        let _second = budget.admit(40).unwrap();
-        let refused = budget.admit(1).unwrap_err();
+        let first = admit(&budget, 60).await.unwrap();
+        let _second = admit(&budget, 40).await.unwrap();
+        let refused = admit(&budget, 1).await.unwrap_err();
         assert_eq!(refused.code, ErrorCode::Overloaded);
         assert!(refused.retryable());
         assert!(
@@ -267,23 +352,25 @@ mod tests {
         );
         drop(first);
         assert_eq!(budget.in_flight(), 40);
-        let _third = budget.admit(60).unwrap();
+        let _third = admit(&budget, 60).await.unwrap();
     }
 
-    #[test]
-    fn writes_are_refused_as_overloaded_while_the_storage_is_behind() {
+    #[tokio::test]
+    async fn writes_are_refused_as_overloaded_while_the_storage_stays_behind() {
         // Proves: while the storage says it is behind, a write that fits
-        // the budget is refused as OVERLOADED (not applied) with the reason,
-        // and takes nothing of the budget; once it has caught up, writes
-        // are admitted again.
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let behind = Arc::new(AtomicBool::new(true));
-        let flag = behind.clone();
-        let budget = WriteBudget::new(100, 100).refusing_while(Arc::new(move || {
-            flag.load(Ordering::Relaxed)
-                .then(|| "L0 holds 8 tables".to_string())
-        }));
-        let refused = budget.admit(10).unwrap_err();
+        // the budget waits its `stall_wait` and is then refused as
+        // OVERLOADED (not applied) with the reason, taking nothing of the
+        // budget; once it has caught up, writes are admitted at once.
+        use std::sync::atomic::Ordering;
+        let wait = Duration::from_millis(100);
+        let (budget, behind) = stalling(wait);
+        let started = Instant::now();
+        let refused = admit(&budget, 10).await.unwrap_err();
+        assert!(
+            started.elapsed() >= wait,
+            "refused after {:?}",
+            started.elapsed()
+        );
         assert_eq!(refused.code, ErrorCode::Overloaded);
         assert!(
             refused.message.contains("L0 holds 8 tables"),
@@ -292,18 +379,69 @@ mod tests {
         );
         assert_eq!(budget.in_flight(), 0);
         behind.store(false, Ordering::Relaxed);
-        let _permit = budget.admit(10).expect("admitted once caught up");
+        let _permit = admit(&budget, 10).await.expect("admitted once caught up");
     }
 
-    #[test]
-    fn a_write_larger_than_the_budget_is_admitted_alone() {
+    #[tokio::test]
+    async fn a_write_waits_for_the_storage_to_catch_up_instead_of_being_refused() {
+        // Proves: writes that arrive while the storage is behind are held,
+        // not refused, and are admitted, all of them, once it catches up
+        // within their wait.
+        use std::sync::atomic::Ordering;
+        let (budget, behind) = stalling(Duration::from_secs(10));
+        let budget = Arc::new(budget);
+        let writers: Vec<_> = (0..3)
+            .map(|_| {
+                let budget = budget.clone();
+                tokio::spawn(async move { admit(&budget, 10).await.map(drop) })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(
+            writers.iter().all(|w| !w.is_finished()),
+            "held while behind"
+        );
+        behind.store(false, Ordering::Relaxed);
+        for w in writers {
+            let admitted = tokio::time::timeout(Duration::from_secs(1), w)
+                .await
+                .expect("admitted soon after the storage caught up")
+                .unwrap();
+            assert!(admitted.is_ok(), "{admitted:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_write_waits_for_the_storage_no_longer_than_half_its_time() {
+        // Proves: the wait is cut at the limit the write's own time sets
+        // (half of it: past that it would not be proposed anyway), however
+        // long `stall_wait` is.
+        let (budget, _behind) = stalling(Duration::from_secs(10));
+        let started = Instant::now();
+        let refused = budget
+            .admit(10, started, Duration::from_millis(80))
+            .await
+            .unwrap_err();
+        let took = started.elapsed();
+        assert_eq!(refused.code, ErrorCode::Overloaded);
+        assert!(
+            took >= Duration::from_millis(80) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_larger_than_the_budget_is_admitted_alone() {
         // Proves: a write over the whole budget is not refused forever: it
         // takes all of it when nothing else is in flight, and only then.
         let budget = WriteBudget::new(100, 100);
-        let small = budget.admit(1).unwrap();
-        assert_eq!(budget.admit(500).unwrap_err().code, ErrorCode::Overloaded);
+        let small = admit(&budget, 1).await.unwrap();
+        assert_eq!(
+            admit(&budget, 500).await.unwrap_err().code,
+            ErrorCode::Overloaded
+        );
         drop(small);
-        let large = budget.admit(500).unwrap();
+        let large = admit(&budget, 500).await.unwrap();
         assert_eq!(budget.in_flight(), 100);
         drop(large);
         assert_eq!(budget.in_flight(), 0);

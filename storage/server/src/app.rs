@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -120,7 +121,10 @@ pub async fn router(
     // included; the span encloses the counting.
     let budget = Arc::new(
         WriteBudget::new(limits.max_write_bytes_in_flight, limits.max_request_bytes)
-            .refusing_while(Arc::new(move || state_machine.engine_behind()))
+            .stalling_while(
+                Arc::new(move || state_machine.engine_behind()),
+                Duration::from_millis(limits.write_stall_wait_ms),
+            )
             .with_deadlines(request_timeout),
     );
     Ok(app

@@ -149,6 +149,12 @@ pub struct Limits {
     /// persisted well within the request timeout.
     #[arg(long, env = "STRATA_MAX_WRITE_BYTES_IN_FLIGHT", default_value_t = 32 << 20)]
     pub max_write_bytes_in_flight: usize,
+    /// How long a write waits, before any of it is read, while the node's
+    /// storage engine is behind on its flushes and compactions (never more
+    /// than half its time); one still waiting then is refused as
+    /// OVERLOADED. 0 refuses at once.
+    #[arg(long, env = "STRATA_WRITE_STALL_WAIT_MS", default_value_t = 1000)]
+    pub write_stall_wait_ms: u64,
 }
 
 impl Default for Limits {
@@ -161,6 +167,7 @@ impl Default for Limits {
             default_scan_limit: 100,
             max_scan_limit: 1000,
             max_write_bytes_in_flight: 32 << 20,
+            write_stall_wait_ms: 1000,
         }
     }
 }

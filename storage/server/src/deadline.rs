@@ -106,16 +106,18 @@ fn parse_grpc_timeout(v: &str) -> Option<Duration> {
     })
 }
 
-/// Runs the handling of one write, `handle`, with `budget` from now; if it
-/// has neither answered nor proposed by the deadline (and `GRACE`), drops
-/// it and answers `not_applied`'s rendering of the refusal.
+/// Runs the handling of one write, `handle`, with `budget` from `taken`
+/// (when the node took it); if it has neither answered nor proposed by the
+/// deadline (and `GRACE`), drops it and answers `not_applied`'s rendering
+/// of the refusal.
 pub async fn run<R>(
+    taken: Instant,
     budget: Duration,
     handle: impl Future<Output = R>,
     not_applied: impl FnOnce(ApiError) -> R,
 ) -> R {
     let clock = WriteClock {
-        taken: Instant::now(),
+        taken,
         budget,
         proposing: Cell::new(false),
     };
@@ -232,6 +234,7 @@ mod tests {
     async fn a_write_past_half_its_time_is_not_proposed_and_one_never_read_is_cut() {
         let budget = Duration::from_secs(1);
         let early = run(
+            Instant::now(),
             budget,
             async {
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -242,6 +245,7 @@ mod tests {
         .await;
         assert!(early.is_ok(), "proposed in time: {early:?}");
         let late = run(
+            Instant::now(),
             budget,
             async {
                 tokio::time::sleep(Duration::from_millis(700)).await;
@@ -254,6 +258,7 @@ mod tests {
         assert_eq!(late.code, ErrorCode::Overloaded);
         let started = Instant::now();
         let cut = run(
+            Instant::now(),
             budget,
             async {
                 tokio::time::sleep(Duration::from_secs(60)).await;
@@ -270,5 +275,22 @@ mod tests {
             "cut after {took:?}"
         );
         assert!(before_proposing().is_none(), "outside a write's task");
+    }
+
+    #[tokio::test]
+    async fn the_time_before_the_handling_counts() {
+        // Proves: a write's clock runs from when the node took it, not from
+        // when its handling starts: taken 600 ms before, with 1 s in all, it
+        // is past half its time and is not proposed.
+        let taken = Instant::now() - Duration::from_millis(600);
+        let late = run(
+            taken,
+            Duration::from_secs(1),
+            async { before_proposing().expect("in a write's task") },
+            Err,
+        )
+        .await
+        .expect_err("too late");
+        assert_eq!(late.code, ErrorCode::Overloaded);
     }
 }
