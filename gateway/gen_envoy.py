@@ -130,6 +130,12 @@ HC_TIMEOUT = "0.2s"  # Generous against a busy node on 2 cores; a timeout counts
 XDS_CLUSTER = "xds"  # --eds: the seed nodes serving the member clusters' endpoints.
 XDS_HC_INTERVAL = "0.5s"  # Only picks the seed a new discovery stream goes to.
 CONNECT_TIMEOUT = "0.25s"
+# The concurrent streams a node accepts on one HTTP/2 connection (hyper's server default, which the
+# nodes keep). Envoy otherwise opens up to 2^31 - 1 and spreads streams over new connections only
+# past that: with more than this many requests in flight to a node, the node refused the excess
+# (RST_STREAM REFUSED_STREAM), and after 1,024 refusals on one connection it closed it
+# (GOAWAY ENHANCE_YOUR_CALM), failing every request still on it as "outcome unknown".
+NODE_MAX_CONCURRENT_STREAMS = 200
 REQUEST_BUFFER_BYTES = 16 * 1024 * 1024  # Bodies up to this size are buffered so they can be retried.
 # Sized for ~1000 concurrent clients, with room for retries during a failover.
 CB_MAX_CONNECTIONS = 8192
@@ -227,12 +233,14 @@ def circuit_breakers() -> dict:
 
 
 def h2_upstream() -> dict:
-    """Upstream HTTP/2 over cleartext (h2c) with keep-alive pings to notice a dead peer."""
+    """Upstream HTTP/2 over cleartext (h2c) with keep-alive pings to notice a dead peer, and no more
+    streams on a connection than a node takes (``NODE_MAX_CONCURRENT_STREAMS``)."""
     return {
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
             "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
             "explicit_http_config": {
                 "http2_protocol_options": {
+                    "max_concurrent_streams": NODE_MAX_CONCURRENT_STREAMS,
                     "connection_keepalive": {"interval": "5s", "timeout": "1s"},
                     "initial_stream_window_size": 4 * 1024 * 1024,
                     "initial_connection_window_size": 16 * 1024 * 1024,
