@@ -97,6 +97,7 @@ def windows_figure(doc: dict, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.bar(range(1, len(ms) + 1), ms, color="tab:blue")
     ax.axhline(doc["median_ms"], color="tab:green", linestyle="--", label=f"median {doc['median_ms']:.0f} ms")
+    ax.set_xticks(range(1, len(ms) + 1))
     ax.set_xlabel("kill")
     ax.set_ylabel("longest gap between successful puts (ms)")
     ax.set_title(f"Failover probe: worst {doc['worst_ms']:.0f} ms over {len(ms)} kills", fontsize=9)
