@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use rustix::process::Signal;
@@ -20,6 +20,9 @@ use super::scenario::RunPlan;
 
 /// Lines of k6's output kept for the caller (why a run failed, its summary).
 const OUTPUT_LINES: usize = 40;
+
+/// How long an ended run's output may take to be read to its end.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
 
 /// Where the runner finds k6 and the scripts, and whom it loads.
 #[derive(Debug, Clone)]
@@ -202,15 +205,22 @@ impl Runner {
         current.pid = child.id();
         current.stop_requested = false;
         current.output.clear();
+        let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(self.clone().keep_lines(out));
+            readers.push(tokio::spawn(self.clone().keep_lines(out)));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(self.clone().keep_lines(err));
+            readers.push(tokio::spawn(self.clone().keep_lines(err)));
         }
         let this = self.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
+            // The run ends with the last of its output: k6's final lines (its
+            // summary, why it failed) may still be in the pipes when it exits.
+            // Bounded, should something else hold a pipe open.
+            for reader in readers {
+                let _ = tokio::time::timeout(OUTPUT_DRAIN, reader).await;
+            }
             let mut current = this.current.lock();
             current.pid = None;
             current.view.ended_at_ms = Some(now_ms());
@@ -268,6 +278,74 @@ impl Runner {
                 current.output.push_back(line);
             }
             self.touch();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::load_runner::scenario::RunRequest;
+
+    /// Runs of the program below, one after the other.
+    const RUNS: usize = 50;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_is_shown_ended_only_with_all_of_its_output() {
+        // Proves: the first view of an ended run already holds the last
+        // lines its program printed on both of its pipes just before it
+        // exited (k6's summary and its reason for failing come last).
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("k6");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\ni=0\nwhile [ $i -lt 20 ]; do echo \"line $i\"; i=$((i+1)); done\n\
+             echo 'the last line' >&2\nexit 3\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let runner = Runner::new(RunnerConfig {
+            k6: fake,
+            scripts: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../loadtest"),
+            target: "http://127.0.0.1:9".into(),
+            k6_address: "127.0.0.1:0".into(),
+            k6_dashboard_address: "127.0.0.1:0".into(),
+        });
+        // The race is between the program's exit and the last read of its
+        // pipes: tried many times over.
+        for _ in 0..RUNS {
+            let mut changes = runner.changes();
+            let plan = RunRequest {
+                scenario: "smoke".into(),
+                rate_per_s: 5,
+                duration_s: 1,
+            }
+            .validate(runner.target())
+            .unwrap();
+            runner.start(plan, None).unwrap();
+            let ended = tokio::time::timeout(Duration::from_secs(30), async {
+                loop {
+                    changes.changed().await.unwrap();
+                    let view = runner.view();
+                    if !matches!(view.state, RunState::Running | RunState::Stopping) {
+                        return view;
+                    }
+                }
+            })
+            .await
+            .expect("the run ends");
+            assert_eq!(ended.state, RunState::Failed);
+            assert_eq!(ended.exit_code, Some(3));
+            // Each pipe's last line; the two pipes' lines may interleave.
+            for last in ["line 19", "the last line"] {
+                assert!(
+                    ended.output.iter().any(|l| l == last),
+                    "{last:?} is missing from {:?}",
+                    ended.output
+                );
+            }
         }
     }
 }
