@@ -117,9 +117,10 @@ up *args: build console-build setup-k6
       *) echo "up: traces is 0 or 1, not '$traces'" >&2; exit 2 ;;
     esac
     # tls=1: the cluster's own CA and certificates (in .run/demo/tls), HTTPS and gRPC over TLS at
-    # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA).
+    # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA) and no
+    # Redis protocol (it has no TLS). Without: the nodes speak RESP on 6380-6382 (docs/resp.md).
     case "$tls" in
-      0) extra=(--load-port 6566 --k6 "{{k6}}") ;;
+      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 6380) ;;
       1) extra=(--tls) ;;
       *) echo "up: tls is 0 or 1, not '$tls'" >&2; exit 2 ;;
     esac
@@ -171,7 +172,8 @@ lint: setup-console
     cd console && npm run typecheck && npm run lint
 
 # (Debian packages, so root: chromium for test-e2e, docker-compose for test-deploy's compose check,
-# strace for disk-fault's fsync fault injection. Not root: prints the apt-get line to run, and fails.)
+# strace for disk-fault's fsync fault injection, redis-tools (redis-cli, redis-benchmark) for the
+# Redis-protocol tests. Not root: prints the apt-get line to run, and fails.)
 # Install the system packages the suite needs that are missing.
 setup-system:
     #!/usr/bin/env bash
@@ -180,7 +182,8 @@ setup-system:
     [ -x /usr/bin/chromium ] || missing+=(chromium)
     command -v docker-compose >/dev/null || missing+=(docker-compose)
     command -v strace >/dev/null || missing+=(strace)
-    if [ "${#missing[@]}" -eq 0 ]; then echo "setup-system: chromium, docker-compose and strace are installed"; exit 0; fi
+    command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+    if [ "${#missing[@]}" -eq 0 ]; then echo "setup-system: chromium, docker-compose, strace and redis-tools are installed"; exit 0; fi
     if [ "$(id -u)" != 0 ]; then
       echo "setup-system: missing ${missing[*]}; as root run: apt-get install -y --no-install-recommends ${missing[*]}" >&2
       exit 1

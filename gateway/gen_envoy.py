@@ -101,6 +101,7 @@ import sys
 
 import answers  # the script's own folder is on sys.path
 import limits
+import resp_proxy
 import roles
 from gateway_tls import (
     NODE_CA_SDS_FILE,
@@ -299,9 +300,8 @@ def eds_source() -> dict:
             "transport_api_version": "V3",
             "grpc_services": [{"envoy_grpc": {
                 "cluster_name": XDS_CLUSTER,
-                # A stream that ends (its node stopped, or could not vouch for its member list) is
-                # opened again on another seed within a second, not after Envoy's default backoff
-                # (up to 30 s).
+                # A stream that ends (its node stopped, or could not vouch for its member list) is opened
+                # again on another seed within a second, not after Envoy's default backoff (up to 30 s).
                 "retry_policy": {"retry_back_off": {"base_interval": "0.1s", "max_interval": "1s"}},
             }}],
             "set_node_on_first_message_only": True,
@@ -695,6 +695,7 @@ def build(args: argparse.Namespace) -> dict:
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
     if args.eds:
         clusters.append(xds_cluster(nodes, node_tls))
+    clusters += resp_proxy.clusters(args, discovery, health_check)
 
     listener = {
         "name": "ingress",
@@ -713,7 +714,7 @@ def build(args: argparse.Namespace) -> dict:
         "admin": {"address": socket_address(admin_host, admin_port)},
         "overload_manager": limits.overload_manager(args),
         "static_resources": {
-            "listeners": [listener],
+            "listeners": [listener, *resp_proxy.listener(args, socket_address)],
             "clusters": clusters,
         },
     }
@@ -766,6 +767,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "and their roles are then checked at the gateway too (roles.py), and a refused request "
                    "never reaches a node (default: not checked here; the nodes always check)")
     limits.add_arguments(p)
+    resp_proxy.add_arguments(p)
     p.add_argument("--tls-cert", help="the gateway's certificate (PEM): clients then connect with TLS 1.2+ "
                    "(ALPN h2, http/1.1); needs --tls-key (gateway_tls.py)")
     p.add_argument("--tls-key", help="the private key of --tls-cert")
@@ -814,7 +816,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
-    problem = limits.check(a)
+    problem = limits.check(a) or resp_proxy.check(a, parse_hostport, parse_nodes)
     if problem:
         p.error(problem)
     if bool(a.tls_cert) != bool(a.tls_key):

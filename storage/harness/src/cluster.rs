@@ -15,7 +15,7 @@ use strata_auth::Role;
 
 use crate::auth::ClusterAuth;
 use crate::command::{self, CommandLine, NodeSpec};
-use crate::gateway::GatewaySpec;
+use crate::gateway::{GatewaySpec, RespGateway};
 use crate::{envoy_binary, free_port, workspace_binary};
 
 /// Raft-rs logs at info too: some tests look for its snapshot messages.
@@ -54,6 +54,8 @@ pub struct NodeSlot {
 struct NodeProc {
     id: u64,
     port: u16,
+    /// Where it serves the Redis protocol.
+    resp_port: u16,
     data_dir: PathBuf,
     child: Option<Child>,
 }
@@ -64,6 +66,8 @@ pub struct Cluster {
     nodes: Vec<NodeProc>,
     envoy: Option<Child>,
     gateway_port: u16,
+    /// Where the gateway takes Redis clients.
+    gateway_resp_port: u16,
     admin_port: u16,
     http: reqwest::Client,
     /// Extra flags for every node start.
@@ -197,6 +201,7 @@ impl Cluster {
             .map(|id| NodeProc {
                 id,
                 port: free_port(),
+                resp_port: free_port(),
                 data_dir: dir.path().join(format!("node{id}")),
                 child: None,
             })
@@ -213,6 +218,7 @@ impl Cluster {
             nodes,
             envoy: None,
             gateway_port: free_port(),
+            gateway_resp_port: free_port(),
             admin_port: free_port(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(15))
@@ -302,7 +308,9 @@ impl Cluster {
             bail!("node {id} is already running");
         }
         let (listen, data_dir) = (format!("127.0.0.1:{}", node.port), node.data_dir.clone());
+        let resp = format!("127.0.0.1:{}", node.resp_port);
         let mut spec = NodeSpec::new(id, listen, self.peers(), data_dir);
+        spec.resp_listen = Some(resp);
         self.auth.configure(&mut spec);
         if let Some(role) = &self.anonymous_role {
             spec.anonymous_role = Some(role.clone());
@@ -348,6 +356,19 @@ impl Cluster {
             extra_args: self.gateway_args.clone(),
             tls: None,
             node_tls: None,
+            resp: Some(RespGateway {
+                listen: format!("127.0.0.1:{}", self.gateway_resp_port),
+                nodes: self
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        self.gateway_seeds
+                            .as_ref()
+                            .is_none_or(|s| s.contains(&n.id))
+                    })
+                    .map(|n| format!("127.0.0.1:{}", n.resp_port))
+                    .collect(),
+            }),
         }
         .write_config(&cfg)?;
         let child = self
@@ -373,6 +394,7 @@ impl Cluster {
         self.nodes.push(NodeProc {
             id,
             port: free_port(),
+            resp_port: free_port(),
             data_dir: self.dir.path().join(format!("node{id}")),
             child: None,
         });
@@ -396,6 +418,7 @@ impl Cluster {
             self.nodes.push(NodeProc {
                 id,
                 port: free_port(),
+                resp_port: free_port(),
                 data_dir: self.dir.path().join(format!("node{id}")),
                 child: None,
             });
@@ -562,9 +585,24 @@ impl Cluster {
         format!("http://127.0.0.1:{}", self.gateway_port)
     }
 
+    /// Where the gateway takes Redis clients (`host:port`).
+    pub fn gateway_resp_addr(&self) -> String {
+        format!("127.0.0.1:{}", self.gateway_resp_port)
+    }
+
     /// Envoy's admin interface (`/stats`, `/clusters`).
     pub fn admin_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.admin_port)
+    }
+
+    /// Where node `id` serves the Redis protocol (`host:port`).
+    pub fn resp_addr(&self, id: u64) -> String {
+        let port = self
+            .nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map_or(0, |n| n.resp_port);
+        format!("127.0.0.1:{port}")
     }
 
     pub fn node_url(&self, id: u64) -> String {

@@ -47,6 +47,9 @@ pub struct NodeSpec {
     pub listen: String,
     /// `host:port` it tells the others to reach it at, when not `listen`.
     pub advertise: Option<String>,
+    /// `host:port` it serves the Redis protocol on (`--resp-listen`), if any.
+    #[serde(default)]
+    pub resp_listen: Option<String>,
     /// Every member's id and address as this node should reach it: its
     /// own, and the others' (a test harness may route those through proxies).
     pub peers: Vec<(u64, String)>,
@@ -88,6 +91,7 @@ impl NodeSpec {
             id,
             listen,
             advertise: None,
+            resp_listen: None,
             peers,
             data_dir,
             join: false,
@@ -112,6 +116,9 @@ impl NodeSpec {
         ];
         if let Some(advertise) = &self.advertise {
             args.extend(["--advertise".into(), advertise.clone()]);
+        }
+        if let Some(resp) = &self.resp_listen {
+            args.extend(["--resp-listen".into(), resp.clone()]);
         }
         args.extend([
             "--peers".into(),

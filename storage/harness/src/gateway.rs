@@ -66,6 +66,18 @@ pub struct GatewaySpec {
     /// connections to the nodes without a restart.
     #[serde(default)]
     pub node_tls: Option<crate::tls::MutualFiles>,
+    /// The Redis protocol at the gateway: Envoy proxies RESP connections to
+    /// the nodes' RESP ports, the leader's first; none when `None`.
+    #[serde(default)]
+    pub resp: Option<RespGateway>,
+}
+
+/// Where the gateway takes Redis clients, and each node's RESP port, in the
+/// order of [`GatewaySpec::nodes`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RespGateway {
+    pub listen: String,
+    pub nodes: Vec<String>,
 }
 
 impl GatewaySpec {
@@ -109,6 +121,10 @@ impl GatewaySpec {
             cmd.arg("--node-tls-cert").arg(&tls.cert);
             cmd.arg("--node-tls-key").arg(&tls.key);
             cmd.arg("--node-tls-ca").arg(&tls.ca);
+        }
+        if let Some(resp) = &self.resp {
+            cmd.args(["--resp-listen", &resp.listen])
+                .args(["--resp-nodes", &resp.nodes.join(",")]);
         }
         let output = cmd
             .args(&self.extra_args)
@@ -156,6 +172,7 @@ mod tests {
             extra_args: Vec::new(),
             tls: None,
             node_tls: None,
+            resp: None,
         }
     }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::ClusterAuth;
 use crate::command::{self, NodeSpec};
-use crate::gateway::GatewaySpec;
+use crate::gateway::{GatewaySpec, RespGateway};
 use crate::jaeger::TraceViewer;
 use crate::run_dir::RunDir;
 
@@ -33,6 +33,10 @@ pub struct UpOptions {
     pub nodes: u64,
     /// Node `i` listens on `base_port + i - 1`.
     pub base_port: u16,
+    /// Node `i` serves the Redis protocol on `resp_base_port + i - 1`, and
+    /// the gateway on `gateway_resp_port`; none, neither does.
+    pub resp_base_port: Option<u16>,
+    pub gateway_resp_port: u16,
     pub gateway_port: u16,
     pub admin_port: u16,
     pub k6_port: u16,
@@ -88,6 +92,10 @@ pub struct Layout {
     pub node_bin: PathBuf,
     pub envoy_bin: PathBuf,
     pub base_port: u16,
+    /// Where node 1 serves the Redis protocol, the others on the ports
+    /// after it; none, no node does.
+    #[serde(default)]
+    pub resp_base_port: Option<u16>,
     /// Every node started so far, in id order.
     pub nodes: Vec<NodeSpec>,
     pub gateway: GatewaySpec,
@@ -106,6 +114,16 @@ pub struct Layout {
 }
 
 const ADDR: &str = "127.0.0.1";
+
+/// Where node `id` serves the Redis protocol, if the cluster's nodes do.
+fn resp_listen(resp_base_port: Option<u16>, id: u64) -> Result<Option<String>> {
+    resp_base_port
+        .map(|base| {
+            let port = u16::try_from(u64::from(base) + id - 1).context("RESP port beyond 65535")?;
+            Ok(format!("{ADDR}:{port}"))
+        })
+        .transpose()
+}
 
 impl Layout {
     /// The layout `opts` describes, with its data under `run`.
@@ -128,7 +146,7 @@ impl Layout {
         let tls_dir = opts.tls.then(|| Self::tls_dir(run));
         let nodes = peers
             .iter()
-            .map(|(id, listen)| {
+            .map(|(id, listen)| -> Result<NodeSpec> {
                 let mut spec = NodeSpec::new(
                     *id,
                     listen.clone(),
@@ -136,6 +154,7 @@ impl Layout {
                     run.data().join(node_name(*id)),
                 );
                 crate::auth::configure(&mut spec, &auth_dir, &opts.anonymous_role);
+                spec.resp_listen = resp_listen(opts.resp_base_port, *id)?;
                 spec.tls = tls_dir
                     .as_ref()
                     .map(|dir| crate::tls::mutual_files(dir, &node_name(*id)));
@@ -166,13 +185,15 @@ impl Layout {
                         format!("{}api/traces/{{trace_id}}", viewer.ui_url()),
                     ]);
                 }
-                spec
+                Ok(spec)
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
+        let resp_nodes = nodes.iter().filter_map(|n| n.resp_listen.clone()).collect();
         Ok(Layout {
             node_bin: opts.node_bin.clone(),
             envoy_bin: opts.envoy_bin.clone(),
             base_port: opts.base_port,
+            resp_base_port: opts.resp_base_port,
             nodes,
             gateway: GatewaySpec {
                 // The first nodes are the seeds; a node added later with
@@ -195,6 +216,10 @@ impl Layout {
                 node_tls: tls_dir
                     .as_ref()
                     .map(|dir| crate::tls::mutual_files(dir, crate::tls::GATEWAY)),
+                resp: opts.resp_base_port.map(|_| RespGateway {
+                    listen: format!("{ADDR}:{}", opts.gateway_resp_port),
+                    nodes: resp_nodes,
+                }),
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -389,6 +414,7 @@ impl Layout {
         let template = &self.nodes[0];
         let mut spec = NodeSpec::new(id, listen, peers, run.data().join(node_name(id)));
         spec.join = true;
+        spec.resp_listen = resp_listen(self.resp_base_port, id)?;
         spec.io_threads = template.io_threads;
         spec.log = template.log.clone();
         spec.extra_args = template.extra_args.clone();
@@ -476,6 +502,8 @@ mod tests {
         UpOptions {
             nodes: 3,
             base_port: 17001,
+            resp_base_port: None,
+            gateway_resp_port: 16379,
             gateway_port: 18080,
             admin_port: 19901,
             k6_port: 16565,
@@ -589,6 +617,58 @@ mod tests {
         let plain = Layout::plan(&options(), &RunDir::new("/r")).unwrap();
         assert_eq!(plain.gateway.load_runner, None);
         assert!(!plain.process_names().contains(&LOAD_RUNNER.to_string()));
+    }
+
+    #[test]
+    fn with_a_resp_base_port_every_node_serves_the_redis_protocol_on_its_own_port() {
+        // Proves: `--resp-base-port` gives node i the port base + i - 1,
+        // a node that joins later the next one, and without it no node
+        // serves RESP.
+        let run = RunDir::new("/r");
+        let plain = Layout::plan(&options(), &run).unwrap();
+        assert!(plain.nodes.iter().all(|n| n.resp_listen.is_none()));
+        let layout = Layout::plan(
+            &UpOptions {
+                resp_base_port: Some(16380),
+                ..options()
+            },
+            &run,
+        )
+        .unwrap();
+        let resp: Vec<Option<&str>> = layout
+            .nodes
+            .iter()
+            .map(|n| n.resp_listen.as_deref())
+            .collect();
+        assert_eq!(
+            resp,
+            [
+                Some("127.0.0.1:16380"),
+                Some("127.0.0.1:16381"),
+                Some("127.0.0.1:16382")
+            ]
+        );
+        let gateway = layout
+            .gateway
+            .resp
+            .as_ref()
+            .expect("the gateway takes RESP too");
+        assert_eq!(gateway.listen, "127.0.0.1:16379");
+        assert_eq!(
+            gateway.nodes,
+            ["127.0.0.1:16380", "127.0.0.1:16381", "127.0.0.1:16382"]
+        );
+        assert_eq!(plain.gateway.resp, None);
+        let joining = layout.joining_node(&run, 4).unwrap();
+        assert_eq!(joining.resp_listen.as_deref(), Some("127.0.0.1:16383"));
+        let line = joining.command_line(Path::new("strata-node"));
+        assert!(
+            line.args
+                .windows(2)
+                .any(|w| w == ["--resp-listen", "127.0.0.1:16383"]),
+            "{:?}",
+            line.args
+        );
     }
 
     #[test]

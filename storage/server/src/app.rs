@@ -20,6 +20,7 @@ use tower::{Service, ServiceExt};
 
 use crate::admission::{self, WriteBudget};
 use crate::auth::{self, Guard};
+use crate::core::Core;
 use crate::eds::EdsService;
 use crate::error::ApiError;
 use crate::grpc::cluster::ClusterService;
@@ -63,6 +64,21 @@ fn with_raft(router: Router, raft: RaftService) -> Router {
     )
 }
 
+/// The node's budget of writes in flight (`crate::admission`), shared by
+/// every front end that writes: REST and gRPC here, RESP (`crate::resp`).
+pub fn write_budget(core: &Core) -> Arc<WriteBudget> {
+    let limits = core.limits();
+    let state_machine = core.peer().state_machine().clone();
+    Arc::new(
+        WriteBudget::new(limits.max_write_bytes_in_flight, limits.max_request_bytes)
+            .stalling_while(
+                Arc::new(move || state_machine.engine_behind()),
+                Duration::from_millis(limits.write_stall_wait_ms),
+            )
+            .with_deadlines(core.timing().request_timeout()),
+    )
+}
+
 /// The node's whole API on one router: REST, `strata.v1.KV` and
 /// `strata.v1.Cluster` over the service core, the internal raft transport
 /// `raft`, the gateway's endpoint discovery `eds` (internal too), gRPC
@@ -74,16 +90,14 @@ pub async fn router(
     eds: EdsService,
     console_dir: Option<&Path>,
     guard: Arc<Guard>,
+    budget: Arc<WriteBudget>,
 ) -> anyhow::Result<Router> {
     let core = state.core.clone();
     let watches = state.watches.clone();
-    let state_machine = core.peer().state_machine().clone();
     let metrics = state.metrics.clone();
     let stats = state.stats.clone();
     let slow_requests = stats.slow_requests();
-    let limits = core.limits().clone();
-    let request_timeout = core.timing().request_timeout();
-    let max_msg = limits.max_request_bytes;
+    let max_msg = core.limits().max_request_bytes;
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<KvServer<KvService>>().await;
     let mut app = rest::router(state);
@@ -119,14 +133,6 @@ pub async fn router(
     // their time from then (`crate::deadline`). Outside that,
     // every answer is counted and traced, a refusal's and the fallback's
     // included; the span encloses the counting.
-    let budget = Arc::new(
-        WriteBudget::new(limits.max_write_bytes_in_flight, limits.max_request_bytes)
-            .stalling_while(
-                Arc::new(move || state_machine.engine_behind()),
-                Duration::from_millis(limits.write_stall_wait_ms),
-            )
-            .with_deadlines(request_timeout),
-    );
     Ok(app
         .fallback(fallback)
         .layer(axum::middleware::from_fn_with_state(

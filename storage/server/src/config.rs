@@ -17,6 +17,11 @@ pub struct NodeConfig {
     /// Address to listen on for REST, gRPC and raft traffic.
     #[arg(long, env = "STRATA_LISTEN", default_value = "127.0.0.1:7001")]
     pub listen: SocketAddr,
+    /// Also serve the Redis protocol (RESP2) on this address: GET, SET,
+    /// DEL, EXISTS, MGET, MSET, SCAN and more over the same keys, with the
+    /// same consistency and durability (see docs/resp.md). Off when unset.
+    #[arg(long, env = "STRATA_RESP_LISTEN")]
+    pub resp_listen: Option<SocketAddr>,
     /// Address peers and clients use to reach this node (defaults to the
     /// entry for this id in --peers, then to --listen).
     #[arg(long, env = "STRATA_ADVERTISE")]
@@ -313,6 +318,7 @@ impl NodeConfig {
         NodeConfig {
             id,
             listen,
+            resp_listen: None,
             advertise: None,
             peers: Vec::new(),
             join: false,

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod node;
 pub mod peer_net;
 pub mod request_span;
+pub mod resp;
 pub mod rest;
 pub mod restore;
 pub mod retried;

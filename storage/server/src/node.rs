@@ -54,6 +54,9 @@ pub struct Node {
     peer: Peer,
     core: Arc<Core>,
     app: Router,
+    /// The Redis-protocol front end, served when `--resp-listen` names a
+    /// port.
+    resp: Arc<crate::resp::RespServer>,
     /// The raft service alone, for peers' control-lane connections.
     peer_app: Router,
     /// The threads that carry the raft transport's control lane, both ways.
@@ -257,8 +260,17 @@ impl Node {
         let (endpoints, eds_task) =
             crate::eds::source::spawn(core.clone(), stopping.subscribe()).await;
         let eds = crate::eds::EdsService::new(endpoints, stopping.subscribe());
-        let app =
-            crate::app::router(state, raft, eds, config.console_dir.as_deref(), guard).await?;
+        let budget = crate::app::write_budget(&core);
+        let resp = crate::resp::RespServer::new(core.clone(), guard.clone(), budget.clone());
+        let app = crate::app::router(
+            state,
+            raft,
+            eds,
+            config.console_dir.as_deref(),
+            guard,
+            budget,
+        )
+        .await?;
         // Started last, so that a node that failed to start leaves no canary
         // running.
         let canary = config.canary.enabled.then(|| {
@@ -275,6 +287,7 @@ impl Node {
             peer,
             core,
             app,
+            resp,
             peer_app,
             peer_net,
             tls,
@@ -319,6 +332,7 @@ impl Node {
             peer,
             core,
             app,
+            resp,
             peer_app,
             peer_net,
             tls,
@@ -331,6 +345,20 @@ impl Node {
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
+        let resp_task = match config.resp_listen {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("binding --resp-listen {addr}: {e}"))?;
+                tracing::info!(id = config.id, resp_listen = %listener.local_addr()?, "RESP serving");
+                Some(tokio::spawn(crate::resp::serve(
+                    listener,
+                    resp,
+                    stopping.subscribe(),
+                )))
+            }
+            None => None,
+        };
         let joining = config
             .join
             .then(|| tokio::spawn(crate::join::join(core.clone(), config.advertise_address())));
@@ -404,6 +432,9 @@ impl Node {
             );
             server.abort();
             let _ = server.await;
+        }
+        if let Some(resp_task) = resp_task {
+            let _ = resp_task.await;
         }
         let _ = watcher.await;
         let _ = stats_task.await;

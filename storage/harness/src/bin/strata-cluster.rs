@@ -121,6 +121,13 @@ struct Up {
     /// Node i listens on this port + i - 1.
     #[arg(long, default_value_t = 7001)]
     base_port: u16,
+    /// Node i also serves the Redis protocol on this port + i - 1
+    /// (`--resp-listen`, docs/resp.md); off when not given.
+    #[arg(long)]
+    resp_base_port: Option<u16>,
+    /// With --resp-base-port: the gateway takes Redis clients on this port.
+    #[arg(long, default_value_t = 6379)]
+    gateway_resp_port: u16,
     #[arg(long, default_value_t = 8080)]
     gateway_port: u16,
     #[arg(long, default_value_t = 9901)]
@@ -456,6 +463,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 extra_args: Vec::new(),
                 tls: None,
                 node_tls: None,
+                resp: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -509,6 +517,8 @@ async fn cmd_up(up: Up) -> Result<()> {
     let opts = UpOptions {
         nodes: up.nodes,
         base_port: up.base_port,
+        resp_base_port: up.resp_base_port,
+        gateway_resp_port: up.gateway_resp_port,
         gateway_port: up.gateway_port,
         admin_port: up.admin_port,
         k6_port: up.k6_port,
@@ -592,6 +602,21 @@ async fn cmd_up(up: Up) -> Result<()> {
     };
     for n in &layout.nodes {
         println!("  node {:<18}{node_scheme}://{}{node_note}", n.id, n.listen);
+    }
+    if let Some(resp) = &layout.gateway.resp {
+        let (host, port) = resp.listen.rsplit_once(':').unwrap_or((&resp.listen, ""));
+        println!(
+            "  gateway Redis protocol {}   redis-cli -h {host} -p {port}",
+            resp.listen
+        );
+    }
+    for n in layout.nodes.iter().filter(|n| n.resp_listen.is_some()) {
+        let resp = n.resp_listen.as_deref().unwrap_or_default();
+        let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
+        println!(
+            "  node {} Redis protocol  {resp}   redis-cli -h {host} -p {port}",
+            n.id
+        );
     }
     if let Some(viewer) = &layout.traces {
         println!("  traces (Jaeger)        {}", viewer.ui_url());

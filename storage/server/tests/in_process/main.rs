@@ -12,6 +12,7 @@ mod node;
 mod pagination;
 mod peer_net;
 mod request_ids;
+mod resp;
 mod router;
 mod snapshot;
 mod stats;

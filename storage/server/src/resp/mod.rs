@@ -1,0 +1,122 @@
+//! The Redis protocol (RESP2) on a port of its own (`--resp-listen`), so
+//! that Redis clients and tools (`redis-cli`, `redis-benchmark`, client
+//! libraries) work unchanged: `GET`, `SET` (with `EX`, `PX`, `NX`), `DEL`,
+//! `EXISTS`, `MGET`, `MSET`, `SCAN` (with `MATCH`, `COUNT`), `PING`,
+//! `ECHO`, `AUTH`, `INFO`, `QUIT`. Every command goes to the same service
+//! core as REST and gRPC: reads are linearizable, a write is answered once
+//! a quorum has it on disk, a follower forwards a write to the leader.
+//!
+//! Commands on one connection run one after the other, in order, each
+//! reply written before the next command runs (pipelined requests wait in
+//! the connection's buffer meanwhile).
+
+mod codec;
+mod command;
+mod pattern;
+mod session;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use redis_protocol::resp2::types::Resp2Frame;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_util::codec::Framed;
+
+use crate::admission::WriteBudget;
+use crate::auth::Guard;
+use crate::core::Core;
+use codec::{FrameError, Frames};
+use session::{Session, error};
+
+/// Room for a request frame beyond the largest request the node takes:
+/// the command's name, the key and the framing.
+const FRAME_OVERHEAD_BYTES: usize = 64 << 10;
+
+/// What each RESP connection serves with.
+pub struct RespServer {
+    core: Arc<Core>,
+    guard: Arc<Guard>,
+    budget: Arc<WriteBudget>,
+    max_frame_bytes: usize,
+}
+
+impl RespServer {
+    pub fn new(core: Arc<Core>, guard: Arc<Guard>, budget: Arc<WriteBudget>) -> Arc<Self> {
+        let max_frame_bytes = core.limits().max_request_bytes + FRAME_OVERHEAD_BYTES;
+        Arc::new(RespServer {
+            core,
+            guard,
+            budget,
+            max_frame_bytes,
+        })
+    }
+}
+
+/// Accepts RESP connections on `listener` until `stopping` turns true; each
+/// connection then ends after the command it is running.
+pub async fn serve(
+    listener: TcpListener,
+    server: Arc<RespServer>,
+    stopping: watch::Receiver<bool>,
+) {
+    let mut stop = stopping.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(connection(stream, server.clone(), stopping.clone()));
+                }
+                Err(e) => {
+                    // Out of descriptors, say: try again shortly.
+                    tracing::warn!(error = %e, "RESP accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            () = stopped(&mut stop) => return,
+        }
+    }
+}
+
+/// Resolves once the node is stopping.
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|stop| *stop).await;
+}
+
+async fn connection(
+    stream: TcpStream,
+    server: Arc<RespServer>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let mut framed = Framed::new(stream, Frames::new(server.max_frame_bytes));
+    let mut session = Session::new(
+        server.core.clone(),
+        server.guard.clone(),
+        server.budget.clone(),
+    );
+    loop {
+        let next = tokio::select! {
+            next = framed.next() => next,
+            () = stopped(&mut stopping) => return,
+        };
+        let frame = match next {
+            None | Some(Err(FrameError::Io(_))) => return,
+            Some(Err(refused)) => {
+                // The input cannot be read on from here: say why and close.
+                let _ = framed.send(error("ERR", &refused.to_string())).await;
+                return;
+            }
+            Some(Ok(frame)) => frame,
+        };
+        let frame_bytes = frame.encode_len(false);
+        let answer = match command::parse(frame) {
+            Ok(command) => session.run(command, frame_bytes).await,
+            Err(refusal) => error("ERR", &refusal.0).into(),
+        };
+        if framed.send(answer.reply).await.is_err() || answer.close {
+            return;
+        }
+    }
+}
