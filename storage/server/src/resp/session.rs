@@ -50,7 +50,7 @@ pub struct Session {
     budget: Arc<WriteBudget>,
     /// `Bearer <token>` once `AUTH` took a token.
     authorization: Option<HeaderValue>,
-    /// Open scans: cursor → the key the next page starts at.
+    /// Open scans: cursor → the page token of the scan's next page.
     scans: BTreeMap<u64, Bytes>,
     next_cursor: u64,
 }
@@ -322,9 +322,10 @@ impl Session {
         }
     }
 
-    /// One page of `SCAN`: up to `count` keys from where the cursor stands
-    /// (within the pattern's literal prefix, if it has one), those the
-    /// pattern matches returned, and a cursor for the rest (0 at the end).
+    /// One page of `SCAN`: up to `count` keys (within the pattern's literal
+    /// prefix, if it has one), those the pattern matches returned, and a
+    /// cursor for the rest (0 at the end). The pages of one scan read the
+    /// state its first page read, as REST's and gRPC's pages do.
     async fn scan(&mut self, scan: Scan) -> Result<BytesFrame, ApiError> {
         let pattern = match &scan.pattern {
             Some(p) => Some(Pattern::new(p).map_err(|e| ApiError::invalid(e.to_string()))?),
@@ -334,8 +335,8 @@ impl Session {
             .as_ref()
             .map(Pattern::literal_prefix)
             .unwrap_or_default();
-        let start = if scan.cursor == 0 {
-            prefix.clone()
+        let page_token = if scan.cursor == 0 {
+            Bytes::new()
         } else {
             self.scans
                 .remove(&scan.cursor)
@@ -347,10 +348,11 @@ impl Session {
             .core
             .scan(ScanRequest {
                 selector: Some(scan_request::Selector::Range(KeyRange {
-                    start,
+                    start: prefix,
                     end: end.into(),
                 })),
                 limit,
+                page_token,
                 keys_only: true,
                 ..Default::default()
             })
@@ -358,14 +360,7 @@ impl Session {
         let cursor = if page.next_page_token.is_empty() {
             0
         } else {
-            // Next time, the smallest key after the last one returned.
-            let mut next = page
-                .kvs
-                .last()
-                .map(|kv| kv.key.to_vec())
-                .unwrap_or_default();
-            next.push(0);
-            self.open_scan(Bytes::from(next))
+            self.open_scan(page.next_page_token)
         };
         let keys = page
             .kvs
@@ -379,13 +374,13 @@ impl Session {
         ]))
     }
 
-    fn open_scan(&mut self, next: Bytes) -> u64 {
+    fn open_scan(&mut self, page_token: Bytes) -> u64 {
         if self.scans.len() >= OPEN_SCANS {
             self.scans.pop_first();
         }
         let cursor = self.next_cursor;
         self.next_cursor += 1;
-        self.scans.insert(cursor, next);
+        self.scans.insert(cursor, page_token);
         cursor
     }
 }

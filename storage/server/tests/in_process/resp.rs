@@ -231,7 +231,9 @@ async fn set_nx_writes_only_an_absent_key_and_set_ex_expires() {
 #[tokio::test]
 async fn scan_with_match_and_count_returns_every_matching_key_once() {
     // Proves: following SCAN's cursor from 0 back to 0, in pages of COUNT
-    // keys, returns each key MATCH selects exactly once and no other.
+    // keys, returns each key MATCH selects exactly once and no other, from
+    // the state the first page read (a key written meanwhile is not
+    // returned).
     let node = RespNode::start("write", Limits::default()).await;
     let mut con = node.connect().await;
     let mut pairs = Vec::new();
@@ -259,6 +261,11 @@ async fn scan_with_match_and_count_returns_every_matching_key_once() {
         .unwrap();
         seen.extend(keys);
         pages += 1;
+        if pages == 1 {
+            // Written after the first page: the scan reads the state its
+            // first page read, so it does not see this key.
+            let _: String = cmd(&mut con, &["SET", "user:44x", "late"]).await.unwrap();
+        }
         if next == "0" {
             break;
         }
