@@ -22,6 +22,10 @@ pub struct NodeConfig {
     /// same consistency and durability (see docs/resp.md). Off when unset.
     #[arg(long, env = "STRATA_RESP_LISTEN")]
     pub resp_listen: Option<SocketAddr>,
+    /// How long a RESP request may take to arrive from its first byte; a
+    /// connection still sending one then is closed with an error.
+    #[arg(long, env = "STRATA_RESP_FRAME_TIMEOUT_MS", default_value_t = 60_000)]
+    pub resp_frame_timeout_ms: u64,
     /// Address peers and clients use to reach this node (defaults to the
     /// entry for this id in --peers, then to --listen).
     #[arg(long, env = "STRATA_ADVERTISE")]
@@ -319,6 +323,7 @@ impl NodeConfig {
             id,
             listen,
             resp_listen: None,
+            resp_frame_timeout_ms: 60_000,
             advertise: None,
             peers: Vec::new(),
             join: false,

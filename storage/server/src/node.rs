@@ -261,7 +261,12 @@ impl Node {
             crate::eds::source::spawn(core.clone(), stopping.subscribe()).await;
         let eds = crate::eds::EdsService::new(endpoints, stopping.subscribe());
         let budget = crate::app::write_budget(&core);
-        let resp = crate::resp::RespServer::new(core.clone(), guard.clone(), budget.clone());
+        let resp = crate::resp::RespServer::new(
+            core.clone(),
+            guard.clone(),
+            budget.clone(),
+            std::time::Duration::from_millis(config.resp_frame_timeout_ms),
+        );
         let app = crate::app::router(
             state,
             raft,

@@ -40,16 +40,24 @@ pub struct RespServer {
     guard: Arc<Guard>,
     budget: Arc<WriteBudget>,
     max_frame_bytes: usize,
+    /// How long a request frame may take to arrive, from its first byte.
+    frame_timeout: Duration,
 }
 
 impl RespServer {
-    pub fn new(core: Arc<Core>, guard: Arc<Guard>, budget: Arc<WriteBudget>) -> Arc<Self> {
+    pub fn new(
+        core: Arc<Core>,
+        guard: Arc<Guard>,
+        budget: Arc<WriteBudget>,
+        frame_timeout: Duration,
+    ) -> Arc<Self> {
         let max_frame_bytes = core.limits().max_request_bytes + FRAME_OVERHEAD_BYTES;
         Arc::new(RespServer {
             core,
             guard,
             budget,
             max_frame_bytes,
+            frame_timeout,
         })
     }
 }
@@ -97,9 +105,26 @@ async fn connection(
         server.budget.clone(),
     );
     loop {
+        // An idle connection waits as long as it likes; once a request's
+        // first byte is in, the whole request has `frame_timeout` to arrive
+        // (a client trickling a request holds its buffer that long at most).
+        if framed.read_buffer().is_empty() {
+            tokio::select! {
+                readable = framed.get_ref().readable() => if readable.is_err() { return },
+                () = stopped(&mut stopping) => return,
+            }
+        }
         let next = tokio::select! {
-            next = framed.next() => next,
+            next = tokio::time::timeout(server.frame_timeout, framed.next()) => next,
             () = stopped(&mut stopping) => return,
+        };
+        let Ok(next) = next else {
+            let late = format!(
+                "Protocol error: a request took longer than {:?} to arrive",
+                server.frame_timeout
+            );
+            let _ = framed.send(error("ERR", &late)).await;
+            return;
         };
         let frame = match next {
             None | Some(Err(FrameError::Io(_))) => return,

@@ -40,6 +40,7 @@ impl RespNode {
         config.auth_jwks = Some(jwks);
         config.anonymous_role = anonymous.parse().unwrap();
         config.limits = limits;
+        config.resp_frame_timeout_ms = 1000;
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(strata_server::run(listener, config, async move {
             let _ = stopped.await;
@@ -411,4 +412,37 @@ async fn a_request_frame_past_the_limit_closes_the_connection_unread() {
         "{:?}",
         String::from_utf8_lossy(&answer)
     );
+}
+
+#[tokio::test]
+async fn a_request_trickled_in_is_cut_off_and_an_idle_connection_is_not() {
+    // Proves: a connection that starts a request and does not finish it
+    // within the frame timeout (1 s here) is closed with an error and
+    // nothing is written, while a connection idle for longer than that
+    // is still served.
+    let node = RespNode::start("write", Limits::default()).await;
+    let mut idle = node.connect().await;
+    let mut raw = TcpStream::connect(node.resp).await.unwrap();
+    raw.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nva")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), raw.read_to_end(&mut answer))
+        .await
+        .expect("the connection is closed")
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("-ERR Protocol error: a request took longer than"),
+        "{answer:?}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(node.rest_get("k").await, None);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(cmd::<String>(&mut idle, &["PING"]).await.unwrap(), "PONG");
 }
