@@ -54,9 +54,10 @@ pub struct Node {
     peer: Peer,
     core: Arc<Core>,
     app: Router,
-    /// The Redis-protocol front end, served when `--resp-listen` names a
-    /// port.
+    /// The Redis-protocol front end, and its port when `--resp-listen`
+    /// names one.
     resp: Arc<crate::resp::RespServer>,
+    resp_listener: Option<TcpListener>,
     /// The raft service alone, for peers' control-lane connections.
     peer_app: Router,
     /// The threads that carry the raft transport's control lane, both ways.
@@ -97,6 +98,16 @@ impl Node {
     pub async fn start(config: NodeConfig) -> anyhow::Result<Node> {
         use anyhow::Context as _;
         let members = config.members().map_err(anyhow::Error::msg)?;
+        // Bound first, so that a port in use stops the start before anything
+        // else has started.
+        let resp_listener = match config.resp_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding --resp-listen {addr}"))?,
+            ),
+            None => None,
+        };
         let guard = Arc::new(
             crate::auth::Guard::load(config.auth_jwks.as_deref(), config.anonymous_role)
                 .context("loading --auth-jwks")?,
@@ -293,6 +304,7 @@ impl Node {
             core,
             app,
             resp,
+            resp_listener,
             peer_app,
             peer_net,
             tls,
@@ -338,6 +350,7 @@ impl Node {
             core,
             app,
             resp,
+            resp_listener,
             peer_app,
             peer_net,
             tls,
@@ -350,20 +363,12 @@ impl Node {
             canary,
         } = self;
         tracing::info!(id = config.id, listen = %listener.local_addr()?, "node serving");
-        let resp_task = match config.resp_listen {
-            Some(addr) => {
-                let listener = TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("binding --resp-listen {addr}: {e}"))?;
-                tracing::info!(id = config.id, resp_listen = %listener.local_addr()?, "RESP serving");
-                Some(tokio::spawn(crate::resp::serve(
-                    listener,
-                    resp,
-                    stopping.subscribe(),
-                )))
+        let resp_task = resp_listener.map(|listener| {
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!(id = config.id, resp_listen = %addr, "RESP serving");
             }
-            None => None,
-        };
+            tokio::spawn(crate::resp::serve(listener, resp, stopping.subscribe()))
+        });
         let joining = config
             .join
             .then(|| tokio::spawn(crate::join::join(core.clone(), config.advertise_address())));

@@ -62,20 +62,23 @@ impl RespServer {
     }
 }
 
-/// Accepts RESP connections on `listener` until `stopping` turns true; each
-/// connection then ends after the command it is running.
+/// Accepts RESP connections on `listener` until `stopping` turns true,
+/// then ends every connection (those idle at once, the others after the
+/// command they are running) and returns once all have ended, so that
+/// nothing of the node is left in use.
 pub async fn serve(
     listener: TcpListener,
     server: Arc<RespServer>,
     stopping: watch::Receiver<bool>,
 ) {
     let mut stop = stopping.clone();
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(stream, server.clone(), stopping.clone()));
+                    connections.spawn(connection(stream, server.clone(), stopping.clone()));
                 }
                 Err(e) => {
                     // Out of descriptors, say: try again shortly.
@@ -83,9 +86,13 @@ pub async fn serve(
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            () = stopped(&mut stop) => return,
+            // Reap the connections that ended.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            () = stopped(&mut stop) => break,
         }
     }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
 }
 
 /// Resolves once the node is stopping.

@@ -21,7 +21,8 @@ struct RespNode {
     resp: SocketAddr,
     http: SocketAddr,
     keys: KeyPair,
-    _stop: oneshot::Sender<()>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<strata_server::Stop>>,
     _dir: TempDir,
 }
 
@@ -42,18 +43,31 @@ impl RespNode {
         config.limits = limits;
         config.resp_frame_timeout_ms = 1000;
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(strata_server::run(listener, config, async move {
+        let task = tokio::spawn(strata_server::run(listener, config, async move {
             let _ = stopped.await;
         }));
         let node = RespNode {
             resp,
             http,
             keys,
-            _stop: stop,
+            stop: Some(stop),
+            task,
             _dir: dir,
         };
         node.wait_leader().await;
         node
+    }
+
+    /// Stops the node and waits until it has stopped.
+    async fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(30), &mut self.task)
+            .await
+            .expect("the node stops within 30 s")
+            .unwrap()
+            .expect("a clean stop");
     }
 
     async fn wait_leader(&self) {
@@ -445,4 +459,22 @@ async fn a_request_trickled_in_is_cut_off_and_an_idle_connection_is_not() {
     assert_eq!(node.rest_get("k").await, None);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(cmd::<String>(&mut idle, &["PING"]).await.unwrap(), "PONG");
+}
+
+#[tokio::test]
+async fn a_node_with_redis_clients_connected_stops_and_frees_its_ports() {
+    // Proves: a node stops with RESP connections open (one idle, one in
+    // the middle of a request), ending them, and leaves its RESP port
+    // free: a listener binds it again at once.
+    let mut node = RespNode::start("write", Limits::default()).await;
+    let mut idle = node.connect().await;
+    assert_eq!(cmd::<String>(&mut idle, &["PING"]).await.unwrap(), "PONG");
+    let mut partial = TcpStream::connect(node.resp).await.unwrap();
+    partial.write_all(b"*2\r\n$3\r\nGET\r\n").await.unwrap();
+    node.stop().await;
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), partial.read_to_end(&mut rest)).await;
+    tokio::net::TcpListener::bind(node.resp)
+        .await
+        .expect("the RESP port is free once the node has stopped");
 }
