@@ -331,15 +331,20 @@ impl Cluster {
 
     fn start_envoy(&mut self) -> Result<()> {
         let cfg = self.dir.path().join("envoy.yaml");
+        // The nodes the gateway is told of: their API and RESP ports, in
+        // the same order.
+        let seeds: Vec<&NodeProc> = self
+            .nodes
+            .iter()
+            .filter(|n| {
+                self.gateway_seeds
+                    .as_ref()
+                    .is_none_or(|s| s.contains(&n.id))
+            })
+            .collect();
         GatewaySpec {
-            nodes: self
-                .nodes
+            nodes: seeds
                 .iter()
-                .filter(|n| {
-                    self.gateway_seeds
-                        .as_ref()
-                        .is_none_or(|s| s.contains(&n.id))
-                })
                 .map(|n| format!("127.0.0.1:{}", n.port))
                 .collect(),
             // As the launcher runs it: the members come from the nodes.
@@ -358,14 +363,8 @@ impl Cluster {
             node_tls: None,
             resp: Some(RespGateway {
                 listen: format!("127.0.0.1:{}", self.gateway_resp_port),
-                nodes: self
-                    .nodes
+                nodes: seeds
                     .iter()
-                    .filter(|n| {
-                        self.gateway_seeds
-                            .as_ref()
-                            .is_none_or(|s| s.contains(&n.id))
-                    })
                     .map(|n| format!("127.0.0.1:{}", n.resp_port))
                     .collect(),
             }),
@@ -593,6 +592,34 @@ impl Cluster {
     /// Envoy's admin interface (`/stats`, `/clusters`).
     pub fn admin_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.admin_port)
+    }
+
+    /// Envoy's stats whose names `filter` (a regular expression) matches,
+    /// as its admin interface lists them, one `name: value` a line; `None`
+    /// when Envoy does not answer.
+    pub async fn envoy_stats(&self, filter: &str) -> Option<String> {
+        self.http
+            .get(format!("{}/stats", self.admin_url()))
+            .query(&[("filter", filter)])
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()
+    }
+
+    /// One Envoy counter or gauge by its full name; `None` when Envoy does
+    /// not answer or has no such stat.
+    pub async fn envoy_stat(&self, name: &str) -> Option<u64> {
+        let text = self.envoy_stats(&format!("^{name}$")).await?;
+        text.lines().find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(": ")?
+                .trim()
+                .parse()
+                .ok()
+        })
     }
 
     /// Where node `id` serves the Redis protocol (`host:port`).

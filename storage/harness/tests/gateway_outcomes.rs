@@ -34,22 +34,6 @@ const SLOW_ELECTIONS: &[&str] = &["--election-ticks", "100"];
 /// timeout.
 const REACH_THE_LEADER_WITHIN: Duration = Duration::from_millis(500);
 
-/// One Envoy counter or gauge, read from its admin interface.
-async fn envoy_stat(c: &Cluster, name: &str) -> Option<u64> {
-    let text = c
-        .http()
-        .get(format!("{}/stats", c.admin_url()))
-        .query(&[("filter", format!("^{name}$"))])
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.parse().ok())
-}
-
 /// Waits until Envoy's leader-first cluster has exactly one healthy host and
 /// it is the node that leads, so that a write goes straight to the leader;
 /// returns the leader's id.
@@ -119,7 +103,7 @@ async fn send_while_the_leader_stalls<T: Send + 'static>(
         .into_iter()
         .filter(|&id| id != leader)
         .collect();
-    assert_eq!(envoy_stat(c, LEADER_REQUESTS_ACTIVE).await, Some(0));
+    assert_eq!(c.envoy_stat(LEADER_REQUESTS_ACTIVE).await, Some(0));
     for &id in &followers {
         c.pause(id).unwrap();
     }
@@ -128,7 +112,7 @@ async fn send_while_the_leader_stalls<T: Send + 'static>(
     // Without its followers the leader steps down (check-quorum) one to two
     // election timeouts later; the write must be at the leader, and the
     // leader stalled, before that (see SLOW_ELECTIONS).
-    while envoy_stat(c, LEADER_REQUESTS_ACTIVE).await != Some(1) {
+    while c.envoy_stat(LEADER_REQUESTS_ACTIVE).await != Some(1) {
         assert!(
             started.elapsed() < REACH_THE_LEADER_WITHIN,
             "the write did not reach the leader in time; logs in {}",
@@ -282,7 +266,7 @@ async fn write_no_node_can_take_is_unavailable_and_marked_retryable() {
     let deadline = Instant::now() + Duration::from_secs(10);
     for cluster in ["nodes_leader", "nodes_any"] {
         let stat = format!("cluster.{cluster}.membership_healthy");
-        while envoy_stat(&c, &stat).await != Some(0) {
+        while c.envoy_stat(&stat).await != Some(0) {
             assert!(Instant::now() < deadline, "Envoy still sees a healthy node");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -370,7 +354,7 @@ async fn send_then_stop_every_node<T: Send + 'static>(
     }
     let started = Instant::now();
     let answer = tokio::spawn(request);
-    while envoy_stat(c, LEADER_REQUESTS_ACTIVE).await != Some(1) {
+    while c.envoy_stat(LEADER_REQUESTS_ACTIVE).await != Some(1) {
         assert!(
             started.elapsed() < REACH_THE_LEADER_WITHIN,
             "the write did not reach the leader in time; logs in {}",

@@ -14,6 +14,9 @@ use strata_auth::Role;
 use strata_client::{Client, ClientError};
 use strata_harness::Cluster;
 
+/// Envoy's count of requests its RBAC filter refused.
+const RBAC_DENIED: &str = "http.ingress.rbac.denied";
+
 fn grpc_refusal(e: &ClientError) -> (tonic::Code, String) {
     match e {
         ClientError::Status(s) => (s.code(), s.message().to_string()),
@@ -54,24 +57,6 @@ async fn logged(c: &Cluster, path: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Envoy's count of requests its RBAC filter refused.
-async fn rbac_denied(c: &Cluster) -> u64 {
-    let text = c
-        .http()
-        .get(format!("{}/stats", c.admin_url()))
-        .query(&[("filter", "^http.ingress.rbac.denied$")])
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.trim()
-        .strip_prefix("http.ingress.rbac.denied: ")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no RBAC counter: {text}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_refuses_what_a_tokens_role_does_not_allow_before_any_node() {
     // Proves, on the demo's setting (requests without a token may write):
@@ -86,7 +71,10 @@ async fn the_gateway_refuses_what_a_tokens_role_does_not_allow_before_any_node()
     let c = Cluster::start(3).await.unwrap();
     let writer = c.token(Role::Write);
     let reader = c.token(Role::Read);
-    let before = rbac_denied(&c).await;
+    let before = c
+        .envoy_stat(RBAC_DENIED)
+        .await
+        .expect("Envoy's RBAC counter");
 
     for path in [
         "/v1/cluster/members/3",
@@ -164,7 +152,11 @@ async fn the_gateway_refuses_what_a_tokens_role_does_not_allow_before_any_node()
     assert_eq!(status, StatusCode::OK, "the anonymous role writes: {body}");
 
     // Six refusals by the RBAC filter (the 401s are the JWT filter's).
-    assert_eq!(rbac_denied(&c).await - before, 6);
+    let after = c
+        .envoy_stat(RBAC_DENIED)
+        .await
+        .expect("Envoy's RBAC counter");
+    assert_eq!(after - before, 6);
     let refused = logged(&c, "/v1/cluster/members/3").await;
     let forbidden: Vec<&Value> = refused.iter().filter(|v| v["status"] == 403).collect();
     assert_eq!(forbidden.len(), 1, "{refused:?}");

@@ -23,23 +23,6 @@ const PUTS_EACH: usize = 10;
 /// Client connections to the gateway, shared by the calls.
 const CONNECTIONS: usize = 16;
 
-/// One Envoy counter, read from its admin interface.
-async fn envoy_stat(c: &Cluster, name: &str) -> u64 {
-    let text = c
-        .http()
-        .get(format!("{}/stats", c.admin_url()))
-        .query(&[("filter", format!("^{name}$"))])
-        .send()
-        .await
-        .expect("Envoy's admin interface answers")
-        .text()
-        .await
-        .expect("Envoy's stats");
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.parse().ok())
-        .unwrap_or_else(|| panic!("Envoy has no stat {name}: {text}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundreds_of_calls_in_flight_are_all_answered_without_refused_streams() {
     // Proves: 1,024 gRPC calls open at once through the gateway, ten puts
@@ -86,8 +69,14 @@ async fn hundreds_of_calls_in_flight_are_all_answered_without_refused_streams() 
             .unwrap();
         failures.extend(answered);
     }
-    let refused = envoy_stat(&c, "cluster.nodes_leader.http2.rx_reset").await;
-    let broken = envoy_stat(&c, "cluster.nodes_leader.upstream_cx_protocol_error").await;
+    let refused = c
+        .envoy_stat("cluster.nodes_leader.http2.rx_reset")
+        .await
+        .expect("Envoy counts the resets from the leader");
+    let broken = c
+        .envoy_stat("cluster.nodes_leader.upstream_cx_protocol_error")
+        .await
+        .expect("Envoy counts its broken connections to the leader");
     assert!(
         failures.is_empty(),
         "{} of {} puts failed, e.g. {:?} (streams reset by the nodes: {refused}, upstream \
@@ -101,16 +90,7 @@ async fn hundreds_of_calls_in_flight_are_all_answered_without_refused_streams() 
     // no request failing; what it objects to is not known yet, so only the
     // nodes' refusals are held to zero here.
     if refused != 0 {
-        let stats = c
-            .http()
-            .get(format!("{}/stats", c.admin_url()))
-            .query(&[("filter", "nodes_leader")])
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let stats = c.envoy_stats("nodes_leader").await.unwrap_or_default();
         let counted: Vec<&str> = stats.lines().filter(|l| !l.ends_with(": 0")).collect();
         panic!(
             "the nodes reset {refused} streams and {broken} of Envoy's connections to them \

@@ -161,28 +161,6 @@ async fn request_lines_name_the_trace_of_the_callers_traceparent_without_export(
     assert!(request_span(&lines[0]).is_some());
 }
 
-/// The value of the Envoy counter `name` on its admin interface.
-async fn envoy_counter(c: &Cluster, name: &str) -> u64 {
-    let text = c
-        .http()
-        .get(format!("{}/stats?filter=^{name}$", c.admin_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(name)?
-                .strip_prefix(": ")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or_else(|| panic!("Envoy has no counter {name}: {text}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_without_a_collector_starts_a_trace_for_every_request_and_exports_nothing() {
     // Proves the gateway's tracer is on with no collector: a request that
@@ -242,7 +220,13 @@ async fn envoy_without_a_collector_starts_a_trace_for_every_request_and_exports_
         "cluster.otel_collector.upstream_cx_total",
         "cluster.otel_collector.upstream_rq_total",
     ] {
-        assert_eq!(envoy_counter(&c, counter).await, 0, "{counter}");
+        assert_eq!(
+            c.envoy_stat(counter)
+                .await
+                .unwrap_or_else(|| panic!("Envoy has no counter {counter}")),
+            0,
+            "{counter}"
+        );
     }
 }
 

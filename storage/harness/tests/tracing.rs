@@ -38,23 +38,6 @@ async fn trace_with(
     }
 }
 
-/// How many hosts Envoy's leader-first cluster holds healthy.
-async fn leader_hosts_healthy(c: &Cluster) -> Option<u64> {
-    let name = "cluster.nodes_leader.membership_healthy";
-    let text = c
-        .http()
-        .get(format!("{}/stats", c.admin_url()))
-        .query(&[("filter", format!("^{name}$"))])
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.parse().ok())
-}
-
 fn named<'a>(trace: &'a [ReceivedSpan], name: &str) -> Vec<&'a ReceivedSpan> {
     trace.iter().filter(|s| s.span.name == name).collect()
 }
@@ -73,7 +56,11 @@ async fn one_put_through_envoy_is_one_trace_from_the_gateway_to_a_followers_fsyn
     // a write to any node, and a follower forwards it: the request span the
     // test follows would then be on the follower.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while leader_hosts_healthy(&cluster).await != Some(1) {
+    while cluster
+        .envoy_stat("cluster.nodes_leader.membership_healthy")
+        .await
+        != Some(1)
+    {
         assert!(Instant::now() < deadline, "Envoy never found the leader");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
