@@ -118,9 +118,10 @@ up *args: build console-build setup-k6
     esac
     # tls=1: the cluster's own CA and certificates (in .run/demo/tls), HTTPS and gRPC over TLS at
     # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA) and no
-    # Redis protocol (it has no TLS). Without: the nodes speak RESP on 6380-6382 (docs/resp.md).
+    # Redis protocol (it has no TLS). Without: the gateway speaks RESP on 16379 and the nodes on 16380-16382
+    # (docs/resp.md), clear of a Redis of the machine's own on 6379.
     case "$tls" in
-      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 6380) ;;
+      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 16380) ;;
       1) extra=(--tls) ;;
       *) echo "up: tls is 0 or 1, not '$tls'" >&2; exit 2 ;;
     esac

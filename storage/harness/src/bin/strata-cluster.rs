@@ -125,8 +125,9 @@ struct Up {
     /// (`--resp-listen`, docs/resp.md); off when not given.
     #[arg(long)]
     resp_base_port: Option<u16>,
-    /// With --resp-base-port: the gateway takes Redis clients on this port.
-    #[arg(long, default_value_t = 6379)]
+    /// With --resp-base-port: the gateway takes Redis clients on this port
+    /// (not Redis's own 6379, which a Redis of the machine's may hold).
+    #[arg(long, default_value_t = 16379)]
     gateway_resp_port: u16,
     #[arg(long, default_value_t = 8080)]
     gateway_port: u16,
