@@ -7,7 +7,7 @@
 // compaction needs admin: the page is signed in with the token of STRATA_TOKEN_FILE
 // (the header names the admin role). In a 420 px window the view must not scroll
 // sideways and must still show every node's card, its levels and its compactions.
-import { base, checkNarrow, launchBrowser, screenshot, signInPage, tally } from './lib.mjs';
+import { adminHeaders, base, checkNarrow, launchBrowser, screenshot, signInPage, tally } from './lib.mjs';
 
 const t = tally('storage');
 const browser = await launchBrowser();
@@ -32,6 +32,33 @@ async function put(i) {
   );
   if (!response.ok) console.error(`e2e storage: PUT ${i} answered ${response.status}`);
   return response.ok;
+}
+
+/**
+ * What the nodes themselves say (GET /v1/cluster/stats, beside the view): per node, its
+ * role, raft log span and applied index, flushes, compactions and tables in level 0.
+ * Printed while the test waits for tables in level 0, so that a view that lags the nodes
+ * tells apart from nodes that did not flush.
+ */
+async function nodesSay() {
+  const response = await fetch(`${base}/v1/cluster/stats`, { headers: adminHeaders() }).catch(() => null);
+  if (!response?.ok) return `stats unavailable (${response?.status ?? 'no answer'})`;
+  const stats = await response.json();
+  return JSON.stringify(
+    Object.fromEntries(
+      stats.nodes.map((n) => {
+        const raft = n.stats?.raft;
+        const engine = n.stats?.engine;
+        if (!raft || !engine) return [n.id, 'unreachable'];
+        const l0 = engine.levels.find((l) => l.level === 0)?.files ?? 0;
+        return [
+          n.id,
+          `${raft.role} log ${raft.first_index}..${raft.last_index} applied ${raft.applied_index}; ` +
+            `flushes ${engine.flushes} compactions ${engine.compactions} L0 ${l0}`,
+        ];
+      }),
+    ),
+  );
 }
 
 /** Every node shows an entry of `testId` (flush, compaction) newer than `sinceMs`, done. */
@@ -88,14 +115,25 @@ try {
     const levelZero = await levelZeroFiles();
     if (ids.every((id) => levelZero[id] >= 1)) break;
     console.log(`e2e storage: level 0 holds ${JSON.stringify(levelZero)} tables; writing until each node flushes one more`);
+    console.log(`e2e storage: the nodes say ${await nodesSay()}`);
     const since = Date.now() - 1000;
+    let failed = 0;
     for (let i = 0; i < 150; i += 10) {
-      await Promise.all(Array.from({ length: 10 }, () => put(next++)));
+      const results = await Promise.all(Array.from({ length: 10 }, () => put(next++)));
+      failed += results.filter((ok) => !ok).length;
     }
-    await everyNodeShows(page, 'flush', since, ids).catch(() => {});
+    const stream = await page.getByTestId('stream-status').getAttribute('data-state');
+    const flushed = await everyNodeShows(page, 'flush', since, ids).then(
+      () => 'every node shows a new flush',
+      () => 'not every node shows a new flush',
+    );
+    console.log(`e2e storage: ${150 - failed} of 150 more writes succeeded; the stream is ${stream}; ${flushed}`);
   }
   const levelZero = await levelZeroFiles();
-  t.check(ids.every((id) => levelZero[id] >= 1), `every node has a table in level 0 to compact: ${JSON.stringify(levelZero)}`);
+  t.check(
+    ids.every((id) => levelZero[id] >= 1),
+    `every node has a table in level 0 to compact: ${JSON.stringify(levelZero)}; the nodes say ${await nodesSay()}`,
+  );
 
   // Level 1 as the view shows it before the compaction, node by node.
   const levelOne = async () =>
