@@ -68,7 +68,9 @@ class Flag:
 RESPONSE_FLAGS: dict[str, Flag] = {
     # Nothing reached a node.
     "UH": Flag("no healthy upstream host", NOT_APPLIED,
-               "Envoy chose no node, so it sent nothing."),
+               "Envoy chose no node, so it sent nothing. A write with a request id is answered "
+               "outcome unknown instead: a retry that finds no node gets UH too, and Envoy does "
+               "not tell it from a first attempt."),
     "UF": Flag("upstream connection failure", NOT_APPLIED,
                "The connection was never established (refused, or not within the 0.25 s connect "
                "timeout). Envoy writes a request only on an established connection, so not a byte "
@@ -203,11 +205,18 @@ def answer_mappers(answer: Answer, matches: dict) -> list[dict]:
 # virtual host's include_request_attempt_count), which it writes into the request the reply's
 # filters read.
 ATTEMPT_COUNT_HEADER = "x-envoy-attempt-count"
+WITH_A_REQUEST_ID = {"header_filter": {"header": {"name": REQUEST_ID_HEADER, "present_match": True}}}
 RETRIED_WITH_A_REQUEST_ID = {"and_filter": {"filters": [
-    {"header_filter": {"header": {"name": REQUEST_ID_HEADER, "present_match": True}}},
+    WITH_A_REQUEST_ID,
     {"header_filter": {"header": {"name": ATTEMPT_COUNT_HEADER,
                                   "string_match": {"safe_regex": {"regex": "^([2-9]|[1-9][0-9]+)$"}}}}},
 ]}}
+# One flag escapes that count: on a retry, Envoy looks for a healthy host before it numbers the
+# attempt in the request, and when it finds none it answers UH with the request still reading
+# attempt 1. So UH on a write with a request id is "outcome unknown" whatever the count; such a
+# write is safe to send again with the same id either way.
+NO_HOST_WITH_A_REQUEST_ID = {"and_filter": {"filters": [
+    WITH_A_REQUEST_ID, {"response_flag_filter": {"flags": ["UH"]}}]}}
 
 
 def local_reply_config() -> dict:
@@ -216,8 +225,10 @@ def local_reply_config() -> dict:
     First of all, a request id's write retried after an attempt that may have reached a node is
     never "not applied"."""
     not_applied = [name for name, flag in RESPONSE_FLAGS.items() if flag.answer == NOT_APPLIED]
-    mappers = answer_mappers(OUTCOME_UNKNOWN, {"and_filter": {"filters": [
-        RETRIED_WITH_A_REQUEST_ID, {"response_flag_filter": {"flags": not_applied}}]}})
+    mappers = answer_mappers(OUTCOME_UNKNOWN, {"or_filter": {"filters": [
+        {"and_filter": {"filters": [
+            RETRIED_WITH_A_REQUEST_ID, {"response_flag_filter": {"flags": not_applied}}]}},
+        NO_HOST_WITH_A_REQUEST_ID]}})
     for answer in ANSWER_PRECEDENCE:
         flags = [name for name, flag in RESPONSE_FLAGS.items() if flag.answer == answer]
         matches = {"response_flag_filter": {"flags": flags}}

@@ -584,10 +584,28 @@ class LocalReplies(unittest.TestCase):
                         self.assertEqual(reply["headers"], {})
             for request in ({"x-strata-request-id": "w-1", "x-envoy-attempt-count": "1"},
                             {"x-envoy-attempt-count": "3"}, {"x-strata-request-id": "w-1"}):
+                if "UH" in flags and "x-strata-request-id" in request:
+                    continue  # UH with a request id: the next test
                 with self.subTest(flags=sorted(flags), request=request):
                     self.assertEqual(local_reply(self.config, flags, 503, False, request)["code"], "UNAVAILABLE")
         vhost = hcm(self.config)["route_config"]["virtual_hosts"][0]
         self.assertTrue(vhost["include_request_attempt_count"])
+
+    def test_no_healthy_host_for_a_write_with_a_request_id_is_never_not_applied(self):
+        # Proves UH on a write carrying x-strata-request-id is "outcome unknown" whatever its
+        # attempt count says: on a retry that finds no healthy host, Envoy answers UH before it
+        # writes the new attempt's number into the request, so the reply still reads attempt 1
+        # though the first attempt was cut at a node that may commit it. A write without an id
+        # (retried only after attempts that applied nothing) keeps "not applied".
+        for request in ({"x-strata-request-id": "w-1"}, {"x-strata-request-id": "w-1", "x-envoy-attempt-count": "1"}):
+            for flags in ({"UH"}, {"UH", "URX"}):
+                for grpc in (False, True):
+                    with self.subTest(request=request, flags=sorted(flags), grpc=grpc):
+                        reply = local_reply(self.config, flags, 503, grpc, request)
+                        self.assertEqual((reply["code"], reply["headers"]), ("OUTCOME_UNKNOWN", {}))
+        for request in ({}, {"x-envoy-attempt-count": "1"}, {"x-envoy-attempt-count": "2"}):
+            with self.subTest(request=request):
+                self.assertEqual(local_reply(self.config, {"UH"}, 503, False, request)["code"], "UNAVAILABLE")
 
     def test_outcome_unknown_wins_over_every_other_answer(self):
         # Proves that when a reply carries flags with different answers (a retried request, a
@@ -624,8 +642,9 @@ class LocalReplies(unittest.TestCase):
 
     def test_flags_that_cannot_occur_stay_out_of_the_config(self):
         # Proves the config maps each flag the table answers exactly twice (a gRPC and a REST
-        # mapper; the "not applied" ones twice more, for a retried write with a request id) and
-        # none it calls impossible (those fall back to their status, answered above).
+        # mapper; the "not applied" ones twice more, for a retried write with a request id, and
+        # UH twice more again, for any write with one) and none it calls impossible (those fall
+        # back to their status, answered above).
         def flag_lists(f: dict):
             if "response_flag_filter" in f:
                 yield f["response_flag_filter"]["flags"]
@@ -637,6 +656,7 @@ class LocalReplies(unittest.TestCase):
                          for flags in flag_lists(m["filter"]) for flag in flags)
         answered = {n: 4 if flag.answer == local_replies.NOT_APPLIED else 2
                     for n, flag in local_replies.RESPONSE_FLAGS.items() if flag.answer is not None}
+        answered["UH"] += 2
         self.assertEqual(mapped, Counter(answered))
 
     def test_reliability_doc_carries_the_current_table(self):
