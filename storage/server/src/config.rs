@@ -26,6 +26,20 @@ pub struct NodeConfig {
     /// connection still sending one then is closed with an error.
     #[arg(long, env = "STRATA_RESP_FRAME_TIMEOUT_MS", default_value_t = 60_000)]
     pub resp_frame_timeout_ms: u64,
+    /// Also serve the memcached text protocol on this address: get, gets,
+    /// set, add, replace, cas, delete, incr, decr, touch, stats and more
+    /// over the same keys, with the same consistency and durability (see
+    /// docs/memcached.md). Off when unset.
+    #[arg(long, env = "STRATA_MEMCACHE_LISTEN")]
+    pub memcache_listen: Option<SocketAddr>,
+    /// How long a memcached request may take to arrive from its first
+    /// byte; a connection still sending one then is closed with an error.
+    #[arg(
+        long,
+        env = "STRATA_MEMCACHE_FRAME_TIMEOUT_MS",
+        default_value_t = 60_000
+    )]
+    pub memcache_frame_timeout_ms: u64,
     /// Address peers and clients use to reach this node (defaults to the
     /// entry for this id in --peers, then to --listen).
     #[arg(long, env = "STRATA_ADVERTISE")]
@@ -324,6 +338,8 @@ impl NodeConfig {
             listen,
             resp_listen: None,
             resp_frame_timeout_ms: 60_000,
+            memcache_listen: None,
+            memcache_frame_timeout_ms: 60_000,
             advertise: None,
             peers: Vec::new(),
             join: false,

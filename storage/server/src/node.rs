@@ -58,6 +58,10 @@ pub struct Node {
     /// names one.
     resp: Arc<crate::resp::RespServer>,
     resp_listener: Option<TcpListener>,
+    /// The memcached front end, and its port when `--memcache-listen`
+    /// names one.
+    memcache: Arc<crate::memcache::MemcacheServer>,
+    memcache_listener: Option<TcpListener>,
     /// The raft service alone, for peers' control-lane connections.
     peer_app: Router,
     /// The threads that carry the raft transport's control lane, both ways.
@@ -105,6 +109,14 @@ impl Node {
                 TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("binding --resp-listen {addr}"))?,
+            ),
+            None => None,
+        };
+        let memcache_listener = match config.memcache_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding --memcache-listen {addr}"))?,
             ),
             None => None,
         };
@@ -278,6 +290,12 @@ impl Node {
             budget.clone(),
             std::time::Duration::from_millis(config.resp_frame_timeout_ms),
         );
+        let memcache = crate::memcache::MemcacheServer::new(
+            core.clone(),
+            guard.clone(),
+            budget.clone(),
+            std::time::Duration::from_millis(config.memcache_frame_timeout_ms),
+        );
         let app = crate::app::router(
             state,
             raft,
@@ -305,6 +323,8 @@ impl Node {
             app,
             resp,
             resp_listener,
+            memcache,
+            memcache_listener,
             peer_app,
             peer_net,
             tls,
@@ -351,6 +371,8 @@ impl Node {
             app,
             resp,
             resp_listener,
+            memcache,
+            memcache_listener,
             peer_app,
             peer_net,
             tls,
@@ -368,6 +390,16 @@ impl Node {
                 tracing::info!(id = config.id, resp_listen = %addr, "RESP serving");
             }
             tokio::spawn(crate::resp::serve(listener, resp, stopping.subscribe()))
+        });
+        let memcache_task = memcache_listener.map(|listener| {
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!(id = config.id, memcache_listen = %addr, "memcached serving");
+            }
+            tokio::spawn(crate::memcache::serve(
+                listener,
+                memcache,
+                stopping.subscribe(),
+            ))
         });
         let joining = config
             .join
@@ -445,6 +477,9 @@ impl Node {
         }
         if let Some(resp_task) = resp_task {
             let _ = resp_task.await;
+        }
+        if let Some(memcache_task) = memcache_task {
+            let _ = memcache_task.await;
         }
         let _ = watcher.await;
         let _ = stats_task.await;

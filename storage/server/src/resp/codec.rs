@@ -22,6 +22,12 @@ pub enum FrameError {
     Io(#[from] std::io::Error),
 }
 
+impl crate::tcp_front::ConnectionError for FrameError {
+    fn is_io(&self) -> bool {
+        matches!(self, FrameError::Io(_))
+    }
+}
+
 impl From<RedisProtocolError> for FrameError {
     fn from(e: RedisProtocolError) -> Self {
         FrameError::Protocol(e.details().to_string())

@@ -18,7 +18,7 @@ mod session;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use redis_protocol::resp2::types::Resp2Frame;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -27,7 +27,8 @@ use tokio_util::codec::Framed;
 use crate::admission::WriteBudget;
 use crate::auth::Guard;
 use crate::core::Core;
-use codec::{FrameError, Frames};
+use crate::tcp_front::{self, Next};
+use codec::Frames;
 use session::{Session, error};
 
 /// Room for a request frame beyond the largest request the node takes:
@@ -62,42 +63,17 @@ impl RespServer {
     }
 }
 
-/// Accepts RESP connections on `listener` until `stopping` turns true,
-/// then ends every connection (those idle at once, the others after the
-/// command they are running) and returns once all have ended, so that
-/// nothing of the node is left in use.
+/// Accepts RESP connections on `listener` until `stopping` turns true
+/// (`crate::tcp_front::serve`).
 pub async fn serve(
     listener: TcpListener,
     server: Arc<RespServer>,
     stopping: watch::Receiver<bool>,
 ) {
-    let mut stop = stopping.clone();
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(stream, server.clone(), stopping.clone()));
-                }
-                Err(e) => {
-                    // Out of descriptors, say: try again shortly.
-                    tracing::warn!(error = %e, "RESP accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            // Reap the connections that ended.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            () = stopped(&mut stop) => break,
-        }
-    }
-    drop(listener);
-    while connections.join_next().await.is_some() {}
-}
-
-/// Resolves once the node is stopping.
-async fn stopped(stopping: &mut watch::Receiver<bool>) {
-    let _ = stopping.wait_for(|stop| *stop).await;
+    tcp_front::serve(listener, "RESP", stopping, move |stream, stopping| {
+        connection(stream, server.clone(), stopping)
+    })
+    .await;
 }
 
 async fn connection(
@@ -112,36 +88,23 @@ async fn connection(
         server.budget.clone(),
     );
     loop {
-        // An idle connection waits as long as it likes; once a request's
-        // first byte is in, the whole request has `frame_timeout` to arrive
-        // (a client trickling a request holds its buffer that long at most).
-        if framed.read_buffer().is_empty() {
-            tokio::select! {
-                readable = framed.get_ref().readable() => if readable.is_err() { return },
-                () = stopped(&mut stopping) => return,
-            }
-        }
-        let next = tokio::select! {
-            next = tokio::time::timeout(server.frame_timeout, framed.next()) => next,
-            () = stopped(&mut stopping) => return,
-        };
-        let Ok(next) = next else {
-            let late = format!(
-                "Protocol error: a request took longer than {:?} to arrive",
-                server.frame_timeout
-            );
-            let _ = framed.send(error("ERR", &late)).await;
-            return;
-        };
-        let frame = match next {
-            None | Some(Err(FrameError::Io(_))) => return,
-            Some(Err(refused)) => {
-                // The input cannot be read on from here: say why and close.
-                let _ = framed.send(error("ERR", &refused.to_string())).await;
-                return;
-            }
-            Some(Ok(frame)) => frame,
-        };
+        let frame =
+            match tcp_front::next_request(&mut framed, server.frame_timeout, &mut stopping).await {
+                Next::Request(frame) => frame,
+                Next::Ended => return,
+                Next::Late => {
+                    let late = format!(
+                        "Protocol error: a request took longer than {:?} to arrive",
+                        server.frame_timeout
+                    );
+                    let _ = framed.send(error("ERR", &late)).await;
+                    return;
+                }
+                Next::Refused(refused) => {
+                    let _ = framed.send(error("ERR", &refused.to_string())).await;
+                    return;
+                }
+            };
         let frame_bytes = frame.encode_len(false);
         let answer = match command::parse(frame) {
             Ok(command) => session.run(command, frame_bytes).await,

@@ -2,124 +2,24 @@
 //! process, driven by an independent Redis client (the `redis` crate) and,
 //! for what no client would send, by raw bytes on a socket.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, Value};
-use strata_auth::{KeyPair, Role};
-use strata_server::NodeConfig;
+use strata_auth::Role;
 use strata_server::config::Limits;
-use tempfile::TempDir;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
 
-/// A one-voter node served on 127.0.0.1, its RESP listener beside it,
-/// stopped when dropped.
-struct RespNode {
-    resp: SocketAddr,
-    http: SocketAddr,
-    keys: KeyPair,
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<anyhow::Result<strata_server::Stop>>,
-    _dir: TempDir,
-}
+use crate::served::ServedNode;
 
-impl RespNode {
-    /// `anonymous`: what a connection without `AUTH` may do.
-    async fn start(anonymous: &str, limits: Limits) -> RespNode {
-        let dir = tempfile::tempdir().unwrap();
-        let keys = KeyPair::generate();
-        let jwks = dir.path().join("jwks.json");
-        std::fs::write(&jwks, keys.jwks_json()).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let http = listener.local_addr().unwrap();
-        let resp = free_port().await;
-        let mut config = NodeConfig::single(1, http, dir.path().join("data"));
-        config.resp_listen = Some(resp);
-        config.auth_jwks = Some(jwks);
-        config.anonymous_role = anonymous.parse().unwrap();
-        config.limits = limits;
-        config.resp_frame_timeout_ms = 1000;
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(strata_server::run(listener, config, async move {
-            let _ = stopped.await;
-        }));
-        let node = RespNode {
-            resp,
-            http,
-            keys,
-            stop: Some(stop),
-            task,
-            _dir: dir,
-        };
-        node.wait_leader().await;
-        node
-    }
-
-    /// Stops the node and waits until it has stopped.
-    async fn stop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        tokio::time::timeout(Duration::from_secs(30), &mut self.task)
-            .await
-            .expect("the node stops within 30 s")
-            .unwrap()
-            .expect("a clean stop");
-    }
-
-    async fn wait_leader(&self) {
-        let http = reqwest::Client::new();
-        for _ in 0..500 {
-            if let Ok(r) = http
-                .get(format!("http://{}/health/leader", self.http))
-                .send()
-                .await
-                && r.status() == reqwest::StatusCode::OK
-                && TcpStream::connect(self.resp).await.is_ok()
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the node did not lead and serve RESP within 5 s");
-    }
-
-    async fn connect(&self) -> MultiplexedConnection {
-        redis::Client::open(format!("redis://{}/", self.resp))
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap()
-    }
-
-    fn token(&self, role: Role) -> String {
-        self.keys
-            .signer()
-            .sign("resp", role, Duration::from_secs(3600))
-            .unwrap()
-    }
-
-    /// The key's value read over REST, the other front end.
-    async fn rest_get(&self, key: &str) -> Option<String> {
-        let r = reqwest::get(format!("http://{}/v1/kv/{key}", self.http))
-            .await
-            .unwrap();
-        match r.status() {
-            reqwest::StatusCode::NOT_FOUND => None,
-            s => {
-                assert!(s.is_success(), "{s}");
-                Some(r.text().await.unwrap())
-            }
-        }
-    }
-}
-
-async fn free_port() -> SocketAddr {
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap()
+/// A Redis client's connection to `node`'s RESP port.
+async fn connect(node: &ServedNode) -> MultiplexedConnection {
+    redis::Client::open(format!("redis://{}/", node.resp))
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
 }
 
 async fn cmd<T: redis::FromRedisValue>(
@@ -138,8 +38,8 @@ async fn redis_commands_read_and_write_the_same_keys_as_rest() {
     // Proves: PING, ECHO, SET, GET, MSET, MGET, EXISTS, DEL and INFO answer
     // as a Redis client expects, and what RESP writes REST reads (and the
     // other way round): one store behind both front ends.
-    let node = RespNode::start("write", Limits::default()).await;
-    let mut con = node.connect().await;
+    let node = ServedNode::start("write", Limits::default()).await;
+    let mut con = connect(&node).await;
     assert_eq!(cmd::<String>(&mut con, &["PING"]).await.unwrap(), "PONG");
     assert_eq!(
         cmd::<String>(&mut con, &["ECHO", "hi"]).await.unwrap(),
@@ -204,8 +104,8 @@ async fn set_nx_writes_only_an_absent_key_and_set_ex_expires() {
     // Proves: SET NX answers OK once and nil after, leaving the first
     // value; SET PX makes the key go after its time to live (the lease
     // it grants ends), as Redis's would.
-    let node = RespNode::start("write", Limits::default()).await;
-    let mut con = node.connect().await;
+    let node = ServedNode::start("write", Limits::default()).await;
+    let mut con = connect(&node).await;
     let first: Option<String> = cmd(&mut con, &["SET", "once", "first", "NX"])
         .await
         .unwrap();
@@ -249,8 +149,8 @@ async fn scan_with_match_and_count_returns_every_matching_key_once() {
     // keys, returns each key MATCH selects exactly once and no other, from
     // the state the first page read (a key written meanwhile is not
     // returned).
-    let node = RespNode::start("write", Limits::default()).await;
-    let mut con = node.connect().await;
+    let node = ServedNode::start("write", Limits::default()).await;
+    let mut con = connect(&node).await;
     let mut pairs = Vec::new();
     for i in 0..45 {
         pairs.push(format!("user:{i:02}"));
@@ -300,8 +200,8 @@ async fn writes_need_a_token_with_the_write_role_when_anonymous_may_only_read() 
     // without AUTH reads but its SET is refused UNAUTHENTICATED and not
     // applied; a wrong token is refused at AUTH; a read token cannot
     // write (PERMISSION_DENIED); a write token can.
-    let node = RespNode::start("read", Limits::default()).await;
-    let mut con = node.connect().await;
+    let node = ServedNode::start("read", Limits::default()).await;
+    let mut con = connect(&node).await;
     assert_eq!(
         cmd::<Option<String>>(&mut con, &["GET", "k"])
             .await
@@ -349,7 +249,7 @@ async fn bad_commands_get_clear_errors_and_apply_nothing() {
     // option and a value over the node's limit are each answered with an
     // error naming the problem, on a connection that stays usable, and
     // none of them writes anything.
-    let node = RespNode::start(
+    let node = ServedNode::start(
         "write",
         Limits {
             max_value_bytes: 16,
@@ -357,7 +257,7 @@ async fn bad_commands_get_clear_errors_and_apply_nothing() {
         },
     )
     .await;
-    let mut con = node.connect().await;
+    let mut con = connect(&node).await;
     let unknown = cmd::<Value>(&mut con, &["FLUSHALL"]).await.unwrap_err();
     assert!(
         unknown.to_string().contains("unknown command 'flushall'"),
@@ -388,7 +288,7 @@ async fn a_request_frame_past_the_limit_closes_the_connection_unread() {
     // refused with an error once the bytes sent pass the limit, the
     // connection is closed, and nothing is written; a garbage frame is a
     // protocol error the same way.
-    let node = RespNode::start(
+    let node = ServedNode::start(
         "write",
         Limits {
             max_request_bytes: 1024,
@@ -432,10 +332,13 @@ async fn a_request_frame_past_the_limit_closes_the_connection_unread() {
 async fn a_request_trickled_in_is_cut_off_and_an_idle_connection_is_not() {
     // Proves: a connection that starts a request and does not finish it
     // within the frame timeout (1 s here) is closed with an error and
-    // nothing is written, while a connection idle for longer than that
-    // is still served.
-    let node = RespNode::start("write", Limits::default()).await;
-    let mut idle = node.connect().await;
+    // nothing is written, while connections idle for longer than that
+    // (one that has sent a command, one that has sent nothing yet) are
+    // still served.
+    let node = ServedNode::start("write", Limits::default()).await;
+    let mut idle = connect(&node).await;
+    // A connection that has sent nothing at all yet.
+    let mut fresh = TcpStream::connect(node.resp).await.unwrap();
     let mut raw = TcpStream::connect(node.resp).await.unwrap();
     raw.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nva")
         .await
@@ -459,6 +362,13 @@ async fn a_request_trickled_in_is_cut_off_and_an_idle_connection_is_not() {
     assert_eq!(node.rest_get("k").await, None);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(cmd::<String>(&mut idle, &["PING"]).await.unwrap(), "PONG");
+    fresh.write_all(b"*1\r\n$4\r\nPING\r\n").await.unwrap();
+    let mut pong = [0u8; 7];
+    tokio::time::timeout(Duration::from_secs(5), fresh.read_exact(&mut pong))
+        .await
+        .expect("an answer")
+        .unwrap();
+    assert_eq!(&pong, b"+PONG\r\n");
 }
 
 #[tokio::test]
@@ -466,8 +376,8 @@ async fn a_node_with_redis_clients_connected_stops_and_frees_its_ports() {
     // Proves: a node stops with RESP connections open (one idle, one in
     // the middle of a request), ending them, and leaves its RESP port
     // free: a listener binds it again at once.
-    let mut node = RespNode::start("write", Limits::default()).await;
-    let mut idle = node.connect().await;
+    let mut node = ServedNode::start("write", Limits::default()).await;
+    let mut idle = connect(&node).await;
     assert_eq!(cmd::<String>(&mut idle, &["PING"]).await.unwrap(), "PONG");
     let mut partial = TcpStream::connect(node.resp).await.unwrap();
     partial.write_all(b"*2\r\n$3\r\nGET\r\n").await.unwrap();
