@@ -118,10 +118,11 @@ up *args: build console-build setup-k6
     esac
     # tls=1: the cluster's own CA and certificates (in .run/demo/tls), HTTPS and gRPC over TLS at
     # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA) and no
-    # Redis protocol (it has no TLS). Without: the gateway speaks RESP on 16379 and the nodes on 16380-16382
-    # (docs/resp.md), clear of a Redis of the machine's own on 6379.
+    # Redis or memcached protocol (neither has TLS). Without: the gateway speaks RESP on 16379 and the
+    # nodes on 16380-16382 (docs/resp.md), clear of a Redis of the machine's own on 6379; and the
+    # memcached text protocol on 11311 and the nodes on 11312-11314, clear of a memcached on 11211.
     case "$tls" in
-      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 16380) ;;
+      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 16380 --memcache-base-port 11312) ;;
       1) extra=(--tls) ;;
       *) echo "up: tls is 0 or 1, not '$tls'" >&2; exit 2 ;;
     esac
@@ -174,7 +175,8 @@ lint: setup-console
 
 # (Debian packages, so root: chromium for test-e2e, docker-compose for test-deploy's compose check,
 # strace for disk-fault's fsync fault injection, redis-tools (redis-cli, redis-benchmark) for the
-# Redis-protocol tests. Not root: prints the apt-get line to run, and fails.)
+# Redis-protocol tests, libmemcached-tools (memccapable, memccp, memccat, memcslap) for the memcached
+# ones. Not root: prints the apt-get line to run, and fails.)
 # Install the system packages the suite needs that are missing.
 setup-system:
     #!/usr/bin/env bash
@@ -184,7 +186,8 @@ setup-system:
     command -v docker-compose >/dev/null || missing+=(docker-compose)
     command -v strace >/dev/null || missing+=(strace)
     command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || missing+=(redis-tools)
-    if [ "${#missing[@]}" -eq 0 ]; then echo "setup-system: chromium, docker-compose, strace and redis-tools are installed"; exit 0; fi
+    command -v memccapable >/dev/null && command -v memcslap >/dev/null || missing+=(libmemcached-tools)
+    if [ "${#missing[@]}" -eq 0 ]; then echo "setup-system: chromium, docker-compose, strace, redis-tools and libmemcached-tools are installed"; exit 0; fi
     if [ "$(id -u)" != 0 ]; then
       echo "setup-system: missing ${missing[*]}; as root run: apt-get install -y --no-install-recommends ${missing[*]}" >&2
       exit 1

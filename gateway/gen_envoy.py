@@ -86,8 +86,8 @@ both as UNAVAILABLE, "safe to retry", for a write the node may still commit.
 ``python3 gateway/gen_envoy.py --flags-table`` prints the table docs/reliability.md carries.
 
 Limits against abuse (a rate per client address, a connection cap, request and idle timeouts) are
-in limits.py, with their flags; the role checks made with --jwks, from the nodes' own table, in
-roles.py.
+in limits.py, with their flags; the role checks made with --jwks, from the nodes' own table, in roles.py;
+the TCP listeners of the Redis and memcached protocols (--resp-*, --memcache-*) in tcp_proxy.py.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ import sys
 
 import answers  # the script's own folder is on sys.path
 import limits
-import resp_proxy
 import roles
+import tcp_proxy
 from gateway_tls import (
     NODE_CA_SDS_FILE,
     NODE_SDS_FILE,
@@ -679,8 +679,7 @@ def build(args: argparse.Namespace) -> dict:
     if args.access_log:
         hcm["access_log"] += access_log(args.access_log)
 
-    node_tls = (upstream_transport_socket(args.node_tls_sds, args.node_tls_ca_sds)
-                if args.node_tls_cert else None)
+    node_tls = upstream_transport_socket(args.node_tls_sds, args.node_tls_ca_sds) if args.node_tls_cert else None
     clusters = [
         node_cluster("nodes_leader", nodes, "/health/leader", args.eds, node_tls),
         node_cluster("nodes_any", nodes, "/health/live", args.eds, node_tls),
@@ -695,7 +694,7 @@ def build(args: argparse.Namespace) -> dict:
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
     if args.eds:
         clusters.append(xds_cluster(nodes, node_tls))
-    clusters += resp_proxy.clusters(args, discovery, health_check)
+    clusters += tcp_proxy.clusters(args, discovery, health_check)
 
     listener = {
         "name": "ingress",
@@ -714,7 +713,7 @@ def build(args: argparse.Namespace) -> dict:
         "admin": {"address": socket_address(admin_host, admin_port)},
         "overload_manager": limits.overload_manager(args),
         "static_resources": {
-            "listeners": [listener, *resp_proxy.listener(args, socket_address)],
+            "listeners": [listener, *tcp_proxy.listeners(args, socket_address)],
             "clusters": clusters,
         },
     }
@@ -767,7 +766,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    "and their roles are then checked at the gateway too (roles.py), and a refused request "
                    "never reaches a node (default: not checked here; the nodes always check)")
     limits.add_arguments(p)
-    resp_proxy.add_arguments(p)
+    tcp_proxy.add_arguments(p)
     p.add_argument("--tls-cert", help="the gateway's certificate (PEM): clients then connect with TLS 1.2+ "
                    "(ALPN h2, http/1.1); needs --tls-key (gateway_tls.py)")
     p.add_argument("--tls-key", help="the private key of --tls-cert")
@@ -816,7 +815,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         a.load_runner = parse_hostport(a.load_runner) if a.load_runner else None
     except argparse.ArgumentTypeError as e:
         p.error(str(e))
-    problem = limits.check(a) or resp_proxy.check(a, parse_hostport, parse_nodes)
+    problem = limits.check(a) or tcp_proxy.check(a, parse_hostport, parse_nodes)
     if problem:
         p.error(problem)
     if bool(a.tls_cert) != bool(a.tls_key):

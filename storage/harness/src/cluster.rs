@@ -15,7 +15,7 @@ use strata_auth::Role;
 
 use crate::auth::ClusterAuth;
 use crate::command::{self, CommandLine, NodeSpec};
-use crate::gateway::{GatewaySpec, RespGateway};
+use crate::gateway::{GatewaySpec, TcpGateway};
 use crate::{envoy_binary, free_port, workspace_binary};
 
 /// Raft-rs logs at info too: some tests look for its snapshot messages.
@@ -56,6 +56,8 @@ struct NodeProc {
     port: u16,
     /// Where it serves the Redis protocol.
     resp_port: u16,
+    /// Where it serves the memcached text protocol.
+    memcache_port: u16,
     data_dir: PathBuf,
     child: Option<Child>,
 }
@@ -68,6 +70,8 @@ pub struct Cluster {
     gateway_port: u16,
     /// Where the gateway takes Redis clients.
     gateway_resp_port: u16,
+    /// Where the gateway takes memcached clients.
+    gateway_memcache_port: u16,
     admin_port: u16,
     http: reqwest::Client,
     /// Extra flags for every node start.
@@ -202,6 +206,7 @@ impl Cluster {
                 id,
                 port: free_port(),
                 resp_port: free_port(),
+                memcache_port: free_port(),
                 data_dir: dir.path().join(format!("node{id}")),
                 child: None,
             })
@@ -219,6 +224,7 @@ impl Cluster {
             envoy: None,
             gateway_port: free_port(),
             gateway_resp_port: free_port(),
+            gateway_memcache_port: free_port(),
             admin_port: free_port(),
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(15))
@@ -309,8 +315,10 @@ impl Cluster {
         }
         let (listen, data_dir) = (format!("127.0.0.1:{}", node.port), node.data_dir.clone());
         let resp = format!("127.0.0.1:{}", node.resp_port);
+        let memcache = format!("127.0.0.1:{}", node.memcache_port);
         let mut spec = NodeSpec::new(id, listen, self.peers(), data_dir);
         spec.resp_listen = Some(resp);
+        spec.memcache_listen = Some(memcache);
         self.auth.configure(&mut spec);
         if let Some(role) = &self.anonymous_role {
             spec.anonymous_role = Some(role.clone());
@@ -331,8 +339,8 @@ impl Cluster {
 
     fn start_envoy(&mut self) -> Result<()> {
         let cfg = self.dir.path().join("envoy.yaml");
-        // The nodes the gateway is told of: their API and RESP ports, in
-        // the same order.
+        // The nodes the gateway is told of: their API, RESP and memcached
+        // ports, in the same order.
         let seeds: Vec<&NodeProc> = self
             .nodes
             .iter()
@@ -361,11 +369,18 @@ impl Cluster {
             extra_args: self.gateway_args.clone(),
             tls: None,
             node_tls: None,
-            resp: Some(RespGateway {
+            resp: Some(TcpGateway {
                 listen: format!("127.0.0.1:{}", self.gateway_resp_port),
                 nodes: seeds
                     .iter()
                     .map(|n| format!("127.0.0.1:{}", n.resp_port))
+                    .collect(),
+            }),
+            memcache: Some(TcpGateway {
+                listen: format!("127.0.0.1:{}", self.gateway_memcache_port),
+                nodes: seeds
+                    .iter()
+                    .map(|n| format!("127.0.0.1:{}", n.memcache_port))
                     .collect(),
             }),
         }
@@ -394,6 +409,7 @@ impl Cluster {
             id,
             port: free_port(),
             resp_port: free_port(),
+            memcache_port: free_port(),
             data_dir: self.dir.path().join(format!("node{id}")),
             child: None,
         });
@@ -418,6 +434,7 @@ impl Cluster {
                 id,
                 port: free_port(),
                 resp_port: free_port(),
+                memcache_port: free_port(),
                 data_dir: self.dir.path().join(format!("node{id}")),
                 child: None,
             });
@@ -589,6 +606,11 @@ impl Cluster {
         format!("127.0.0.1:{}", self.gateway_resp_port)
     }
 
+    /// Where the gateway takes memcached clients (`host:port`).
+    pub fn gateway_memcache_addr(&self) -> String {
+        format!("127.0.0.1:{}", self.gateway_memcache_port)
+    }
+
     /// Envoy's admin interface (`/stats`, `/clusters`).
     pub fn admin_url(&self) -> String {
         format!("http://127.0.0.1:{}", self.admin_port)
@@ -629,6 +651,16 @@ impl Cluster {
             .iter()
             .find(|n| n.id == id)
             .map_or(0, |n| n.resp_port);
+        format!("127.0.0.1:{port}")
+    }
+
+    /// Where node `id` serves the memcached text protocol (`host:port`).
+    pub fn memcache_addr(&self, id: u64) -> String {
+        let port = self
+            .nodes
+            .iter()
+            .find(|n| n.id == id)
+            .map_or(0, |n| n.memcache_port);
         format!("127.0.0.1:{port}")
     }
 

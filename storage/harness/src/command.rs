@@ -50,6 +50,10 @@ pub struct NodeSpec {
     /// `host:port` it serves the Redis protocol on (`--resp-listen`), if any.
     #[serde(default)]
     pub resp_listen: Option<String>,
+    /// `host:port` it serves the memcached text protocol on
+    /// (`--memcache-listen`), if any.
+    #[serde(default)]
+    pub memcache_listen: Option<String>,
     /// Every member's id and address as this node should reach it: its
     /// own, and the others' (a test harness may route those through proxies).
     pub peers: Vec<(u64, String)>,
@@ -92,6 +96,7 @@ impl NodeSpec {
             listen,
             advertise: None,
             resp_listen: None,
+            memcache_listen: None,
             peers,
             data_dir,
             join: false,
@@ -119,6 +124,9 @@ impl NodeSpec {
         }
         if let Some(resp) = &self.resp_listen {
             args.extend(["--resp-listen".into(), resp.clone()]);
+        }
+        if let Some(memcache) = &self.memcache_listen {
+            args.extend(["--memcache-listen".into(), memcache.clone()]);
         }
         args.extend([
             "--peers".into(),

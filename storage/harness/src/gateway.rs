@@ -69,13 +69,19 @@ pub struct GatewaySpec {
     /// The Redis protocol at the gateway: Envoy proxies RESP connections to
     /// the nodes' RESP ports, the leader's first; none when `None`.
     #[serde(default)]
-    pub resp: Option<RespGateway>,
+    pub resp: Option<TcpGateway>,
+    /// The memcached text protocol at the gateway: Envoy proxies memcached
+    /// connections to the nodes' memcached ports, the leader's first; none
+    /// when `None`.
+    #[serde(default)]
+    pub memcache: Option<TcpGateway>,
 }
 
-/// Where the gateway takes Redis clients, and each node's RESP port, in the
-/// order of [`GatewaySpec::nodes`].
+/// A protocol the gateway proxies over TCP (`gateway/tcp_proxy.py`): where
+/// it takes the protocol's clients, and each node's port for the protocol,
+/// in the order of [`GatewaySpec::nodes`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RespGateway {
+pub struct TcpGateway {
     pub listen: String,
     pub nodes: Vec<String>,
 }
@@ -122,9 +128,15 @@ impl GatewaySpec {
             cmd.arg("--node-tls-key").arg(&tls.key);
             cmd.arg("--node-tls-ca").arg(&tls.ca);
         }
-        if let Some(resp) = &self.resp {
-            cmd.args(["--resp-listen", &resp.listen])
-                .args(["--resp-nodes", &resp.nodes.join(",")]);
+        // Each protocol's flags are named after it (`--resp-listen`,
+        // `--memcache-nodes`, ...).
+        for (protocol, proxy) in [("resp", &self.resp), ("memcache", &self.memcache)] {
+            if let Some(proxy) = proxy {
+                cmd.arg(format!("--{protocol}-listen"))
+                    .arg(&proxy.listen)
+                    .arg(format!("--{protocol}-nodes"))
+                    .arg(proxy.nodes.join(","));
+            }
         }
         let output = cmd
             .args(&self.extra_args)
@@ -173,6 +185,7 @@ mod tests {
             tls: None,
             node_tls: None,
             resp: None,
+            memcache: None,
         }
     }
 
@@ -276,6 +289,39 @@ mod tests {
                     "{sds}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn each_tcp_protocol_reaches_the_generator_with_its_own_flags() {
+        // Proves the spec's `resp` and `memcache` reach the generator as
+        // its `--resp-*` and `--memcache-*` flags: the config has a
+        // listener and an aggregate cluster for each, on the ports given.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("envoy.yaml");
+        GatewaySpec {
+            resp: Some(TcpGateway {
+                listen: "127.0.0.1:16379".into(),
+                nodes: vec!["127.0.0.1:16380".into()],
+            }),
+            memcache: Some(TcpGateway {
+                listen: "127.0.0.1:11311".into(),
+                nodes: vec!["127.0.0.1:11312".into()],
+            }),
+            ..local_spec("127.0.0.1:17001", false)
+        }
+        .write_config(&out)
+        .unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        for name in ["resp", "memcache"] {
+            assert!(text.contains(&format!("name: \"{name}\"")), "{text}");
+            assert!(text.contains(&format!("stat_prefix: \"{name}\"")), "{text}");
+        }
+        for port in ["16379", "16380", "11311", "11312"] {
+            assert!(
+                text.contains(&format!("port_value: {port}")),
+                "{port} missing"
+            );
         }
     }
 

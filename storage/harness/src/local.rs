@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::ClusterAuth;
 use crate::command::{self, NodeSpec};
-use crate::gateway::{GatewaySpec, RespGateway};
+use crate::gateway::{GatewaySpec, TcpGateway};
 use crate::jaeger::TraceViewer;
 use crate::run_dir::RunDir;
 
@@ -37,6 +37,11 @@ pub struct UpOptions {
     /// the gateway on `gateway_resp_port`; none, neither does.
     pub resp_base_port: Option<u16>,
     pub gateway_resp_port: u16,
+    /// Node `i` serves the memcached text protocol on
+    /// `memcache_base_port + i - 1`, and the gateway on
+    /// `gateway_memcache_port`; none, neither does.
+    pub memcache_base_port: Option<u16>,
+    pub gateway_memcache_port: u16,
     pub gateway_port: u16,
     pub admin_port: u16,
     pub k6_port: u16,
@@ -96,6 +101,10 @@ pub struct Layout {
     /// after it; none, no node does.
     #[serde(default)]
     pub resp_base_port: Option<u16>,
+    /// Where node 1 serves the memcached text protocol, the others on the
+    /// ports after it; none, no node does.
+    #[serde(default)]
+    pub memcache_base_port: Option<u16>,
     /// Every node started so far, in id order.
     pub nodes: Vec<NodeSpec>,
     pub gateway: GatewaySpec,
@@ -115,14 +124,33 @@ pub struct Layout {
 
 const ADDR: &str = "127.0.0.1";
 
-/// Where node `id` serves the Redis protocol, if the cluster's nodes do.
-fn resp_listen(resp_base_port: Option<u16>, id: u64) -> Result<Option<String>> {
-    resp_base_port
+/// Where node `id` serves a protocol that has a port of its own (the Redis
+/// protocol, the memcached text protocol), if the cluster's nodes do: node
+/// 1 on `base_port`, the others on the ports after it. `protocol` names it
+/// in the error.
+fn protocol_listen(base_port: Option<u16>, id: u64, protocol: &str) -> Result<Option<String>> {
+    base_port
         .map(|base| {
-            let port = u16::try_from(u64::from(base) + id - 1).context("RESP port beyond 65535")?;
+            let port = u16::try_from(u64::from(base) + id - 1)
+                .with_context(|| format!("{protocol} port beyond 65535"))?;
             Ok(format!("{ADDR}:{port}"))
         })
         .transpose()
+}
+
+/// The gateway's listener for a protocol the nodes serve on ports of their
+/// own, if they do: on `gateway_port`, in front of each node's address for
+/// it, as `listen` reads it from the node's spec (`nodes` in id order).
+fn tcp_gateway(
+    base_port: Option<u16>,
+    gateway_port: u16,
+    listen: impl Fn(&NodeSpec) -> Option<String>,
+    nodes: &[NodeSpec],
+) -> Option<TcpGateway> {
+    base_port.map(|_| TcpGateway {
+        listen: format!("{ADDR}:{gateway_port}"),
+        nodes: nodes.iter().filter_map(listen).collect(),
+    })
 }
 
 impl Layout {
@@ -154,7 +182,8 @@ impl Layout {
                     run.data().join(node_name(*id)),
                 );
                 crate::auth::configure(&mut spec, &auth_dir, &opts.anonymous_role);
-                spec.resp_listen = resp_listen(opts.resp_base_port, *id)?;
+                spec.resp_listen = protocol_listen(opts.resp_base_port, *id, "RESP")?;
+                spec.memcache_listen = protocol_listen(opts.memcache_base_port, *id, "memcached")?;
                 spec.tls = tls_dir
                     .as_ref()
                     .map(|dir| crate::tls::mutual_files(dir, &node_name(*id)));
@@ -188,12 +217,24 @@ impl Layout {
                 Ok(spec)
             })
             .collect::<Result<Vec<_>>>()?;
-        let resp_nodes = nodes.iter().filter_map(|n| n.resp_listen.clone()).collect();
+        let resp = tcp_gateway(
+            opts.resp_base_port,
+            opts.gateway_resp_port,
+            |n| n.resp_listen.clone(),
+            &nodes,
+        );
+        let memcache = tcp_gateway(
+            opts.memcache_base_port,
+            opts.gateway_memcache_port,
+            |n| n.memcache_listen.clone(),
+            &nodes,
+        );
         Ok(Layout {
             node_bin: opts.node_bin.clone(),
             envoy_bin: opts.envoy_bin.clone(),
             base_port: opts.base_port,
             resp_base_port: opts.resp_base_port,
+            memcache_base_port: opts.memcache_base_port,
             nodes,
             gateway: GatewaySpec {
                 // The first nodes are the seeds; a node added later with
@@ -216,10 +257,8 @@ impl Layout {
                 node_tls: tls_dir
                     .as_ref()
                     .map(|dir| crate::tls::mutual_files(dir, crate::tls::GATEWAY)),
-                resp: opts.resp_base_port.map(|_| RespGateway {
-                    listen: format!("{ADDR}:{}", opts.gateway_resp_port),
-                    nodes: resp_nodes,
-                }),
+                resp,
+                memcache,
             },
             envoy_threads: opts.threads,
             console_dir: opts.console_dir.clone(),
@@ -414,7 +453,8 @@ impl Layout {
         let template = &self.nodes[0];
         let mut spec = NodeSpec::new(id, listen, peers, run.data().join(node_name(id)));
         spec.join = true;
-        spec.resp_listen = resp_listen(self.resp_base_port, id)?;
+        spec.resp_listen = protocol_listen(self.resp_base_port, id, "RESP")?;
+        spec.memcache_listen = protocol_listen(self.memcache_base_port, id, "memcached")?;
         spec.io_threads = template.io_threads;
         spec.log = template.log.clone();
         spec.extra_args = template.extra_args.clone();
@@ -504,6 +544,8 @@ mod tests {
             base_port: 17001,
             resp_base_port: None,
             gateway_resp_port: 16379,
+            memcache_base_port: None,
+            gateway_memcache_port: 11311,
             gateway_port: 18080,
             admin_port: 19901,
             k6_port: 16565,
@@ -669,6 +711,98 @@ mod tests {
             "{:?}",
             line.args
         );
+    }
+
+    #[test]
+    fn with_a_memcache_base_port_every_node_serves_memcached_on_its_own_port() {
+        // Proves: `--memcache-base-port` gives node i the port base + i - 1,
+        // a node that joins later the next one, the gateway its own
+        // listener in front of them, and without it no node serves
+        // memcached; it does not turn on RESP, nor RESP it.
+        let run = RunDir::new("/r");
+        let plain = Layout::plan(&options(), &run).unwrap();
+        assert!(plain.nodes.iter().all(|n| n.memcache_listen.is_none()));
+        assert_eq!(plain.gateway.memcache, None);
+        let layout = Layout::plan(
+            &UpOptions {
+                memcache_base_port: Some(11312),
+                ..options()
+            },
+            &run,
+        )
+        .unwrap();
+        let memcache: Vec<Option<&str>> = layout
+            .nodes
+            .iter()
+            .map(|n| n.memcache_listen.as_deref())
+            .collect();
+        assert_eq!(
+            memcache,
+            [
+                Some("127.0.0.1:11312"),
+                Some("127.0.0.1:11313"),
+                Some("127.0.0.1:11314")
+            ]
+        );
+        let gateway = layout
+            .gateway
+            .memcache
+            .as_ref()
+            .expect("the gateway takes memcached too");
+        assert_eq!(gateway.listen, "127.0.0.1:11311");
+        assert_eq!(
+            gateway.nodes,
+            ["127.0.0.1:11312", "127.0.0.1:11313", "127.0.0.1:11314"]
+        );
+        assert!(layout.nodes.iter().all(|n| n.resp_listen.is_none()));
+        assert_eq!(layout.gateway.resp, None);
+        let resp_only = Layout::plan(
+            &UpOptions {
+                resp_base_port: Some(16380),
+                ..options()
+            },
+            &run,
+        )
+        .unwrap();
+        assert!(resp_only.nodes.iter().all(|n| n.memcache_listen.is_none()));
+        assert_eq!(resp_only.gateway.memcache, None);
+        let joining = layout.joining_node(&run, 4).unwrap();
+        assert_eq!(joining.memcache_listen.as_deref(), Some("127.0.0.1:11315"));
+        let line = joining.command_line(Path::new("strata-node"));
+        assert!(
+            line.args
+                .windows(2)
+                .any(|w| w == ["--memcache-listen", "127.0.0.1:11315"]),
+            "{:?}",
+            line.args
+        );
+        assert!(!line.args.iter().any(|a| a == "--resp-listen"));
+    }
+
+    #[test]
+    fn a_layout_saved_before_memcached_loads_without_it() {
+        // Proves: a `cluster.json` written before the memcached settings
+        // existed (no `memcache_base_port`, no `memcache_listen`, no
+        // gateway `memcache`) still loads, with memcached off.
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let layout = Layout::plan(
+            &UpOptions {
+                resp_base_port: Some(16380),
+                ..options()
+            },
+            &run,
+        )
+        .unwrap();
+        let mut json = serde_json::to_value(&layout).unwrap();
+        json.as_object_mut().unwrap().remove("memcache_base_port");
+        json["gateway"].as_object_mut().unwrap().remove("memcache");
+        for node in json["nodes"].as_array_mut().unwrap() {
+            node.as_object_mut().unwrap().remove("memcache_listen");
+        }
+        std::fs::create_dir_all(run.root()).unwrap();
+        std::fs::write(run.root().join("cluster.json"), json.to_string()).unwrap();
+        assert_eq!(Layout::load(&run).unwrap(), layout);
     }
 
     #[test]

@@ -129,6 +129,15 @@ struct Up {
     /// (not Redis's own 6379, which a Redis of the machine's may hold).
     #[arg(long, default_value_t = 16379)]
     gateway_resp_port: u16,
+    /// Node i also serves the memcached text protocol on this port + i - 1
+    /// (`--memcache-listen`); off when not given.
+    #[arg(long)]
+    memcache_base_port: Option<u16>,
+    /// With --memcache-base-port: the gateway takes memcached clients on
+    /// this port (not memcached's own 11211, which a memcached of the
+    /// machine's may hold).
+    #[arg(long, default_value_t = 11311)]
+    gateway_memcache_port: u16,
     #[arg(long, default_value_t = 8080)]
     gateway_port: u16,
     #[arg(long, default_value_t = 9901)]
@@ -465,6 +474,7 @@ fn command_line(line: Line) -> Result<command::CommandLine> {
                 tls: None,
                 node_tls: None,
                 resp: None,
+                memcache: None,
             }
             .write_config(&config)?;
             command::envoy(&envoy, &config, concurrency)
@@ -520,6 +530,8 @@ async fn cmd_up(up: Up) -> Result<()> {
         base_port: up.base_port,
         resp_base_port: up.resp_base_port,
         gateway_resp_port: up.gateway_resp_port,
+        memcache_base_port: up.memcache_base_port,
+        gateway_memcache_port: up.gateway_memcache_port,
         gateway_port: up.gateway_port,
         admin_port: up.admin_port,
         k6_port: up.k6_port,
@@ -618,6 +630,14 @@ async fn cmd_up(up: Up) -> Result<()> {
             "  node {} Redis protocol  {resp}   redis-cli -h {host} -p {port}",
             n.id
         );
+    }
+    if let Some(memcache) = &layout.gateway.memcache {
+        println!("  gateway memcached      {}", memcache.listen);
+    }
+    for n in &layout.nodes {
+        if let Some(memcache) = &n.memcache_listen {
+            println!("  node {} memcached       {memcache}", n.id);
+        }
     }
     if let Some(viewer) = &layout.traces {
         println!("  traces (Jaeger)        {}", viewer.ui_url());
