@@ -258,7 +258,7 @@ test-metrics: setup-monitoring
     STRATA_NODES=http://127.0.0.1:17301,http://127.0.0.1:17302,http://127.0.0.1:17303 \
         "{{venv}}/bin/python" -m unittest discover -s deploy/monitoring -p 'test_*.py' -v
 
-# k6 smoke scenarios (REST and gRPC), then the Python (REST and gRPC), Go and TypeScript examples, against a fresh cluster behind Envoy.
+# k6 smoke scenarios (REST and gRPC), then the Python (REST, gRPC and memcached), Go and TypeScript examples, against a fresh cluster behind Envoy.
 test-smoke: setup-k6 setup-console
     #!/usr/bin/env bash
     set -euo pipefail
@@ -266,13 +266,15 @@ test-smoke: setup-k6 setup-console
     dir="{{run}}/smoke"
     trap '"{{cluster}}" down --run-dir "$dir"' EXIT
     "{{cluster}}" up --fresh --run-dir "$dir" --envoy "{{envoy}}" \
-        --base-port 17101 --gateway-port 18180 --admin-port 19911
+        --base-port 17101 --gateway-port 18180 --admin-port 19911 \
+        --memcache-base-port 17111 --gateway-memcache-port 18181
     STRATA_URL=http://127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke.js
     STRATA_ADDR=127.0.0.1:18180 "{{k6}}" run --quiet loadtest/smoke-grpc.js
     # The clients of other languages in examples/, each against the same gateway.
     export STRATA_URL=http://127.0.0.1:18180
     python3 examples/python/strata_example.py
     STRATA_GRPC=127.0.0.1:18180 "{{venv}}/bin/python" examples/python/strata_grpc_example.py
+    STRATA_MEMCACHE=127.0.0.1:18181 "{{venv}}/bin/python" examples/python/memcached_example.py
     (cd examples/go && go run .)
     npm run --silent --prefix examples/typescript start
 
