@@ -26,6 +26,11 @@ pub struct NodeConfig {
     /// connection still sending one then is closed with an error.
     #[arg(long, env = "STRATA_RESP_FRAME_TIMEOUT_MS", default_value_t = 60_000)]
     pub resp_frame_timeout_ms: u64,
+    /// How many RESP connections the node holds at once; one more is
+    /// answered `-ERR max number of clients reached` and closed (Redis's
+    /// maxclients).
+    #[arg(long, env = "STRATA_RESP_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub resp_max_connections: usize,
     /// Also serve the memcached text protocol on this address: get, gets,
     /// set, add, replace, cas, delete, incr, decr, touch, stats and more
     /// over the same keys, with the same consistency and durability (see
@@ -40,6 +45,11 @@ pub struct NodeConfig {
         default_value_t = 60_000
     )]
     pub memcache_frame_timeout_ms: u64,
+    /// How many memcached connections the node holds at once; one more is
+    /// answered `SERVER_ERROR Too many open connections` and closed
+    /// (memcached's -c).
+    #[arg(long, env = "STRATA_MEMCACHE_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub memcache_max_connections: usize,
     /// Address peers and clients use to reach this node (defaults to the
     /// entry for this id in --peers, then to --listen).
     #[arg(long, env = "STRATA_ADVERTISE")]
@@ -338,8 +348,10 @@ impl NodeConfig {
             listen,
             resp_listen: None,
             resp_frame_timeout_ms: 60_000,
+            resp_max_connections: 10_000,
             memcache_listen: None,
             memcache_frame_timeout_ms: 60_000,
+            memcache_max_connections: 1024,
             advertise: None,
             peers: Vec::new(),
             join: false,

@@ -289,12 +289,14 @@ impl Node {
             guard.clone(),
             budget.clone(),
             std::time::Duration::from_millis(config.resp_frame_timeout_ms),
+            config.resp_max_connections,
         );
         let memcache = crate::memcache::MemcacheServer::new(
             core.clone(),
             guard.clone(),
             budget.clone(),
             std::time::Duration::from_millis(config.memcache_frame_timeout_ms),
+            config.memcache_max_connections,
         );
         let app = crate::app::router(
             state,

@@ -4,6 +4,8 @@
 //! and how a connection waits for its next request.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -11,14 +13,58 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_util::codec::{Decoder, Framed};
 
+/// A front end's connections: those open now, all taken since the node
+/// started, and those refused for being over the cap.
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: AtomicU64,
+    taken: AtomicU64,
+    refused: AtomicU64,
+}
+
+impl Connections {
+    pub fn open(&self) -> u64 {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    pub fn taken(&self) -> u64 {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts a connection open while it lives.
+struct OpenConnection(Arc<Connections>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many connections a front end holds at once, and what one past that
+/// is told before it is closed (in the protocol's own words).
+#[derive(Debug, Clone, Copy)]
+pub struct Cap {
+    pub max_connections: usize,
+    pub refusal: &'static [u8],
+}
+
 /// Accepts connections on `listener` until `stopping` turns true, running
-/// `connection` for each; then ends every connection (those idle at once,
-/// the others after the request they are running) and returns once all
-/// have ended, so that nothing of the node is left in use. `protocol`
-/// names the front end in the log.
+/// `connection` for each, at most `cap.max_connections` at once (one more
+/// is sent `cap.refusal` and closed, as Redis and memcached do); then ends
+/// every connection (those idle at once, the others after the request they
+/// are running) and returns once all have ended, so that nothing of the
+/// node is left in use. `protocol` names the front end in the log;
+/// `connections` counts what happens.
 pub async fn serve<F, Fut>(
     listener: TcpListener,
     protocol: &'static str,
+    cap: Cap,
+    connections: Arc<Connections>,
     stopping: watch::Receiver<bool>,
     connection: F,
 ) where
@@ -26,13 +72,26 @@ pub async fn serve<F, Fut>(
     Fut: Future<Output = ()> + Send + 'static,
 {
     let mut stop = stopping.clone();
-    let mut connections = tokio::task::JoinSet::new();
+    let mut running = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
+                Ok((stream, _)) if connections.open() >= cap.max_connections as u64 => {
+                    connections.refused.fetch_add(1, Ordering::Relaxed);
+                    // A fresh socket's send buffer is empty: the refusal
+                    // goes out without waiting, and the socket closes.
+                    let _ = stream.try_write(cap.refusal);
+                }
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(stream, stopping.clone()));
+                    connections.open.fetch_add(1, Ordering::Relaxed);
+                    connections.taken.fetch_add(1, Ordering::Relaxed);
+                    let open = OpenConnection(connections.clone());
+                    let serve = connection(stream, stopping.clone());
+                    running.spawn(async move {
+                        serve.await;
+                        drop(open);
+                    });
                 }
                 Err(e) => {
                     // Out of descriptors, say: try again shortly.
@@ -41,12 +100,12 @@ pub async fn serve<F, Fut>(
                 }
             },
             // Reap the connections that ended.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(_) = running.join_next(), if !running.is_empty() => {}
             () = stopped(&mut stop) => break,
         }
     }
     drop(listener);
-    while connections.join_next().await.is_some() {}
+    while running.join_next().await.is_some() {}
 }
 
 /// Resolves once the node is stopping.

@@ -1,14 +1,16 @@
 //! What `stats` counts, over every memcached connection of the node since
 //! it started, under memcached's own names.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+use crate::tcp_front::Connections;
 
 #[derive(Debug)]
 pub struct Counters {
     pub started: Instant,
-    pub curr_connections: AtomicU64,
-    pub total_connections: AtomicU64,
+    pub connections: Arc<Connections>,
     pub cmd_get: AtomicU64,
     pub get_hits: AtomicU64,
     pub get_misses: AtomicU64,
@@ -31,8 +33,7 @@ impl Default for Counters {
     fn default() -> Self {
         Counters {
             started: Instant::now(),
-            curr_connections: AtomicU64::new(0),
-            total_connections: AtomicU64::new(0),
+            connections: Arc::default(),
             cmd_get: AtomicU64::new(0),
             get_hits: AtomicU64::new(0),
             get_misses: AtomicU64::new(0),
@@ -64,8 +65,9 @@ impl Counters {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         vec![
             ("uptime", self.started.elapsed().as_secs()),
-            ("curr_connections", get(&self.curr_connections)),
-            ("total_connections", get(&self.total_connections)),
+            ("curr_connections", self.connections.open()),
+            ("total_connections", self.connections.taken()),
+            ("rejected_connections", self.connections.refused()),
             ("cmd_get", get(&self.cmd_get)),
             ("cmd_set", get(&self.cmd_set)),
             ("cmd_touch", get(&self.cmd_touch)),
@@ -83,22 +85,5 @@ impl Counters {
             ("touch_hits", get(&self.touch_hits)),
             ("touch_misses", get(&self.touch_misses)),
         ]
-    }
-}
-
-/// Counts a connection as open while it lives.
-pub struct Open<'a>(&'a Counters);
-
-impl<'a> Open<'a> {
-    pub fn new(counters: &'a Counters) -> Self {
-        bump(&counters.curr_connections);
-        bump(&counters.total_connections);
-        Open(counters)
-    }
-}
-
-impl Drop for Open<'_> {
-    fn drop(&mut self) {
-        self.0.curr_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }

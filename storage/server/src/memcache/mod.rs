@@ -27,9 +27,9 @@ use tokio_util::codec::Framed;
 use crate::admission::WriteBudget;
 use crate::auth::Guard;
 use crate::core::Core;
-use crate::tcp_front::{self, Next};
+use crate::tcp_front::{self, Cap, Next};
 use codec::Requests;
-use counters::{Counters, Open};
+use counters::Counters;
 use session::Session;
 
 /// What each memcached connection serves with.
@@ -40,6 +40,7 @@ pub struct MemcacheServer {
     counters: Arc<Counters>,
     /// How long a request may take to arrive, from its first byte.
     frame_timeout: Duration,
+    max_connections: usize,
 }
 
 impl MemcacheServer {
@@ -48,6 +49,7 @@ impl MemcacheServer {
         guard: Arc<Guard>,
         budget: Arc<WriteBudget>,
         frame_timeout: Duration,
+        max_connections: usize,
     ) -> Arc<Self> {
         Arc::new(MemcacheServer {
             core,
@@ -55,6 +57,7 @@ impl MemcacheServer {
             budget,
             counters: Arc::new(Counters::default()),
             frame_timeout,
+            max_connections,
         })
     }
 }
@@ -66,9 +69,20 @@ pub async fn serve(
     server: Arc<MemcacheServer>,
     stopping: watch::Receiver<bool>,
 ) {
-    tcp_front::serve(listener, "memcached", stopping, move |stream, stopping| {
-        connection(stream, server.clone(), stopping)
-    })
+    let cap = Cap {
+        max_connections: server.max_connections,
+        // memcached's own words.
+        refusal: b"SERVER_ERROR Too many open connections\r\n",
+    };
+    let connections = server.counters.connections.clone();
+    tcp_front::serve(
+        listener,
+        "memcached",
+        cap,
+        connections,
+        stopping,
+        move |stream, stopping| connection(stream, server.clone(), stopping),
+    )
     .await;
 }
 
@@ -77,7 +91,6 @@ async fn connection(
     server: Arc<MemcacheServer>,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let _open = Open::new(&server.counters);
     let max_value_bytes = server.core.limits().max_value_bytes;
     let mut framed = Framed::new(stream, Requests::new(max_value_bytes));
     let mut session = Session::new(

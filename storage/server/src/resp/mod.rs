@@ -27,7 +27,7 @@ use tokio_util::codec::Framed;
 use crate::admission::WriteBudget;
 use crate::auth::Guard;
 use crate::core::Core;
-use crate::tcp_front::{self, Next};
+use crate::tcp_front::{self, Cap, Connections, Next};
 use codec::Frames;
 use session::{Session, error};
 
@@ -43,6 +43,8 @@ pub struct RespServer {
     max_frame_bytes: usize,
     /// How long a request frame may take to arrive, from its first byte.
     frame_timeout: Duration,
+    max_connections: usize,
+    connections: Arc<Connections>,
 }
 
 impl RespServer {
@@ -51,6 +53,7 @@ impl RespServer {
         guard: Arc<Guard>,
         budget: Arc<WriteBudget>,
         frame_timeout: Duration,
+        max_connections: usize,
     ) -> Arc<Self> {
         let max_frame_bytes = core.limits().max_request_bytes + FRAME_OVERHEAD_BYTES;
         Arc::new(RespServer {
@@ -59,6 +62,8 @@ impl RespServer {
             budget,
             max_frame_bytes,
             frame_timeout,
+            max_connections,
+            connections: Arc::default(),
         })
     }
 }
@@ -70,9 +75,20 @@ pub async fn serve(
     server: Arc<RespServer>,
     stopping: watch::Receiver<bool>,
 ) {
-    tcp_front::serve(listener, "RESP", stopping, move |stream, stopping| {
-        connection(stream, server.clone(), stopping)
-    })
+    let cap = Cap {
+        max_connections: server.max_connections,
+        // Redis's own words.
+        refusal: b"-ERR max number of clients reached\r\n",
+    };
+    let connections = server.connections.clone();
+    tcp_front::serve(
+        listener,
+        "RESP",
+        cap,
+        connections,
+        stopping,
+        move |stream, stopping| connection(stream, server.clone(), stopping),
+    )
     .await;
 }
 
@@ -86,6 +102,7 @@ async fn connection(
         server.core.clone(),
         server.guard.clone(),
         server.budget.clone(),
+        server.connections.clone(),
     );
     loop {
         let frame =

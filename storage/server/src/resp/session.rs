@@ -24,6 +24,7 @@ use crate::auth::{Guard, credential};
 use crate::core::{Core, Hop};
 use crate::deadline;
 use crate::error::ApiError;
+use crate::tcp_front::Connections;
 
 /// Scans a connection may keep open at once; past it the oldest is
 /// forgotten (its cursor then answers "invalid cursor").
@@ -48,6 +49,7 @@ pub struct Session {
     core: Arc<Core>,
     guard: Arc<Guard>,
     budget: Arc<WriteBudget>,
+    connections: Arc<Connections>,
     /// `Bearer <token>` once `AUTH` took a token.
     authorization: Option<HeaderValue>,
     /// Open scans: cursor → the page token of the scan's next page.
@@ -77,11 +79,17 @@ fn api_error(e: ApiError) -> BytesFrame {
 }
 
 impl Session {
-    pub fn new(core: Arc<Core>, guard: Arc<Guard>, budget: Arc<WriteBudget>) -> Self {
+    pub fn new(
+        core: Arc<Core>,
+        guard: Arc<Guard>,
+        budget: Arc<WriteBudget>,
+        connections: Arc<Connections>,
+    ) -> Self {
         Session {
             core,
             guard,
             budget,
+            connections,
             authorization: None,
             scans: BTreeMap::new(),
             next_cursor: 1,
@@ -145,10 +153,15 @@ impl Session {
             "follower"
         };
         let text = format!(
-            "# Server\r\nserver:strata\r\nstrata_version:{}\r\nnode_id:{}\r\n\r\n# Replication\r\n\
+            "# Server\r\nserver:strata\r\nstrata_version:{}\r\nnode_id:{}\r\n\r\n# Clients\r\n\
+             connected_clients:{}\r\n\r\n# Stats\r\ntotal_connections_received:{}\r\n\
+             rejected_connections:{}\r\n\r\n# Replication\r\n\
              raft_role:{role}\r\nraft_term:{}\r\nleader_id:{}\r\ncommit_index:{}\r\napplied_index:{}\r\n",
             env!("CARGO_PKG_VERSION"),
             status.id,
+            self.connections.open(),
+            self.connections.taken(),
+            self.connections.refused(),
             status.term,
             status.leader_id,
             status.commit_index,

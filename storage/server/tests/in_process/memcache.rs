@@ -372,3 +372,57 @@ async fn a_node_with_memcached_clients_connected_stops_and_frees_its_port() {
         .await
         .expect("the memcached port is free once the node has stopped");
 }
+
+#[tokio::test]
+async fn connections_past_the_cap_are_told_so_and_closed() {
+    // Proves: with --memcache-max-connections 2, a third connection is
+    // answered memcached's "Too many open connections" and closed while
+    // the two are served; once one closes, a new connection is served;
+    // stats counts the refusal. The same for RESP with Redis's words.
+    let node = ServedNode::start_configured("write", Limits::default(), |c| {
+        c.memcache_max_connections = 2;
+        c.resp_max_connections = 1;
+    })
+    .await;
+    let mut first = Conn::open(&node).await;
+    let mut second = Conn::open(&node).await;
+    assert_eq!(first.ask("set k 0 0 1\r\nv\r\n").await, "STORED");
+    assert_eq!(second.retrieve("get k\r\n").await, "VALUE k 0 1|v");
+    let third = Conn::open(&node).await;
+    assert_eq!(
+        third.rest().await,
+        "SERVER_ERROR Too many open connections\r\n"
+    );
+    drop(second);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut again = loop {
+        let mut c = Conn::open(&node).await;
+        c.send("version\r\n").await;
+        let mut line = String::new();
+        let _ = c.reader.read_line(&mut line).await;
+        if line.starts_with("VERSION") {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no connection served 10 s after one closed: {line:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let stats = again.retrieve("stats\r\n").await;
+    assert!(stats.contains("STAT curr_connections 2"), "{stats}");
+    assert!(!stats.contains("STAT rejected_connections 0"), "{stats}");
+    drop(first);
+
+    let mut redis = TcpStream::connect(node.resp).await.unwrap();
+    redis.write_all(b"*1\r\n$4\r\nPING\r\n").await.unwrap();
+    let mut pong = [0u8; 7];
+    redis.read_exact(&mut pong).await.unwrap();
+    let mut over = TcpStream::connect(node.resp).await.unwrap();
+    let mut refusal = String::new();
+    tokio::time::timeout(Duration::from_secs(10), over.read_to_string(&mut refusal))
+        .await
+        .expect("closed")
+        .unwrap();
+    assert_eq!(refusal, "-ERR max number of clients reached\r\n");
+}

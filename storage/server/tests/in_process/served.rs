@@ -26,6 +26,15 @@ impl ServedNode {
     /// `anonymous`: what a connection without a token may do. Requests on
     /// the protocol ports must arrive whole within a second.
     pub async fn start(anonymous: &str, limits: Limits) -> ServedNode {
+        Self::start_configured(anonymous, limits, |_| {}).await
+    }
+
+    /// As `start`, with `configure` having the last word on the config.
+    pub async fn start_configured(
+        anonymous: &str,
+        limits: Limits,
+        configure: impl FnOnce(&mut NodeConfig),
+    ) -> ServedNode {
         let dir = tempfile::tempdir().unwrap();
         let keys = KeyPair::generate();
         let jwks = dir.path().join("jwks.json");
@@ -42,6 +51,7 @@ impl ServedNode {
         config.limits = limits;
         config.resp_frame_timeout_ms = 1000;
         config.memcache_frame_timeout_ms = 1000;
+        configure(&mut config);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(strata_server::run(listener, config, async move {
             let _ = stopped.await;
