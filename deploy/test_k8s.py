@@ -76,7 +76,8 @@ class Kustomization(unittest.TestCase):
         # restricts ingress; every rule admits pods of this namespace only (no namespace selector, no
         # address block, no empty `from`), and the workloads whose pods it admits are the StatefulSet
         # and the gateway Deployment, nothing else (another pod of the namespace, even one labelled
-        # part-of strata, is not admitted); on TCP 7001, the node container's port, which it listens on.
+        # part-of strata, is not admitted); on TCP 7001, 6379 and 11211, the node container's ports,
+        # which it listens on (the API, the Redis protocol, the memcached text protocol) and no other.
         policies = [o for o in self.objects if o["kind"] == "NetworkPolicy"
                     and selects(o["spec"]["podSelector"], self.pod_labels(self.nodes))]
         self.assertEqual(len(policies), 1, [ident(p) for p in policies])
@@ -92,7 +93,8 @@ class Kustomization(unittest.TestCase):
         peers = []
         for rule in rules:
             self.assertTrue(rule.get("from"), f"a rule without `from` admits every source: {rule}")
-            self.assertEqual(rule.get("ports"), [{"protocol": "TCP", "port": 7001}], rule)
+            self.assertEqual(rule.get("ports"), [{"protocol": "TCP", "port": port} for port in (7001, 6379, 11211)],
+                             rule)
             for peer in rule["from"]:
                 self.assertEqual(set(peer), {"podSelector"}, f"admits more than pods of the namespace: {peer}")
                 self.assertTrue(peer["podSelector"].get("matchLabels"), f"an empty selector admits every pod: {peer}")
@@ -106,8 +108,9 @@ class Kustomization(unittest.TestCase):
         [container] = self.nodes["spec"]["template"]["spec"]["containers"]
         ports = {p["containerPort"] for p in container["ports"]}
         env = {e["name"]: e.get("value") for e in container["env"]}
-        self.assertEqual(ports, {7001})
-        self.assertTrue(env["STRATA_LISTEN"].endswith(":7001"), env["STRATA_LISTEN"])
+        self.assertEqual(ports, {7001, 6379, 11211})
+        for name, port in (("STRATA_LISTEN", 7001), ("STRATA_RESP_LISTEN", 6379), ("STRATA_MEMCACHE_LISTEN", 11211)):
+            self.assertTrue(env[name].endswith(f":{port}"), env[name])
 
     def test_the_nodes_and_the_gateway_spread_over_machines(self):
         # Proves: the StatefulSet and the gateway Deployment each prefer not to put two of their own

@@ -103,6 +103,7 @@ import answers  # the script's own folder is on sys.path
 import limits
 import roles
 import tcp_proxy
+from presets import CONSOLE_ON_NODES, PRESETS
 from gateway_tls import (
     NODE_CA_SDS_FILE,
     NODE_SDS_FILE,
@@ -482,9 +483,6 @@ def stream_route(match: dict) -> dict:
     }
 
 
-# `--console nodes`: the storage nodes serve the console's bundle themselves (strata-node
-# --console-dir), so `/` goes to any live node.
-CONSOLE_ON_NODES = "nodes"
 
 
 def console_route(console) -> dict:
@@ -717,23 +715,6 @@ def build(args: argparse.Namespace) -> dict:
             "clusters": clusters,
         },
     }
-
-
-PRESETS = {
-    # Services of docker-compose.yml.
-    "compose": dict(nodes="node1:7001,node2:7001,node3:7001", listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                    console=CONSOLE_ON_NODES, k6="k6:6565", k6_dashboard="k6:5665", otlp="jaeger:4317",
-                    access_log="-", eds=True,
-                    # The cluster's public keys, the compose secret strata-jwks: roles checked here too.
-                    jwks="/run/secrets/strata-jwks"),
-    # Pods of deploy/k8s (StatefulSet "strata" behind the headless Service "strata-peer").
-    "k8s": dict(nodes=",".join(f"strata-{i}.strata-peer.strata.svc.cluster.local:7001" for i in range(3)),
-                listen="0.0.0.0:8080", admin="0.0.0.0:9901",
-                console=CONSOLE_ON_NODES, k6="127.0.0.1:6565", k6_dashboard="127.0.0.1:6567", otlp=None,
-                access_log="-", eds=True,
-                # The cluster's public keys, from the Secret strata-auth (deploy/k8s/gateway.yaml).
-                jwks="/etc/strata/auth/jwks.json"),
-}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

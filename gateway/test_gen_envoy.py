@@ -223,7 +223,7 @@ class ComposeImage(unittest.TestCase):
                  if getattr(m, "__file__", None) and Path(m.__file__).resolve().parent == GATEWAY
                  and not Path(m.__file__).name.startswith("test_")}
         modules = ["gateway/gen_envoy.py", "gateway/answers.py", "gateway/local_replies.py", "gateway/limits.py",
-                   "gateway/tcp_proxy.py",
+                   "gateway/tcp_proxy.py", "gateway/presets.py",
                    "gateway/roles.py", "gateway/roles.json", "gateway/gateway_tls.py", "gateway/yaml_text.py"]
         self.assertEqual(local | {"gateway/roles.json"}, set(modules), "the generator's modules")
         self.assertEqual(ignore, ["**"] + [f"!{m}" for m in modules])

@@ -6,7 +6,8 @@
 #   4. every node's /health/ready, asked inside its container, and a leader in /v1/cluster/status
 #   5. through the gateway with curl: a put and its read-back with a write token, refusals (401)
 #      without a token and with one signed by other keys, and (403, by the gateway itself) a
-#      write token's member removal
+#      write token's member removal; then, at the gateway's Redis and memcached ports, the same key
+#      read with redis-cli (AUTH with the token) and a memcached client's sign-in, write and read
 #   6. the put's trace in Jaeger (Envoy's span and the nodes'), Prometheus scraping every target
 #   7. k6's smoke scenario (loadtest/smoke.js) from the "load" profile's k6 service, inside compose
 #   8. `docker-compose kill` of the leader's container while deploy/compose/writer.py puts through
@@ -20,7 +21,8 @@
 # Environment: STRATA_CLI (the strata binary), STRATA_ENVOY_BIN, STRATA_K6, STRATA_JAEGER (see
 # local-images.sh); COMPOSE_TEST_DIR (default .run/compose-test); ports published on 127.0.0.1:
 # COMPOSE_TEST_GATEWAY_PORT (18680), COMPOSE_TEST_ADMIN_PORT (19961), COMPOSE_TEST_JAEGER_PORT
-# (18686), COMPOSE_TEST_PROMETHEUS_PORT (18690); SMOKE_DURATION (15s) and SMOKE_VUS (4) of the k6
+# (18686), COMPOSE_TEST_PROMETHEUS_PORT (18690), COMPOSE_TEST_RESP_PORT (18679),
+# COMPOSE_TEST_MEMCACHE_PORT (18611); SMOKE_DURATION (15s) and SMOKE_VUS (4) of the k6
 # run; FAILOVER_LIMIT_S (30).
 set -euo pipefail
 
@@ -38,6 +40,8 @@ export STRATA_GATEWAY_PORT="${COMPOSE_TEST_GATEWAY_PORT:-18680}"
 export STRATA_ENVOY_ADMIN_PORT="${COMPOSE_TEST_ADMIN_PORT:-19961}"
 export STRATA_JAEGER_UI_PORT="${COMPOSE_TEST_JAEGER_PORT:-18686}"
 export STRATA_PROMETHEUS_PORT="${COMPOSE_TEST_PROMETHEUS_PORT:-18690}"
+export STRATA_RESP_PORT="${COMPOSE_TEST_RESP_PORT:-18679}"
+export STRATA_MEMCACHE_PORT="${COMPOSE_TEST_MEMCACHE_PORT:-18611}"
 export STRATA_COMPOSE_AUTH="$DIR/auth"
 export STRATA_JAEGER_IMAGE=strata-local/jaeger:bookworm
 export STRATA_PROMETHEUS_IMAGE=strata-local/prometheus:bookworm
@@ -175,6 +179,43 @@ got=$(code -X DELETE -H "Authorization: Bearer $write_token" "$GATEWAY/v1/cluste
 got=$(code -H "Authorization: Bearer $admin_token" "$GATEWAY/v1/cluster/members")
 grep -q '"id":3' "$DIR/body" || fail "member 3 is gone after a refused removal: $(cat "$DIR/body")"
 say "a write token's member removal: 403 from the gateway itself; member 3 still listed"
+# The Redis protocol at the gateway: refused without AUTH, the key REST wrote read with the token.
+got="$(redis-cli -p "$STRATA_RESP_PORT" GET compose/greeting 2>&1 || true)"
+case "$got" in UNAUTHENTICATED*) ;; *) fail "redis-cli GET without AUTH answered '$got'" ;; esac
+got="$(redis-cli -p "$STRATA_RESP_PORT" --no-auth-warning -a "$write_token" GET compose/greeting 2>&1)"
+[ "$got" = "$value" ] || fail "redis-cli GET through the gateway answered '$got', not '$value'"
+# The memcached text protocol at the gateway: refused before sign-in, then a write REST reads.
+python3 - "$STRATA_MEMCACHE_PORT" "$write_token" "$value" <<'PY' || fail "memcached through the gateway (above)"
+import socket
+import sys
+
+port, token, value = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+replies = conn.makefile("rb")
+
+
+def ask(request):
+    conn.sendall(request)
+    return replies.readline().decode().rstrip("\r\n")
+
+
+def check(got, want, what):
+    if got != want:
+        sys.exit(f"compose-test: {what}: {got!r}, not {want!r}")
+
+
+check(ask(b"get compose/greeting\r\n"), "CLIENT_ERROR unauthenticated", "a get before sign-in")
+sign_in = f"compose-test {token}".encode()
+check(ask(b"set auth 0 0 %d\r\n%s\r\n" % (len(sign_in), sign_in)), "STORED", "the sign-in")
+check(ask(b"get compose/greeting\r\n"), f"VALUE compose/greeting 0 {len(value)}", "the key REST wrote")
+check(replies.readline().decode().rstrip("\r\n"), value, "its value")
+check(replies.readline().decode().rstrip("\r\n"), "END", "the get's end")
+check(ask(b"set compose/memcached 0 0 2\r\nmc\r\n"), "STORED", "a set")
+PY
+got=$(code -H "Authorization: Bearer $write_token" "$GATEWAY/v1/kv/compose/memcached")
+[ "$got" = 200 ] && [ "$(cat "$DIR/body")" = mc ] \
+  || fail "the key memcached wrote reads $got '$(cat "$DIR/body")' over REST, not 200 'mc'"
+say "Redis (AUTH with the token) and memcached (its sign-in) at the gateway read the key REST wrote; REST reads memcached's"
 
 # -- 6. the put's trace in Jaeger, Prometheus' targets
 jaeger="http://127.0.0.1:$STRATA_JAEGER_UI_PORT"
