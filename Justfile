@@ -116,14 +116,16 @@ up *args: build console-build setup-k6
       1) just setup-jaeger; viewer=(--traces --jaeger "{{jaeger}}") ;;
       *) echo "up: traces is 0 or 1, not '$traces'" >&2; exit 2 ;;
     esac
-    # tls=1: the cluster's own CA and certificates (in .run/demo/tls), HTTPS and gRPC over TLS at
-    # the gateway, mutual TLS to and between the nodes; no load runner (k6 would need the CA) and no
-    # Redis or memcached protocol (neither has TLS). Without: the gateway speaks RESP on 16379 and the
-    # nodes on 16380-16382 (docs/resp.md), clear of a Redis of the machine's own on 6379; and the
-    # memcached text protocol on 11311 and the nodes on 11312-11314, clear of a memcached on 11211.
+    # The gateway speaks RESP on 16379 and the nodes on 16380-16382 (docs/resp.md), clear of a Redis
+    # of the machine's own on 6379; and the memcached text protocol on 11311 and the nodes on
+    # 11312-11314 (docs/memcached.md), clear of a memcached on 11211. tls=1: the cluster's own CA and
+    # certificates (in .run/demo/tls), HTTPS, gRPC, RESP and memcached over TLS at the gateway,
+    # mutual TLS to and between the nodes (their RESP and memcached ports too); no load runner (k6
+    # would need the CA).
+    protocols=(--resp-base-port 16380 --memcache-base-port 11312)
     case "$tls" in
-      0) extra=(--load-port 6566 --k6 "{{k6}}" --resp-base-port 16380 --memcache-base-port 11312) ;;
-      1) extra=(--tls) ;;
+      0) extra=(--load-port 6566 --k6 "{{k6}}" "${protocols[@]}") ;;
+      1) extra=(--tls "${protocols[@]}") ;;
       *) echo "up: tls is 0 or 1, not '$tls'" >&2; exit 2 ;;
     esac
     "{{cluster_release}}" up --run-dir "{{run}}/demo" --envoy "{{envoy}}" --console-dir console/dist \

@@ -117,18 +117,22 @@ def sds_secret_config(name: str, sds_path: str) -> dict:
     }
 
 
-def downstream_transport_socket(sds_path: str) -> dict:
-    """The public listener's TLS: the gateway's certificate (by SDS from ``sds_path``), TLS 1.2+,
-    ALPN h2 and http/1.1."""
+def downstream_transport_socket(sds_path: str, alpn: list[str] | None = None) -> dict:
+    """A public listener's TLS: the gateway's certificate (by SDS from ``sds_path``), TLS 1.2+,
+    ALPN ``alpn`` (h2 and http/1.1 by default; none for the TCP protocols, whose clients offer
+    none)."""
+    context = {
+        "tls_params": {"tls_minimum_protocol_version": TLS_MIN},
+        "tls_certificate_sds_secret_configs": [sds_secret_config(GATEWAY_SECRET, sds_path)],
+    }
+    alpn = DOWNSTREAM_ALPN if alpn is None else alpn
+    if alpn:
+        context["alpn_protocols"] = alpn
     return {
         "name": "envoy.transport_sockets.tls",
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
-            "common_tls_context": {
-                "tls_params": {"tls_minimum_protocol_version": TLS_MIN},
-                "alpn_protocols": DOWNSTREAM_ALPN,
-                "tls_certificate_sds_secret_configs": [sds_secret_config(GATEWAY_SECRET, sds_path)],
-            },
+            "common_tls_context": context,
         },
     }
 

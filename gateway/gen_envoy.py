@@ -108,6 +108,7 @@ from gateway_tls import (
     NODE_CA_SDS_FILE,
     NODE_SDS_FILE,
     SDS_FILE,
+    downstream_transport_socket,
     render_sds,
     tls_listener,
     upstream_transport_socket,
@@ -692,7 +693,7 @@ def build(args: argparse.Namespace) -> dict:
     clusters.append(otel_cluster([args.otlp] if args.otlp else []))
     if args.eds:
         clusters.append(xds_cluster(nodes, node_tls))
-    clusters += tcp_proxy.clusters(args, discovery, health_check)
+    clusters += tcp_proxy.clusters(args, discovery, health_check, node_tls)
 
     listener = {
         "name": "ingress",
@@ -711,7 +712,8 @@ def build(args: argparse.Namespace) -> dict:
         "admin": {"address": socket_address(admin_host, admin_port)},
         "overload_manager": limits.overload_manager(args),
         "static_resources": {
-            "listeners": [listener, *tcp_proxy.listeners(args, socket_address)],
+            "listeners": [listener, *tcp_proxy.listeners(
+                args, socket_address, downstream_transport_socket(args.tls_sds, alpn=[]) if args.tls_cert else None)],
             "clusters": clusters,
         },
     }

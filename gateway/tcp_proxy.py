@@ -106,7 +106,7 @@ def _check(proto: Protocol, a: argparse.Namespace, parse_hostport: Callable[[str
 
 def _member(name: str, hosts: Hosts, a: argparse.Namespace, health_path: str,
             discovery: Callable[[Hosts], dict], health_check: Callable[[str], dict],
-            overprovisioning: int) -> dict:
+            overprovisioning: int, node_tls: dict | None) -> dict:
     endpoints = [{
         "endpoint": {
             "address": {"socket_address": {"address": host, "port_value": port}},
@@ -126,13 +126,17 @@ def _member(name: str, hosts: Hosts, a: argparse.Namespace, health_path: str,
             "policy": {"overprovisioning_factor": overprovisioning},
         },
         "health_checks": [health_check(health_path)],
+        # With the nodes on TLS, their protocol ports take the gateway's client certificate as
+        # their API port does, and the health checks (HTTP/2 to that API port) go over the same TLS.
+        **({"transport_socket": node_tls} if node_tls else {}),
     }
 
 
 def clusters(a: argparse.Namespace, discovery: Callable[[Hosts], dict],
-             health_check: Callable[[str], dict]) -> list[dict]:
+             health_check: Callable[[str], dict], node_tls: dict | None = None) -> list[dict]:
     """For each protocol asked for: its member clusters (leader first, then any live node) and their
-    aggregate, named after the protocol."""
+    aggregate, named after the protocol; over ``node_tls`` (the HTTP clusters' upstream TLS) when
+    given."""
     out = []
     for proto in PROTOCOLS:
         if not proto.listen(a):
@@ -142,8 +146,10 @@ def clusters(a: argparse.Namespace, discovery: Callable[[Hosts], dict],
         overprovisioning = max(140, 100 * len(hosts))
         leader, any_node = f"{proto.name}_leader", f"{proto.name}_any"
         out += [
-            _member(leader, hosts, a, "/health/leader", discovery, health_check, overprovisioning),
-            _member(any_node, hosts, a, "/health/live", discovery, health_check, overprovisioning),
+            _member(leader, hosts, a, "/health/leader", discovery, health_check, overprovisioning,
+                    node_tls),
+            _member(any_node, hosts, a, "/health/live", discovery, health_check, overprovisioning,
+                    node_tls),
             {
                 "name": proto.name,
                 "connect_timeout": "0.25s",
@@ -160,9 +166,11 @@ def clusters(a: argparse.Namespace, discovery: Callable[[Hosts], dict],
     return out
 
 
-def listeners(a: argparse.Namespace, socket_address: Callable[[str, int], dict]) -> list[dict]:
+def listeners(a: argparse.Namespace, socket_address: Callable[[str, int], dict],
+              tls: dict | None = None) -> list[dict]:
     """For each protocol asked for, its listener: each connection proxied whole to the protocol's
-    aggregate cluster."""
+    aggregate cluster; over ``tls`` (a downstream TLS transport socket) when given, so a client
+    without TLS fails its handshake."""
     out = []
     for proto in PROTOCOLS:
         if not proto.listen(a):
@@ -178,6 +186,6 @@ def listeners(a: argparse.Namespace, socket_address: Callable[[str, int], dict])
                     "stat_prefix": proto.name,
                     "cluster": proto.name,
                 },
-            }]}],
+            }], **({"transport_socket": tls} if tls else {})}],
         })
     return out

@@ -105,6 +105,34 @@ class TcpProxyTest(EnvoyConfigCheck):
             with self.subTest(argv=argv):
                 self.validate(json.dumps(build("--nodes", NODES, *argv)), suffix=".json")
 
+    def test_with_tls_each_protocol_takes_tls_and_reaches_the_nodes_over_mutual_tls(self):
+        # Proves: with the gateway's certificate, each TCP listener takes TLS only (its certificate
+        # by SDS, no ALPN: Redis and memcached clients offer none), and with the nodes' TLS each
+        # member cluster connects, and health checks, with the HTTP clusters' upstream TLS (the
+        # gateway's client certificate and the cluster's CA); without TLS flags, neither. (A real
+        # Envoy takes such a config in storage/harness/tests/tls.)
+        tls = ["--tls-cert", "/c/gw.pem", "--tls-key", "/c/gw-key.pem", "--tls-sds", "/g/sds.yaml",
+               "--node-tls-cert", "/c/gw.pem", "--node-tls-key", "/c/gw-key.pem", "--node-tls-ca", "/c/ca.pem",
+               "--node-tls-sds", "/g/node-cert.yaml", "--node-tls-ca-sds", "/h/node-ca.yaml"]
+        config = build("--nodes", NODES, *flags("resp"), *flags("memcache"), *tls)
+        upstream = cluster(config, "nodes_any")["transport_socket"]
+        for name in PROTOCOLS:
+            with self.subTest(protocol=name):
+                [listener] = [li for li in config["static_resources"]["listeners"] if li["name"] == name]
+                [chain] = listener["filter_chains"]
+                context = chain["transport_socket"]["typed_config"]
+                self.assertTrue(context["@type"].endswith("DownstreamTlsContext"))
+                self.assertNotIn("alpn_protocols", context["common_tls_context"])
+                self.assertEqual(context["common_tls_context"]["tls_certificate_sds_secret_configs"][0]
+                                 ["sds_config"]["path_config_source"]["path"], "/g/sds.yaml")
+                for member in (f"{name}_leader", f"{name}_any"):
+                    self.assertEqual(cluster(config, member)["transport_socket"], upstream)
+        plain = build("--nodes", NODES, *flags("resp"), *flags("memcache"))
+        for name in PROTOCOLS:
+            [listener] = [li for li in plain["static_resources"]["listeners"] if li["name"] == name]
+            self.assertNotIn("transport_socket", listener["filter_chains"][0])
+            self.assertNotIn("transport_socket", cluster(plain, f"{name}_any"))
+
     def test_wrong_flags_are_refused_naming_the_problem(self):
         # Proves, for each protocol: one flag without the other, a count that does not match
         # --nodes, and hosts in another order are each refused with what is wrong, naming the

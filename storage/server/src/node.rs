@@ -290,6 +290,7 @@ impl Node {
             budget.clone(),
             std::time::Duration::from_millis(config.resp_frame_timeout_ms),
             config.resp_max_connections,
+            tls.as_ref().map(|t| crate::tls_net::acceptor(&t.server)),
         );
         let memcache = crate::memcache::MemcacheServer::new(
             core.clone(),
@@ -297,6 +298,7 @@ impl Node {
             budget.clone(),
             std::time::Duration::from_millis(config.memcache_frame_timeout_ms),
             config.memcache_max_connections,
+            tls.as_ref().map(|t| crate::tls_net::acceptor(&t.server)),
         );
         let app = crate::app::router(
             state,

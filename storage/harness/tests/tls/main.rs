@@ -588,4 +588,5 @@ async fn a_process_without_the_clusters_certificate_cannot_send_raft_messages() 
 
 /// The certificate node `address` shows a new connection now, connecting
 /// as the gateway.
+mod protocols;
 mod rotation;

@@ -19,18 +19,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::SinkExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_util::codec::Framed;
 
 use crate::admission::WriteBudget;
 use crate::auth::Guard;
 use crate::core::Core;
-use crate::tcp_front::{self, Cap, Next};
+use crate::tcp_front::{self, Cap, Next, Requests as FramedRequests};
+use crate::tls_net::Accepted;
 use codec::Requests;
 use counters::Counters;
 use session::Session;
+use tokio_rustls::TlsAcceptor;
 
 /// What each memcached connection serves with.
 pub struct MemcacheServer {
@@ -41,6 +41,8 @@ pub struct MemcacheServer {
     /// How long a request may take to arrive, from its first byte.
     frame_timeout: Duration,
     max_connections: usize,
+    /// The node's TLS, when it has a certificate: clients need one too.
+    tls: Option<TlsAcceptor>,
 }
 
 impl MemcacheServer {
@@ -50,6 +52,7 @@ impl MemcacheServer {
         budget: Arc<WriteBudget>,
         frame_timeout: Duration,
         max_connections: usize,
+        tls: Option<TlsAcceptor>,
     ) -> Arc<Self> {
         Arc::new(MemcacheServer {
             core,
@@ -58,6 +61,7 @@ impl MemcacheServer {
             counters: Arc::new(Counters::default()),
             frame_timeout,
             max_connections,
+            tls,
         })
     }
 }
@@ -78,6 +82,7 @@ pub async fn serve(
     tcp_front::serve(
         listener,
         "memcached",
+        server.tls.clone(),
         cap,
         connections,
         stopping,
@@ -87,12 +92,13 @@ pub async fn serve(
 }
 
 async fn connection(
-    stream: TcpStream,
+    stream: Accepted,
     server: Arc<MemcacheServer>,
     mut stopping: watch::Receiver<bool>,
 ) {
     let max_value_bytes = server.core.limits().max_value_bytes;
-    let mut framed = Framed::new(stream, Requests::new(max_value_bytes));
+    let mut framed =
+        FramedRequests::new(stream, Requests::new(max_value_bytes), server.frame_timeout);
     let mut session = Session::new(
         server.core.clone(),
         server.guard.clone(),
@@ -100,23 +106,22 @@ async fn connection(
         server.counters.clone(),
     );
     loop {
-        let request =
-            match tcp_front::next_request(&mut framed, server.frame_timeout, &mut stopping).await {
-                Next::Request(request) => request,
-                Next::Ended => return,
-                Next::Late => {
-                    let late = format!(
-                        "CLIENT_ERROR a request took longer than {:?} to arrive\r\n",
-                        server.frame_timeout
-                    );
-                    let _ = framed.send(Bytes::from(late)).await;
-                    return;
-                }
-                Next::Refused(fatal) => {
-                    let _ = framed.send(Bytes::from(format!("{fatal}\r\n"))).await;
-                    return;
-                }
-            };
+        let request = match framed.next(&mut stopping).await {
+            Next::Request(request) => request,
+            Next::Ended => return,
+            Next::Late => {
+                let late = format!(
+                    "CLIENT_ERROR a request took longer than {:?} to arrive\r\n",
+                    server.frame_timeout
+                );
+                let _ = framed.send(Bytes::from(late)).await;
+                return;
+            }
+            Next::Refused(fatal) => {
+                let _ = framed.send(Bytes::from(format!("{fatal}\r\n"))).await;
+                return;
+            }
+        };
         let answer = match request {
             Ok(request) => {
                 let request_bytes = request_bytes(&request);

@@ -18,18 +18,18 @@ mod session;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::SinkExt;
 use redis_protocol::resp2::types::Resp2Frame;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_util::codec::Framed;
 
 use crate::admission::WriteBudget;
 use crate::auth::Guard;
 use crate::core::Core;
-use crate::tcp_front::{self, Cap, Connections, Next};
+use crate::tcp_front::{self, Cap, Connections, Next, Requests};
+use crate::tls_net::Accepted;
 use codec::Frames;
 use session::{Session, error};
+use tokio_rustls::TlsAcceptor;
 
 /// Room for a request frame beyond the largest request the node takes:
 /// the command's name, the key and the framing.
@@ -45,6 +45,8 @@ pub struct RespServer {
     frame_timeout: Duration,
     max_connections: usize,
     connections: Arc<Connections>,
+    /// The node's TLS, when it has a certificate: clients need one too.
+    tls: Option<TlsAcceptor>,
 }
 
 impl RespServer {
@@ -54,6 +56,7 @@ impl RespServer {
         budget: Arc<WriteBudget>,
         frame_timeout: Duration,
         max_connections: usize,
+        tls: Option<TlsAcceptor>,
     ) -> Arc<Self> {
         let max_frame_bytes = core.limits().max_request_bytes + FRAME_OVERHEAD_BYTES;
         Arc::new(RespServer {
@@ -64,6 +67,7 @@ impl RespServer {
             frame_timeout,
             max_connections,
             connections: Arc::default(),
+            tls,
         })
     }
 }
@@ -84,6 +88,7 @@ pub async fn serve(
     tcp_front::serve(
         listener,
         "RESP",
+        server.tls.clone(),
         cap,
         connections,
         stopping,
@@ -93,11 +98,15 @@ pub async fn serve(
 }
 
 async fn connection(
-    stream: TcpStream,
+    stream: Accepted,
     server: Arc<RespServer>,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let mut framed = Framed::new(stream, Frames::new(server.max_frame_bytes));
+    let mut framed = Requests::new(
+        stream,
+        Frames::new(server.max_frame_bytes),
+        server.frame_timeout,
+    );
     let mut session = Session::new(
         server.core.clone(),
         server.guard.clone(),
@@ -105,23 +114,22 @@ async fn connection(
         server.connections.clone(),
     );
     loop {
-        let frame =
-            match tcp_front::next_request(&mut framed, server.frame_timeout, &mut stopping).await {
-                Next::Request(frame) => frame,
-                Next::Ended => return,
-                Next::Late => {
-                    let late = format!(
-                        "Protocol error: a request took longer than {:?} to arrive",
-                        server.frame_timeout
-                    );
-                    let _ = framed.send(error("ERR", &late)).await;
-                    return;
-                }
-                Next::Refused(refused) => {
-                    let _ = framed.send(error("ERR", &refused.to_string())).await;
-                    return;
-                }
-            };
+        let frame = match framed.next(&mut stopping).await {
+            Next::Request(frame) => frame,
+            Next::Ended => return,
+            Next::Late => {
+                let late = format!(
+                    "Protocol error: a request took longer than {:?} to arrive",
+                    server.frame_timeout
+                );
+                let _ = framed.send(error("ERR", &late)).await;
+                return;
+            }
+            Next::Refused(refused) => {
+                let _ = framed.send(error("ERR", &refused.to_string())).await;
+                return;
+            }
+        };
         let frame_bytes = frame.encode_len(false);
         let answer = match command::parse(frame) {
             Ok(command) => session.run(command, frame_bytes).await,
