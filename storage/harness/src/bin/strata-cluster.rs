@@ -616,10 +616,17 @@ async fn cmd_up(up: Up) -> Result<()> {
     for n in &layout.nodes {
         println!("  node {:<18}{node_scheme}://{}{node_note}", n.id, n.listen);
     }
+    // With TLS, both protocols take TLS only: the gateway's with the CA,
+    // the nodes' with a certificate of the cluster too.
+    let tls_flags = layout
+        .ca_file()
+        .map(|ca| format!("--tls --cacert {} ", ca.display()))
+        .unwrap_or_default();
+    let gateway_note = if tls_flags.is_empty() { "" } else { " (TLS)" };
     if let Some(resp) = &layout.gateway.resp {
         let (host, port) = resp.listen.rsplit_once(':').unwrap_or((&resp.listen, ""));
         println!(
-            "  gateway Redis protocol {}   redis-cli -h {host} -p {port}",
+            "  gateway Redis protocol {}   redis-cli {tls_flags}-h {host} -p {port}",
             resp.listen
         );
     }
@@ -627,16 +634,16 @@ async fn cmd_up(up: Up) -> Result<()> {
         let resp = n.resp_listen.as_deref().unwrap_or_default();
         let (host, port) = resp.rsplit_once(':').unwrap_or((resp, ""));
         println!(
-            "  node {} Redis protocol  {resp}   redis-cli -h {host} -p {port}",
+            "  node {} Redis protocol  {resp}   redis-cli {tls_flags}-h {host} -p {port}{node_note}",
             n.id
         );
     }
     if let Some(memcache) = &layout.gateway.memcache {
-        println!("  gateway memcached      {}", memcache.listen);
+        println!("  gateway memcached      {}{gateway_note}", memcache.listen);
     }
     for n in &layout.nodes {
         if let Some(memcache) = &n.memcache_listen {
-            println!("  node {} memcached       {memcache}", n.id);
+            println!("  node {} memcached       {memcache}{node_note}", n.id);
         }
     }
     if let Some(viewer) = &layout.traces {
