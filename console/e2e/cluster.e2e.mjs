@@ -34,6 +34,9 @@ try {
   const leaders = await leaderRows(page);
   t.check(leaders.length === 1, `expected one leader row, saw ${JSON.stringify(leaders)}`);
   const oldLeader = leaders[0];
+  // The Ranges panel: one range over every key, led by the leader the table shows.
+  const rangeLeader = await page.getByTestId('range-row-1').getAttribute('data-leader');
+  t.check(rangeLeader === oldLeader, `the range's leader is node ${oldLeader}, saw ${rangeLeader}`);
   await screenshot(page, 'console-before');
 
   process.kill(nodePid(oldLeader), 'SIGKILL');
@@ -63,6 +66,14 @@ try {
     oldLeader,
     { timeout: 5000 },
   ).then(() => t.pass(), () => t.fail(`node ${oldLeader} was not marked unhealthy`));
+  if (newLeader) {
+    await page.waitForFunction(
+      // eslint-disable-next-line no-undef
+      (id) => document.querySelector('[data-testid="range-row-1"]')?.getAttribute('data-leader') === id,
+      newLeader,
+      { timeout: 5000 },
+    ).then(() => t.pass(), () => t.fail(`the range's leader did not become node ${newLeader}`));
+  }
   await screenshot(page, 'console-after');
   await page.waitForFunction(
     // eslint-disable-next-line no-undef

@@ -7,6 +7,7 @@ type Schemas = components['schemas'];
 
 export type ClusterStatus = Schemas['ClusterStatus'];
 export type NodeStatus = Schemas['NodeStatus'];
+export type RangeStatus = Schemas['RangeStatus'];
 export type NodeRole = Schemas['Role'];
 export type RaftEvent = Schemas['RaftEvent'];
 export type RaftEventKind = RaftEvent['kind'];

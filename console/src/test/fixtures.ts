@@ -19,7 +19,10 @@ export function clusterStatus(leaderId: number, term = 3, overrides: Partial<Rec
     cluster_id: CLUSTER_ID,
     ...overrides[id],
   }));
-  return { leader_id: leaderId, term, cluster_id: CLUSTER_ID, nodes };
+  const ranges = [
+    { id: 1, start: '', end: '', encoding: 'utf8' as const, voters: [1, 2, 3], learners: [], leader_id: leaderId, term },
+  ];
+  return { leader_id: leaderId, term, cluster_id: CLUSTER_ID, nodes, ranges };
 }
 
 export function raftEvent(overrides: Partial<RaftEvent> = {}): RaftEvent {

@@ -210,6 +210,21 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The ranges of keys and the raft groups serving them.
+    Range {
+        #[command(subcommand)]
+        action: RangeCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum RangeCmd {
+    /// Every range: its id, its keys, its leader and term, its voters and
+    /// learners.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -496,6 +511,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let leader = client.transfer_leader(node_id).await?;
             writeln!(out, "leader is now node {leader}")?;
         }
+        Cmd::Range {
+            action: RangeCmd::List { json },
+        } => {
+            let st = client.status().await?;
+            ranges(&st.ranges, json, &mut out)?;
+        }
         Cmd::Status { json } => {
             let st = client.status().await?;
             if json {
@@ -713,4 +734,57 @@ fn hex_id(id: u64) -> String {
     } else {
         format!("{id:016x}")
     }
+}
+
+/// A range's bound for people: its key, escaped where not printable.
+fn bound(key: &[u8], none: &str) -> String {
+    if key.is_empty() {
+        none.to_string()
+    } else {
+        key.escape_ascii().to_string()
+    }
+}
+
+/// `strata range list`: a table, or with `json` one object per range.
+fn ranges(
+    ranges: &[strata_client::proto::RangeStatus],
+    json: bool,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    if json {
+        let list: Vec<_> = ranges
+            .iter()
+            .map(|r| {
+                serde_json::json!({"id": r.id, "start": bound(&r.start, ""), "end": bound(&r.end, ""),
+                    "voters": r.voters, "learners": r.learners, "leader_id": r.leader_id, "term": r.term})
+            })
+            .collect();
+        return writeln!(out, "{}", serde_json::json!({ "ranges": list }));
+    }
+    writeln!(
+        out,
+        "{:<6} {:<20} {:<20} {:>6} {:>6} {:<12} LEARNERS",
+        "RANGE", "START", "END", "LEADER", "TERM", "VOTERS"
+    )?;
+    let ids = |ids: &[u64]| {
+        if ids.is_empty() {
+            "-".to_string()
+        } else {
+            ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+        }
+    };
+    for r in ranges {
+        writeln!(
+            out,
+            "{:<6} {:<20} {:<20} {:>6} {:>6} {:<12} {}",
+            r.id,
+            bound(&r.start, "(first key)"),
+            bound(&r.end, "(last key)"),
+            r.leader_id,
+            r.term,
+            ids(&r.voters),
+            ids(&r.learners),
+        )?;
+    }
+    Ok(())
 }

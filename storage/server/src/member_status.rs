@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_proto::v1::cluster_client::ClusterClient;
-use strata_proto::v1::{LocalStatusRequest, NodeStatus, Role, StatusResponse};
+use strata_proto::v1::{LocalStatusRequest, NodeStatus, RangeStatus, Role, StatusResponse};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
@@ -17,6 +17,7 @@ const PEER_STATUS_TIMEOUT: Duration = Duration::from_millis(300);
 /// unhealthy with the reason.
 pub async fn gather(core: &Core) -> StatusResponse {
     let local = core.local_status();
+    let group_id = local.group_id;
     let mut asks = Vec::new();
     for (id, address) in core.channels().members() {
         if id == core.id() {
@@ -54,11 +55,28 @@ pub async fn gather(core: &Core) -> StatusResponse {
     nodes.push(local);
     nodes.sort_by_key(|n| n.id);
     let (term, leader_id) = leader_of(&nodes);
+    let ranges = vec![whole_range(core, group_id, leader_id, term)];
     StatusResponse {
         leader_id,
         term,
         cluster_id: local_cluster_id(&nodes, core.id()),
         nodes,
+        ranges,
+    }
+}
+
+/// The one range a node serves today: every key, by its raft group, with
+/// the group's voters and learners as this node's configuration has them.
+fn whole_range(core: &Core, group_id: u64, leader_id: u64, term: u64) -> RangeStatus {
+    let (voters, learners): (Vec<_>, Vec<_>) = core.members().into_iter().partition(|m| m.voter);
+    RangeStatus {
+        id: group_id,
+        start: Default::default(),
+        end: Default::default(),
+        voters: voters.iter().map(|m| m.id).collect(),
+        learners: learners.iter().map(|m| m.id).collect(),
+        leader_id,
+        term,
     }
 }
 
@@ -85,6 +103,11 @@ fn with_local(status: &mut StatusResponse, local: NodeStatus) -> bool {
     let (term, leader_id) = leader_of(&status.nodes);
     status.term = term;
     status.leader_id = leader_id;
+    // The one group's range follows its leader.
+    for range in &mut status.ranges {
+        range.term = term;
+        range.leader_id = leader_id;
+    }
     *status != before
 }
 
@@ -165,9 +188,21 @@ mod tests {
             term: 6,
             nodes: vec![node(1, 6, 1), node(2, 6, 1), node(3, 6, 1)],
             cluster_id: 0,
+            ranges: vec![RangeStatus {
+                id: 1,
+                voters: vec![1, 2, 3],
+                leader_id: 1,
+                term: 6,
+                ..Default::default()
+            }],
         };
         assert!(with_local(&mut st, node(2, 7, 2)));
         assert_eq!((st.term, st.leader_id), (7, 2));
+        assert_eq!(
+            (st.ranges[0].term, st.ranges[0].leader_id),
+            (7, 2),
+            "the range's leader too"
+        );
         assert!(!with_local(&mut st, node(2, 7, 2)), "no change, no update");
     }
 }

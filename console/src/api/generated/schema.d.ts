@@ -820,6 +820,11 @@ export interface components {
              *     `healthy: false`, `role: unknown` and an `error`.
              */
             nodes: components["schemas"]["NodeStatus"][];
+            /**
+             * @description The ranges of keys and the raft groups serving them, in key order.
+             *     The cluster runs one raft group today: one range, every key.
+             */
+            ranges: components["schemas"]["RangeStatus"][];
         };
         /** @description Body of POST /v1/cluster/compact. */
         CompactRequest: {
@@ -1656,6 +1661,32 @@ export interface components {
             applied_entries: number;
             /** @description On the leader: every other member's progress; empty elsewhere. */
             members: components["schemas"]["MemberProgress"][];
+        };
+        /** @description One range of keys and the raft group that serves it. */
+        RangeStatus: {
+            /**
+             * Format: int64
+             * @description The raft group's id.
+             */
+            id: number;
+            /** @description The range's first key (inclusive); empty: the first key there is. */
+            start: string;
+            /** @description Its end (exclusive); empty: past the last key there is. */
+            end: string;
+            /**
+             * @description `base64` when `start` or `end` is not valid UTF-8 (then both are
+             *     base64).
+             */
+            encoding: components["schemas"]["Encoding"];
+            voters: number[];
+            learners: number[];
+            /**
+             * Format: int64
+             * @description 0 when no leader is known.
+             */
+            leader_id: number;
+            /** Format: int64 */
+            term: number;
         };
         /**
          * @description Requests answered on one route with one outcome

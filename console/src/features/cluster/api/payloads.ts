@@ -1,4 +1,4 @@
-import type { ClusterStatus, NodeRole, NodeStatus, RaftEvent, RaftEventKind } from '../../../api/types';
+import type { ClusterStatus, NodeRole, NodeStatus, RaftEvent, RaftEventKind, RangeStatus } from '../../../api/types';
 
 // The live view must survive a half-written or unexpected frame without crashing the
 // page, so every payload that arrives over the wire is checked against the contract
@@ -67,19 +67,49 @@ function parseNodeStatus(value: unknown): NodeStatus | null {
   return node;
 }
 
+function isIdList(value: unknown): value is number[] {
+  return Array.isArray(value) && value.every(isCount);
+}
+
+/** One range of a ClusterStatus, or null when malformed. */
+function parseRangeStatus(value: unknown): RangeStatus | null {
+  if (!isObject(value)) return null;
+  const { id, start, end, encoding, voters, learners, leader_id, term } = value;
+  if (
+    !isCount(id) ||
+    typeof start !== 'string' ||
+    typeof end !== 'string' ||
+    (encoding !== 'utf8' && encoding !== 'base64') ||
+    !isIdList(voters) ||
+    !isIdList(learners) ||
+    !isCount(leader_id) ||
+    !isCount(term)
+  ) {
+    return null;
+  }
+  return { id, start, end, encoding, voters, learners, leader_id, term };
+}
+
 /** A ClusterStatus (GET /v1/cluster/status, SSE `status`), or null when malformed. */
 export function parseClusterStatus(value: unknown): ClusterStatus | null {
   if (!isObject(value)) return null;
-  const { leader_id, term, nodes, cluster_id } = value;
+  const { leader_id, term, nodes, cluster_id, ranges } = value;
   if (!isCount(leader_id) || !isCount(term) || !Array.isArray(nodes)) return null;
   if (cluster_id !== undefined && typeof cluster_id !== 'string') return null;
+  if (ranges !== undefined && !Array.isArray(ranges)) return null;
   const parsed: NodeStatus[] = [];
   for (const raw of nodes) {
     const node = parseNodeStatus(raw);
     if (!node) return null;
     parsed.push(node);
   }
-  return { leader_id, term, cluster_id: cluster_id ?? '', nodes: parsed };
+  const parsedRanges: RangeStatus[] = [];
+  for (const raw of ranges ?? []) {
+    const range = parseRangeStatus(raw);
+    if (!range) return null;
+    parsedRanges.push(range);
+  }
+  return { leader_id, term, cluster_id: cluster_id ?? '', nodes: parsed, ranges: parsedRanges };
 }
 
 /** A RaftEvent (SSE `raft`), or null when malformed. */

@@ -9,6 +9,7 @@ import { CanaryPanel } from './CanaryPanel';
 import { MembershipTable } from './MembershipTable';
 import { NodeDetails } from './NodeDetails';
 import { RaftEventList } from './RaftEventList';
+import { RangesTable } from './RangesTable';
 
 interface ClusterPageProps {
   /** Tests shorten the reconnect and silence timings; the app uses the defaults. */
@@ -66,6 +67,16 @@ export function ClusterPage({ events }: ClusterPageProps) {
           <RaftEventList events={live.raftEvents} />
         </Panel>
       </div>
+
+      <Panel title="Ranges" aside="the keys each raft group serves, and who leads it">
+        {status ? (
+          <div className={live.stream === 'live' ? '' : styles.stale}>
+            <RangesTable status={status} />
+          </div>
+        ) : (
+          <p className={styles.placeholder}>No status yet.</p>
+        )}
+      </Panel>
 
       <Panel title="Replication and nodes" aside="from the nodes' stats, about every second">
         {status && live.stats ? (

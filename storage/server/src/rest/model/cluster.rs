@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize, Serializer};
 use strata_proto::v1 as pb;
 use strata_proto::v1::RaftActivity;
+
+use crate::rest::encoding::Encoding;
 use strata_raft::{
     ElectionReason as PeerElectionReason, RaftEvent as PeerEvent, RaftEventKind, Role as PeerRole,
 };
@@ -166,6 +168,9 @@ pub struct ClusterStatus {
     /// Every member, as reported by itself; an unreachable peer appears with
     /// `healthy: false`, `role: unknown` and an `error`.
     pub nodes: Vec<NodeStatus>,
+    /// The ranges of keys and the raft groups serving them, in key order.
+    /// The cluster runs one raft group today: one range, every key.
+    pub ranges: Vec<RangeStatus>,
 }
 
 impl From<&pb::StatusResponse> for ClusterStatus {
@@ -175,6 +180,43 @@ impl From<&pb::StatusResponse> for ClusterStatus {
             term: s.term,
             cluster_id: cluster_id_text(s.cluster_id),
             nodes: s.nodes.iter().map(NodeStatus::from).collect(),
+            ranges: s.ranges.iter().map(RangeStatus::from).collect(),
+        }
+    }
+}
+
+/// One range of keys and the raft group that serves it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RangeStatus {
+    /// The raft group's id.
+    pub id: u64,
+    /// The range's first key (inclusive); empty: the first key there is.
+    pub start: String,
+    /// Its end (exclusive); empty: past the last key there is.
+    pub end: String,
+    /// `base64` when `start` or `end` is not valid UTF-8 (then both are
+    /// base64).
+    pub encoding: Encoding,
+    pub voters: Vec<u64>,
+    pub learners: Vec<u64>,
+    /// 0 when no leader is known.
+    pub leader_id: u64,
+    pub term: u64,
+}
+
+impl From<&pb::RangeStatus> for RangeStatus {
+    fn from(r: &pb::RangeStatus) -> Self {
+        let encoding = Encoding::Utf8.for_output([&r.start[..], &r.end[..]].into_iter());
+        RangeStatus {
+            id: r.id,
+            start: encoding.encode(&r.start),
+            end: encoding.encode(&r.end),
+            encoding,
+            voters: r.voters.clone(),
+            learners: r.learners.clone(),
+            leader_id: r.leader_id,
+            term: r.term,
         }
     }
 }
