@@ -587,7 +587,13 @@ impl Session {
                     expiry,
                     lease,
                 )
-                .await?;
+                .await;
+            let stored = match stored {
+                // The key's lease ended since the read, and the key with
+                // it: the item expired.
+                Err(e) if e.code == ErrorCode::NotFound && lease != 0 => return Ok(None),
+                other => other?,
+            };
             match stored {
                 Stored::Yes => return Ok(Some(value)),
                 Stored::No { exists: false } => return Ok(None),
