@@ -104,18 +104,23 @@ pub async fn serve<F, Fut>(
                     connections.open.fetch_add(1, Ordering::Relaxed);
                     connections.taken.fetch_add(1, Ordering::Relaxed);
                     let open = OpenConnection(connections.clone());
-                    let (tls, connection, stopping) =
+                    let (tls, connection, mut stopping) =
                         (tls.clone(), connection.clone(), stopping.clone());
                     running.spawn(async move {
                         let _open = open;
                         let stream = match tls {
                             None => Either::Left(tcp),
-                            Some(acceptor) => match tls_net::accept(acceptor, tcp, from).await {
-                                Ok((stream, _)) => stream,
-                                Err(e) => {
-                                    tracing::debug!(error = %e, protocol, %from, "TLS handshake failed");
-                                    return;
-                                }
+                            // A handshake in progress does not hold up a
+                            // stopping node.
+                            Some(acceptor) => tokio::select! {
+                                handshake = tls_net::accept(acceptor, tcp, from) => match handshake {
+                                    Ok((stream, _)) => stream,
+                                    Err(e) => {
+                                        tracing::debug!(error = %e, protocol, %from, "TLS handshake failed");
+                                        return;
+                                    }
+                                },
+                                () = stopped(&mut stopping) => return,
                             },
                         };
                         connection(stream, stopping).await;
