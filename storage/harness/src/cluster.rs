@@ -44,6 +44,9 @@ struct Options<'a> {
 pub struct NodeSlot {
     /// `127.0.0.1:PORT`, to listen on and advertise.
     pub listen: String,
+    /// `127.0.0.1:PORT`s for the Redis and memcached protocols.
+    pub resp_listen: String,
+    pub memcache_listen: String,
     pub data_dir: PathBuf,
     /// The public keys whose tokens the nodes take.
     pub jwks: PathBuf,
@@ -442,6 +445,8 @@ impl Cluster {
         let node = self.nodes.iter().find(|n| n.id == id).expect("just added");
         NodeSlot {
             listen: format!("127.0.0.1:{}", node.port),
+            resp_listen: format!("127.0.0.1:{}", node.resp_port),
+            memcache_listen: format!("127.0.0.1:{}", node.memcache_port),
             data_dir: node.data_dir.clone(),
             jwks: self.auth.jwks().to_path_buf(),
             node_token: self.auth.node_token_file().to_path_buf(),

@@ -96,6 +96,8 @@ impl PodTemplate {
                     pod.clone()
                 }
                 "STRATA_LISTEN" | "STRATA_ADVERTISE" => slot.listen.clone(),
+                "STRATA_RESP_LISTEN" => slot.resp_listen.clone(),
+                "STRATA_MEMCACHE_LISTEN" => slot.memcache_listen.clone(),
                 "STRATA_PEERS" => peers.to_string(),
                 "STRATA_DATA_DIR" => slot.data_dir.display().to_string(),
                 "STRATA_AUTH_JWKS" => slot.jwks.display().to_string(),
