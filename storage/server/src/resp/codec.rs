@@ -11,6 +11,8 @@ use redis_protocol::error::RedisProtocolError;
 use redis_protocol::resp2::types::BytesFrame;
 use tokio_util::codec::{Decoder, Encoder};
 
+use super::inline;
+
 /// Why a connection's input could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -55,14 +57,29 @@ impl Decoder for Frames {
     type Error = FrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<BytesFrame>, FrameError> {
-        match self.inner.decode(src)? {
-            Some(frame) => Ok(Some(frame)),
-            // What is buffered is not a whole frame yet: past the limit, it
-            // never will be one this node takes.
-            None if src.len() > self.max_frame_bytes => Err(FrameError::TooLarge {
-                limit: self.max_frame_bytes,
-            }),
-            None => Ok(None),
+        loop {
+            match src.first() {
+                None => return Ok(None),
+                // A command as plain text, as Redis takes it too.
+                Some(&first) if !inline::starts_frame(first) => match inline::take(src)? {
+                    None => return Ok(None),
+                    Some(args) if args.is_empty() => continue,
+                    Some(args) => {
+                        let args = args.into_iter().map(BytesFrame::BulkString).collect();
+                        return Ok(Some(BytesFrame::Array(args)));
+                    }
+                },
+                Some(_) => {}
+            }
+            return match self.inner.decode(src)? {
+                Some(frame) => Ok(Some(frame)),
+                // What is buffered is not a whole frame yet: past the
+                // limit, it never will be one this node takes.
+                None if src.len() > self.max_frame_bytes => Err(FrameError::TooLarge {
+                    limit: self.max_frame_bytes,
+                }),
+                None => Ok(None),
+            };
         }
     }
 }
@@ -110,6 +127,29 @@ mod tests {
             frames.decode(&mut buf),
             Err(FrameError::TooLarge { limit: 64 })
         ));
+    }
+
+    #[test]
+    fn an_inline_command_is_read_as_the_array_it_stands_for() {
+        // Proves: plain-text commands (with an empty line between them)
+        // decode to the same arrays a client library sends, and a RESP
+        // frame after them still decodes.
+        let mut frames = Frames::new(1024);
+        let mut buf = BytesMut::from(&b"PING\r\n\r\nSET k \"a b\"\n*1\r\n$4\r\nPING\r\n"[..]);
+        let bulk = |s: &'static str| BytesFrame::BulkString(s.into());
+        assert_eq!(
+            frames.decode(&mut buf).unwrap(),
+            Some(BytesFrame::Array(vec![bulk("PING")]))
+        );
+        assert_eq!(
+            frames.decode(&mut buf).unwrap(),
+            Some(BytesFrame::Array(vec![bulk("SET"), bulk("k"), bulk("a b")]))
+        );
+        assert_eq!(
+            frames.decode(&mut buf).unwrap(),
+            Some(BytesFrame::Array(vec![bulk("PING")]))
+        );
+        assert!(buf.is_empty());
     }
 
     #[test]

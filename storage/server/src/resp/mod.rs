@@ -12,6 +12,7 @@
 
 mod codec;
 mod command;
+mod inline;
 mod pattern;
 mod session;
 

@@ -388,3 +388,38 @@ async fn a_node_with_redis_clients_connected_stops_and_frees_its_ports() {
         .await
         .expect("the RESP port is free once the node has stopped");
 }
+
+#[tokio::test]
+async fn inline_commands_typed_as_text_are_served() {
+    // Proves: commands sent as plain text lines, as with nc or telnet
+    // (PING, a quoted SET, GET), are answered as Redis answers them, and
+    // the value is the one REST reads; unbalanced quotes are a protocol
+    // error that closes the connection.
+    let node = ServedNode::start("write", Limits::default()).await;
+    let mut raw = TcpStream::connect(node.resp).await.unwrap();
+    raw.write_all(b"PING\r\nSET greeting \"hello there\"\r\nGET greeting\r\n")
+        .await
+        .unwrap();
+    let want = b"+PONG\r\n+OK\r\n$11\r\nhello there\r\n";
+    let mut got = vec![0u8; want.len()];
+    tokio::time::timeout(Duration::from_secs(10), raw.read_exact(&mut got))
+        .await
+        .expect("answers")
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+    assert_eq!(
+        node.rest_get("greeting").await.as_deref(),
+        Some("hello there")
+    );
+
+    let mut bad = TcpStream::connect(node.resp).await.unwrap();
+    bad.write_all(b"SET k \"open\r\n").await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), bad.read_to_end(&mut answer)).await;
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("-ERR Protocol error: unbalanced quotes"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(node.rest_get("k").await, None);
+}
