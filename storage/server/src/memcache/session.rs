@@ -29,14 +29,12 @@ use strata_proto::v1::{
     LeaseGrantRequest, LeaseRevokeRequest, PutOp, PutRequest, TxnOp, TxnRequest, compare, txn_op,
     txn_op_result,
 };
-use tokio::time::Instant;
 
 use super::codec::{Request, Store, StoreMode};
 use super::counters::{Counters, bump};
 use crate::admission::WriteBudget;
 use crate::auth::{Guard, credential};
 use crate::core::{Core, Hop};
-use crate::deadline;
 use crate::error::{ApiError, ErrorCode};
 
 /// memcached's bound between an expiry time in seconds from now and one
@@ -348,13 +346,14 @@ impl Session {
         if let Err(e) = self.guard.check(Role::Write, &headers) {
             return line(&api_error(&e));
         }
-        let taken = Instant::now();
-        let time = deadline::budget(&headers, self.core.request_timeout());
-        let answer = async {
-            let _permit = self.budget.admit(request_bytes, taken, time / 2).await?;
-            let run = credential::scope(self.authorization.clone(), self.apply(request));
-            deadline::run(taken, time, run, Err).await
-        };
+        let answer = crate::tcp_front::write::admitted(
+            &self.core,
+            &self.budget,
+            &headers,
+            request_bytes,
+            self.authorization.clone(),
+            self.apply(request),
+        );
         match answer.await {
             Ok(reply) => reply,
             Err(e) => line(&api_error(&e)),

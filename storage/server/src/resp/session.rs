@@ -15,14 +15,12 @@ use strata_proto::v1::{
     BatchOp, BatchRequest, CompareAndSwapRequest, DeleteRequest, GetRequest, KeyRange, PutOp,
     PutRequest, ScanRequest, batch_op, scan_request,
 };
-use tokio::time::Instant;
 
 use super::command::{Command, Scan, Set};
 use super::pattern::Pattern;
 use crate::admission::WriteBudget;
 use crate::auth::{Guard, credential};
 use crate::core::{Core, Hop};
-use crate::deadline;
 use crate::error::ApiError;
 use crate::tcp_front::Connections;
 
@@ -235,11 +233,16 @@ impl Session {
         headers: &HeaderMap,
         credential: Option<HeaderValue>,
     ) -> Result<BytesFrame, ApiError> {
-        let taken = Instant::now();
-        let time = deadline::budget(headers, self.core.request_timeout());
-        let _permit = self.budget.admit(frame_bytes, taken, time / 2).await?;
-        let run = credential::scope(credential, self.apply(command));
-        deadline::run(taken, time, run, Err).await
+        let apply = self.apply(command);
+        crate::tcp_front::write::admitted(
+            &self.core,
+            &self.budget,
+            headers,
+            frame_bytes,
+            credential,
+            apply,
+        )
+        .await
     }
 
     async fn apply(&self, command: Command) -> Result<BytesFrame, ApiError> {

@@ -6,6 +6,7 @@
 //! first byte (`clocked`).
 
 mod clocked;
+pub mod write;
 
 use std::future::Future;
 use std::sync::Arc;
