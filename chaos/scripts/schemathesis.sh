@@ -7,7 +7,9 @@
 # test and belong in a membership nemesis once they land.
 # Usage: schemathesis.sh <repo root> <max examples per operation> <seed> <strict>
 # Without strict, failures recorded in chaos/schemathesis-baseline.json
-# (known findings, reported) are accepted and only new ones fail. The
+# (known findings, reported) are accepted and only new ones fail.
+# $SCHEMATHESIS_EXTRA is added to schemathesis' arguments (the suite's run
+# uses it to leave out the endless watch stream). The
 # stateful phase is off: it chains membership changes (DELETE
 # /v1/cluster/members/{id}), which is cluster administration, not input.
 # The nodes check roles (requests without a token may read and write keys);
