@@ -17,11 +17,13 @@
 //! PutWithTtl:  key | value | ttl_ms u64
 //! LeaseGrant:  id u64 | ttl_ms u64          LeaseRevoke: id u64
 //! ClusterId:   id u64
+//! Split:       at | child u64
 //! ```
 //! Compare ops: equal 0, not equal 1, less 2, greater 3.
 //! Byte strings are a u32 length followed by the bytes; integers are
 //! little-endian. Decoding checks every length against the buffer.
 
+use crate::range::KeySpan;
 use crate::trace::TraceParent;
 use crate::txn::{Compare, CompareOp, CompareTarget, Txn, TxnOp, TxnResult};
 
@@ -40,6 +42,7 @@ const TAG_PUT_TTL: u8 = 7;
 const TAG_LEASE_GRANT: u8 = 8;
 const TAG_LEASE_REVOKE: u8 = 9;
 const TAG_CLUSTER_ID: u8 = 10;
+const TAG_SPLIT: u8 = 11;
 const TXN_PUT: u8 = 1;
 const TXN_DELETE: u8 = 2;
 const TXN_GET: u8 = 3;
@@ -107,6 +110,14 @@ pub enum Command {
     ClusterId {
         id: u64,
     },
+    /// Splits the group's span at `at` (strictly inside it): the group
+    /// keeps the keys before `at`, and group `child` (a new id) serves the
+    /// rest from this entry on, with the same members. No data is copied:
+    /// the keys stay where they are in the engine (`crate::range`).
+    Split {
+        at: Vec<u8>,
+        child: u64,
+    },
 }
 
 /// What applying a command produced, returned to the proposer.
@@ -153,6 +164,21 @@ pub enum ApplyResult {
     Replayed {
         index: u64,
         result: Box<ApplyResult>,
+    },
+    /// Not applied: `key` is outside the group's span (it was split away,
+    /// or the proposer's map of ranges was stale). Certainly not applied
+    /// here: the write may be sent to the group that serves the key.
+    KeyNotInRange {
+        key: Vec<u8>,
+    },
+    /// The group was split: group `child` serves the keys from the split
+    /// key on.
+    Split {
+        child: u64,
+    },
+    /// Not applied: the split is not possible (`why`).
+    SplitRefused {
+        why: String,
     },
 }
 
@@ -321,6 +347,11 @@ impl Command {
                 out.push(TAG_CLUSTER_ID);
                 out.extend_from_slice(&id.to_le_bytes());
             }
+            Command::Split { at, child } => {
+                out.push(TAG_SPLIT);
+                put_bytes(out, at);
+                out.extend_from_slice(&child.to_le_bytes());
+            }
         }
     }
 
@@ -420,6 +451,10 @@ impl Proposal {
             },
             TAG_LEASE_REVOKE => Command::LeaseRevoke { id: r.u64()? },
             TAG_CLUSTER_ID => Command::ClusterId { id: r.u64()? },
+            TAG_SPLIT => Command::Split {
+                at: r.bytes()?,
+                child: r.u64()?,
+            },
             _ => return Err(DecodeError("unknown command tag")),
         };
         if !r.buf.is_empty() {
@@ -461,6 +496,49 @@ impl Command {
             }
             Command::LeaseGrant { .. } | Command::LeaseRevoke { .. } => 16,
             Command::ClusterId { .. } => 8,
+            Command::Split { at, .. } => at.len() + 12,
+        }
+    }
+
+    /// The first key the command names that `span` does not hold (for a
+    /// range read of a transaction: its start, when the span does not cover
+    /// all of it), if any. Lease grants and revokes and the cluster's name
+    /// name no key (a revoke deletes only the keys its group recorded
+    /// under the lease, which are in its span); a split names its split
+    /// key, which it checks itself.
+    pub fn key_outside(&self, span: &KeySpan) -> Option<Vec<u8>> {
+        let outside = |k: &Vec<u8>| (!span.contains(k)).then(|| k.clone());
+        match self {
+            Command::Put { key, .. }
+            | Command::Delete { key }
+            | Command::Cas { key, .. }
+            | Command::PutLeased { key, .. }
+            | Command::PutWithTtl { key, .. } => outside(key),
+            Command::Batch(ops) => ops.iter().find_map(|op| match op {
+                Op::Put { key, .. } | Op::Delete { key } => outside(key),
+            }),
+            Command::Txn(txn) => txn
+                .compares
+                .iter()
+                .find_map(|c| outside(&c.key))
+                .or_else(|| {
+                    txn.success
+                        .iter()
+                        .chain(&txn.failure)
+                        .find_map(|op| match op {
+                            TxnOp::Put { key, .. } | TxnOp::Delete { key } | TxnOp::Get { key } => {
+                                outside(key)
+                            }
+                            TxnOp::Range { start, end, .. } => {
+                                let end = (!end.is_empty()).then_some(end.as_slice());
+                                (!span.covers(start, end)).then(|| start.clone())
+                            }
+                        })
+                }),
+            Command::LeaseGrant { .. }
+            | Command::LeaseRevoke { .. }
+            | Command::ClusterId { .. }
+            | Command::Split { .. } => None,
         }
     }
 }
@@ -680,6 +758,7 @@ mod tests {
                 .prop_map(|(id, ttl_ms)| Command::LeaseGrant { id, ttl_ms }),
             any::<u64>().prop_map(|id| Command::LeaseRevoke { id }),
             any::<u64>().prop_map(|id| Command::ClusterId { id }),
+            (bytes(), any::<u64>()).prop_map(|(at, child)| Command::Split { at, child }),
         ]
     }
 

@@ -1,9 +1,12 @@
 //! How user keys and replica metadata map onto engine keys.
 //!
-//! Every engine key starts with a one-byte namespace and the big-endian raft
-//! group id, so that many groups can later share one engine without a format
-//! change:
-//! - `d | group | user key` holds user data;
+//! Every engine key starts with a one-byte namespace and a big-endian id,
+//! so that many groups share one engine:
+//! - `d | space | user key` holds user data. `space` is the group's own id
+//!   for a group that was never split off another, else the space of the
+//!   group it was split from (meta item `data_space`): a split moves no
+//!   key, and which group serves a key is said by the groups' spans (meta
+//!   item `range_span`, `crate::range`), not by where the key is stored;
 //! - `m | group | name` holds replica metadata such as the applied index;
 //! - `h | group | index | seq` holds the change history watchers read: the
 //!   `seq`-th put or delete that the entry at raft `index` applied (both
@@ -24,7 +27,7 @@ const REQUEST_EXPIRY: u8 = b'e';
 const LEASE: u8 = b'l';
 const LEASE_KEY: u8 = b'k';
 
-/// The engine key of a user key in `group`.
+/// The engine key of a user key in data space `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + user_key.len());
     k.push(DATA);

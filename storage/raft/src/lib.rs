@@ -41,7 +41,9 @@
 //!   `writer` on disk, `io` the I/O thread that runs the writer apart from
 //!   the driver. `state_machine`, `command`, `keys`:
 //!   applying commands to the engine, their encoding, the engine key layout.
-//!   `members`: the member directory.
+//!   `members`: the member directory. `range`: the span of keys a group
+//!   serves; `state_machine/split` applies a split, which narrows it and
+//!   starts a new group's state beside it without copying data.
 //! - `status` and `events`: what a peer reports. `error`: the errors,
 //!   [`StorageFailure`] among them. `fail_stop`: a panicking peer thread
 //!   ends the process. `transport`, `logger`: the network and raft-rs's log
@@ -67,7 +69,10 @@
 //! - Multi-raft: a group is a [`Peer`]. Engine keys and raft messages
 //!   already name their group and the driver holds no process-wide state,
 //!   so more groups are more peers, with a router by group id in front of
-//!   their handles.
+//!   their handles. Each group's state machine serves only its span and
+//!   refuses the rest at apply (`ApplyResult::KeyNotInRange`), so a write
+//!   sent by a stale map of ranges is refused the same on every replica;
+//!   `Command::Split` divides a span.
 
 #![forbid(unsafe_code)]
 
@@ -89,6 +94,7 @@ mod mailbox;
 pub mod members;
 pub mod metrics;
 mod peer;
+pub mod range;
 #[cfg(test)]
 mod sim;
 pub mod snapshot;
@@ -116,6 +122,7 @@ pub use raft::eraftpb::{
     ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Entry, Message,
     MessageType,
 };
+pub use range::KeySpan;
 pub use snapshot::SnapshotDirs;
 pub use stamp::{Stamp, Stamps};
 pub use state_machine::{

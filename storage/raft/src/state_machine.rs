@@ -13,6 +13,7 @@ mod lease;
 mod recent_keys;
 mod record;
 mod seed;
+mod split;
 mod txn;
 
 pub use history::{
@@ -33,6 +34,7 @@ use tokio::sync::watch;
 
 use crate::command::{ApplyResult, Command, Op, Proposal};
 use crate::keys;
+use crate::range::KeySpan;
 
 /// A committed entry as the state machine sees it.
 #[derive(Debug, Default)]
@@ -95,7 +97,16 @@ pub struct StateMachine {
     request_clock_key: Vec<u8>,
     value_format_key: Vec<u8>,
     cluster_id_key: Vec<u8>,
+    span_key: Vec<u8>,
+    space_key: Vec<u8>,
     cluster_id: cluster_id::ClusterIdCache,
+    /// The keys the group serves (`crate::range`), read from the engine on
+    /// first use and kept up to date by the apply rounds and installs.
+    span: RwLock<Option<KeySpan>>,
+    /// The id its user keys are stored under (`keys::data_key`): the group's
+    /// own for a group that was never split off another, else the one of
+    /// the group it was split from, so a split moves no data.
+    space: RwLock<Option<u64>>,
     /// How many raft indexes of changes the history keeps.
     history_entries: u64,
     trim: Mutex<history::Trim>,
@@ -125,7 +136,11 @@ impl StateMachine {
             request_clock_key: keys::meta_key(group, "request_clock_ms"),
             value_format_key: keys::meta_key(group, "value_format"),
             cluster_id_key: keys::meta_key(group, "cluster_id"),
+            span_key: keys::meta_key(group, "range_span"),
+            space_key: keys::meta_key(group, "data_space"),
             cluster_id: cluster_id::ClusterIdCache::default(),
+            span: RwLock::new(None),
+            space: RwLock::new(None),
             history_entries: DEFAULT_HISTORY_ENTRIES,
             trim: Mutex::new(history::Trim::default()),
             forget_cursor: Mutex::new(dedupe::ForgetCursor::default()),
@@ -166,6 +181,50 @@ impl StateMachine {
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// The raft group this state machine belongs to.
+    pub fn group(&self) -> u64 {
+        self.group
+    }
+
+    /// The keys the group serves; the whole key space unless a split
+    /// narrowed it.
+    pub fn span(&self) -> Result<KeySpan, EngineError> {
+        if let Some(span) = &*self.span.read() {
+            return Ok(span.clone());
+        }
+        let span = self.stored_span()?;
+        *self.span.write() = Some(span.clone());
+        Ok(span)
+    }
+
+    fn stored_span(&self) -> Result<KeySpan, EngineError> {
+        match self.engine.get(&self.span_key)? {
+            None => Ok(KeySpan::all()),
+            Some(v) => KeySpan::decode(&v).map_err(|e| EngineError::Corruption {
+                context: format!("group {}: {e}", self.group),
+            }),
+        }
+    }
+
+    /// The id the group's user keys are stored under.
+    pub(crate) fn space(&self) -> Result<u64, EngineError> {
+        if let Some(space) = *self.space.read() {
+            return Ok(space);
+        }
+        let space = match self.engine.get(&self.space_key)? {
+            None => self.group,
+            Some(v) => v
+                .as_slice()
+                .try_into()
+                .map(u64::from_be_bytes)
+                .map_err(|_| EngineError::Corruption {
+                    context: format!("data space of group {} has {} bytes", self.group, v.len()),
+                })?,
+        };
+        *self.space.write() = Some(space);
+        Ok(space)
     }
 
     /// The index of the last entry whose effects the engine holds.
@@ -214,13 +273,18 @@ impl StateMachine {
         let mut overlay = Overlay::new();
         let mut leases = lease::LeaseRound::default();
         let mut named = cluster_id::ClusterIdRound::default();
+        let mut span = self.span()?;
+        let mut split_inputs = split::SplitInputs::default();
+        let mut split = false;
         let mut out = Vec::new();
         for entry in entries {
             if let Some(cs) = &entry.conf_state {
                 changes.batch().put(&self.conf_key, cs);
+                split_inputs.conf_state = Some(cs.clone());
             }
             if let Some(m) = &entry.members {
                 changes.batch().put(&self.members_key, m);
+                split_inputs.members = Some(m.clone());
             }
             let Some(p) = &entry.proposal else { continue };
             let at = entry.index;
@@ -231,6 +295,16 @@ impl StateMachine {
                     index: entry.index,
                     request_id: p.request_id,
                     result: answer,
+                });
+                continue;
+            }
+            // Refused, and not remembered under its request id: the write
+            // belongs to another group, which may still apply it.
+            if let Some(key) = p.command.key_outside(&span) {
+                out.push(Applied {
+                    index: entry.index,
+                    request_id: p.request_id,
+                    result: ApplyResult::KeyNotInRange { key },
                 });
                 continue;
             }
@@ -336,6 +410,19 @@ impl StateMachine {
                 Command::ClusterId { id } => {
                     self.stage_cluster_id(changes.batch(), &mut named, *id)?
                 }
+                Command::Split { at: key, child } => {
+                    split_inputs.request_clock = requests.clock();
+                    let result = self.stage_split(
+                        changes.batch(),
+                        &mut span,
+                        &split_inputs,
+                        at,
+                        key,
+                        *child,
+                    )?;
+                    split |= matches!(result, ApplyResult::Split { .. });
+                    result
+                }
             };
             if let Some(d) = &p.dedupe {
                 self.remember(changes.batch(), &mut requests, d, entry.index, &result)?;
@@ -359,6 +446,9 @@ impl StateMachine {
             for (key, record) in &overlay {
                 recent.learn(key, record.as_ref().map(|r| r.create_index));
             }
+        }
+        if split {
+            *self.span.write() = Some(span);
         }
         self.trimmed(trimmed);
         self.cluster_id_applied(named);
@@ -388,7 +478,7 @@ impl StateMachine {
         };
         changes
             .batch()
-            .put(&keys::data_key(self.group, key), &record.encode());
+            .put(&keys::data_key(self.space()?, key), &record.encode());
         if lease != 0 {
             changes
                 .batch()
@@ -412,7 +502,7 @@ impl StateMachine {
         answer: bool,
     ) -> Result<bool, EngineError> {
         let existed = (answer || changes.is_on()) && self.created(overlay, key)?.is_some();
-        changes.batch().delete(&keys::data_key(self.group, key));
+        changes.batch().delete(&keys::data_key(self.space()?, key));
         if existed {
             changes.record(index, ChangeKind::Delete, key, b"");
         }
@@ -446,7 +536,7 @@ impl StateMachine {
             Some(v) => Ok(v.clone()),
             None => self
                 .engine
-                .get(&keys::data_key(self.group, key))?
+                .get(&keys::data_key(self.space()?, key))?
                 .map(|stored| Versioned::decode(key, stored))
                 .transpose(),
         }
@@ -511,7 +601,7 @@ impl StateMachine {
 
     /// How many user keys the group holds.
     fn count_keys(&self) -> Result<u64, EngineError> {
-        let (mut from, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+        let (mut from, hi) = self.data_bounds()?;
         let mut count = 0u64;
         loop {
             let pairs = self.engine.scan_bytes(
@@ -529,6 +619,18 @@ impl StateMachine {
         }
     }
 
+    /// `[lo, hi)` of the engine keys of the group's user keys: its span in
+    /// its data space.
+    pub(crate) fn data_bounds(&self) -> Result<(Vec<u8>, Vec<u8>), EngineError> {
+        let (space, span) = (self.space()?, self.span()?);
+        let lo = keys::data_key(space, &span.start);
+        let hi = match &span.end {
+            Some(end) => keys::data_key(space, end),
+            None => keys::data_end(space),
+        };
+        Ok((lo, hi))
+    }
+
     /// The value of a user key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
         Ok(self.get_versioned(key)?.map(|v| v.value))
@@ -536,7 +638,7 @@ impl StateMachine {
 
     /// A user key's value with the indexes that created and last changed it.
     pub fn get_versioned(&self, key: &[u8]) -> Result<Option<Versioned>, EngineError> {
-        let engine_key = keys::data_key(self.group, key);
+        let engine_key = keys::data_key(self.space()?, key);
         let stored = match &*self.reads_at.read() {
             Some(at) => at.get(&engine_key)?,
             None => self.engine.get(&engine_key)?,
@@ -588,10 +690,15 @@ impl StateMachine {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<VersionedPair>, EngineError> {
-        let lo = keys::data_key(self.group, start);
+        let (space, span) = (self.space()?, self.span()?);
+        let (start, end) = span.clamp(start, end);
+        if end.is_some_and(|end| start >= end) {
+            return Ok(Vec::new());
+        }
+        let lo = keys::data_key(space, start);
         let hi = match end {
-            Some(e) => keys::data_key(self.group, e),
-            None => keys::data_end(self.group),
+            Some(e) => keys::data_key(space, e),
+            None => keys::data_end(space),
         };
         view.scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]), limit)?
             .into_iter()
@@ -611,7 +718,7 @@ impl StateMachine {
             Some(f) if f == [record::FORMAT] => Ok(()),
             Some(f) => Err(ValueFormatError::Unknown(f)),
             None => {
-                let (lo, hi) = (keys::data_start(self.group), keys::data_end(self.group));
+                let (lo, hi) = self.data_bounds()?;
                 let any = self.engine.scan_bytes(
                     Bound::Included(&lo[..]),
                     Bound::Excluded(&hi[..]),

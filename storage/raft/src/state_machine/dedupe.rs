@@ -117,7 +117,17 @@ impl Remembered {
                 v.push(9);
                 v.extend_from_slice(&id.to_be_bytes());
             }
-            ApplyResult::IdReused { .. } | ApplyResult::Replayed { .. } => {
+            ApplyResult::Split { child } => {
+                v.push(10);
+                v.extend_from_slice(&child.to_be_bytes());
+            }
+            ApplyResult::SplitRefused { why } => {
+                v.push(11);
+                v.extend_from_slice(why.as_bytes());
+            }
+            ApplyResult::IdReused { .. }
+            | ApplyResult::Replayed { .. }
+            | ApplyResult::KeyNotInRange { .. } => {
                 return Err(corrupt("an answer that applied nothing is not recorded"));
             }
         }
@@ -156,6 +166,10 @@ impl Remembered {
             7 => ApplyResult::LeaseNotFound { id: u64_at(25)? },
             8 => ApplyResult::LeaseExists { id: u64_at(25)? },
             9 => ApplyResult::ClusterId { id: u64_at(25)? },
+            10 => ApplyResult::Split { child: u64_at(25)? },
+            11 => ApplyResult::SplitRefused {
+                why: String::from_utf8_lossy(v.get(25..).unwrap_or_default()).into_owned(),
+            },
             _ => return Err(corrupt("unknown answer")),
         };
         Ok(Remembered {
@@ -164,6 +178,13 @@ impl Remembered {
             digest: u64_at(16)?,
             result,
         })
+    }
+}
+
+impl Requests {
+    /// The request clock as the round has moved it so far, if it read it.
+    pub(super) fn clock(&self) -> Option<u64> {
+        self.clock
     }
 }
 

@@ -76,8 +76,11 @@ impl StateMachine {
         let (history_from, _) = source.history_bounds()?;
         let request_clock = source.request_clock()?;
         let cluster_id = source.stored_cluster_id()?;
+        let (span, space) = (source.span()?, source.space()?);
         drop(source);
         let mut done = WriteBatch::default();
+        done.put(&self.span_key, &span.encode());
+        done.put(&self.space_key, &space.to_be_bytes());
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);
         done.put(&self.members_key, &info.members);
@@ -90,6 +93,8 @@ impl StateMachine {
         }
         self.engine.write(&done)?;
         self.cluster_id.set(cluster_id);
+        *self.span.write() = Some(span);
+        *self.space.write() = Some(space);
         self.make_durable()?;
         self.reset_trim();
         *self.forget_cursor.lock() = super::dedupe::ForgetCursor::default();
@@ -138,7 +143,9 @@ impl StateMachine {
     /// Deletes the group's keys, history, request records and leases, then
     /// copies `source`'s in.
     fn replace_keys(&self, source: &StateMachine) -> Result<(), EngineError> {
-        let data = (keys::data_start(self.group), keys::data_end(self.group));
+        // The snapshot's span in its data space: a replica behind a split
+        // keeps the keys beyond it, which are the child's.
+        let data = source.data_bounds()?;
         let history = (
             keys::history_key(self.group, 0, 0),
             keys::history_end(self.group),

@@ -65,7 +65,7 @@ impl Seeder<'_> {
     /// one of the leases seeded).
     pub fn key(&mut self, key: &[u8], record: &Versioned) -> Result<(), EngineError> {
         self.batch
-            .put(&keys::data_key(self.sm.group, key), &record.encode());
+            .put(&keys::data_key(self.sm.space()?, key), &record.encode());
         if record.lease != 0 {
             self.batch.put(
                 &keys::lease_member_key(self.sm.group, record.lease, key),

@@ -95,11 +95,12 @@ impl StateMachine {
             overlay.iter().filter(|(k, _)| in_range(k)).collect();
         // Enough stored keys that, after this round's deletes, `limit`
         // remain (or the range's end is reached).
-        let lo = keys::data_key(self.group, start);
+        let space = self.space()?;
+        let lo = keys::data_key(space, start);
         let hi = if end.is_empty() {
-            keys::data_end(self.group)
+            keys::data_end(space)
         } else {
-            keys::data_key(self.group, end)
+            keys::data_key(space, end)
         };
         let want = limit + written.len();
         let stored = self.engine.scan_bytes(

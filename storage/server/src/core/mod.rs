@@ -85,6 +85,14 @@ impl Written {
                      nothing was applied: give a new write a new id"
                 ),
             )),
+            ApplyResult::KeyNotInRange { key } => Err(ApiError::new(
+                ErrorCode::Unavailable,
+                format!(
+                    "key {:?} is served by another range since a split; nothing was applied: \
+                     retry",
+                    String::from_utf8_lossy(&key)
+                ),
+            )),
             result => Ok(Written {
                 index,
                 result,

@@ -1,0 +1,400 @@
+//! Applying a split (`Command::Split`): the group keeps the keys before the
+//! split key, and a new group serves the rest from the split's index on.
+//!
+//! Nothing is copied. The child's user keys stay where they are: its data
+//! space is the parent's (`keys::data_key`), and only its span differs. In
+//! the split's own atomic write the parent's span is narrowed and the
+//! child's state is created beside it: its span, data space, applied index
+//! (the split's: the child's raft log starts there, so every index the
+//! child gives a key is above the ones the parent gave it), configuration
+//! and members (the parent's as of the split), request clock, value format
+//! and cluster id. Its history starts after the split; what came before
+//! is in the parent's.
+//!
+//! Still the parent's after a split: the request records of writes it
+//! applied and the leases it granted, with the keys put under them. A
+//! retry of a write applied before the split, sent to the child, is not
+//! recognised there, and a lease's keys in the child's span are not
+//! deleted when the lease ends in the parent: nothing proposes a split
+//! until records and leases move with their keys.
+
+use std::sync::Arc;
+
+use strata_engine::{EngineError, WriteBatch};
+
+use super::StateMachine;
+use crate::command::ApplyResult;
+use crate::range::KeySpan;
+use crate::state_machine::record;
+
+/// What a round's earlier entries changed that a split in it copies.
+#[derive(Default)]
+pub(super) struct SplitInputs {
+    /// The configuration and members as the round's entries left them
+    /// (`None`: as stored).
+    pub conf_state: Option<Vec<u8>>,
+    pub members: Option<Vec<u8>>,
+    /// The request clock as the round left it.
+    pub request_clock: Option<u64>,
+}
+
+impl StateMachine {
+    /// Stages, into `batch`, the split of `span` (the group's, as the round
+    /// left it, narrowed here) at `at` into group `child`, by the entry at
+    /// `index`.
+    pub(super) fn stage_split(
+        &self,
+        batch: &mut WriteBatch,
+        span: &mut KeySpan,
+        inputs: &SplitInputs,
+        index: u64,
+        at: &[u8],
+        child: u64,
+    ) -> Result<ApplyResult, EngineError> {
+        let refused = |why: String| Ok(ApplyResult::SplitRefused { why });
+        if child == 0 || child == self.group {
+            return refused(format!(
+                "group {child} cannot be split off group {}",
+                self.group
+            ));
+        }
+        let Some((left, right)) = span.split_at(at) else {
+            return refused(format!(
+                "the split key {:?} is not strictly inside the range {span}",
+                String::from_utf8_lossy(at)
+            ));
+        };
+        let conf_state = match &inputs.conf_state {
+            Some(c) => c.clone(),
+            None => self.conf_state()?.unwrap_or_default(),
+        };
+        let members = match &inputs.members {
+            Some(m) => m.clone(),
+            None => self.members()?.unwrap_or_default(),
+        };
+        let clock = match inputs.request_clock {
+            Some(c) => c,
+            None => self.request_clock()?,
+        };
+        let cluster_id = self.stored_cluster_id()?;
+        // A view of the child, for the names of its keys.
+        let to = StateMachine::new(Arc::clone(&self.engine), child);
+        batch.put(&self.span_key, &left.encode());
+        batch.put(&to.span_key, &right.encode());
+        batch.put(&to.space_key, &self.space()?.to_be_bytes());
+        batch.put(&to.applied_key, &index.to_be_bytes());
+        batch.put(&to.conf_key, &conf_state);
+        batch.put(&to.members_key, &members);
+        batch.put(&to.history_from_key, &(index + 1).to_be_bytes());
+        batch.put(&to.request_clock_key, &clock.to_be_bytes());
+        batch.put(&to.value_format_key, &[record::FORMAT]);
+        if cluster_id != 0 {
+            batch.put(&to.cluster_id_key, &cluster_id.to_be_bytes());
+        }
+        *span = left;
+        Ok(ApplyResult::Split { child })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use strata_engine::{Engine, Options};
+
+    use crate::command::{ApplyResult, Command, Op, Proposal};
+    use crate::range::KeySpan;
+    use crate::snapshot::seal;
+    use crate::state_machine::{Committed, StateMachine};
+    use crate::txn::{Txn, TxnOp};
+
+    fn committed(index: u64, command: Command) -> Committed {
+        Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id: index,
+                command,
+                dedupe: None,
+            }),
+            conf_state: None,
+            members: None,
+        }
+    }
+
+    fn put(k: &str, v: &str) -> Command {
+        Command::Put {
+            key: k.into(),
+            value: v.into(),
+        }
+    }
+
+    fn split(at: &str, child: u64) -> Command {
+        Command::Split {
+            at: at.into(),
+            child,
+        }
+    }
+
+    fn open(dir: &Path, group: u64) -> StateMachine {
+        let engine = Arc::new(Engine::open(dir, Options::default()).unwrap());
+        let sm = StateMachine::new(engine, group);
+        sm.check_value_format().unwrap();
+        sm
+    }
+
+    fn span(start: &str, end: Option<&str>) -> KeySpan {
+        KeySpan {
+            start: start.into(),
+            end: end.map(Into::into),
+        }
+    }
+
+    fn user_keys(sm: &StateMachine) -> Vec<String> {
+        sm.scan(b"", None, 1000)
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| String::from_utf8(k).unwrap())
+            .collect()
+    }
+
+    /// Group 1 holding "a" through "z", one put per index 1..=26, with a
+    /// configuration and members applied at index 27; then split at "m"
+    /// into group 2 at index 28.
+    fn split_group(dir: &Path) -> (StateMachine, StateMachine) {
+        let parent = open(dir, 1);
+        let puts: Vec<Committed> = (b'a'..=b'z')
+            .enumerate()
+            .map(|(i, c)| committed(i as u64 + 1, put(&(c as char).to_string(), "v")))
+            .collect();
+        parent.apply(&puts).unwrap();
+        let conf = Committed {
+            index: 27,
+            conf_state: Some(b"conf".to_vec()),
+            members: Some(b"members".to_vec()),
+            ..Default::default()
+        };
+        let out = parent.apply(&[conf, committed(28, split("m", 2))]).unwrap();
+        assert_eq!(out[0].result, ApplyResult::Split { child: 2 });
+        let child = StateMachine::new(Arc::clone(parent.engine()), 2);
+        (parent, child)
+    }
+
+    #[test]
+    fn a_split_gives_each_key_to_one_group_and_copies_nothing() {
+        // Proves: after a split at "m" the parent serves "a" through "l"
+        // and the child "m" through "z", the two spans meeting at the split
+        // key; the child starts at the split's index with the parent's
+        // configuration and members as the same round left them; its keys
+        // keep the indexes the parent gave them, and the engine holds each
+        // key once (nothing was copied).
+        let dir = tempfile::tempdir().unwrap();
+        let (parent, child) = split_group(dir.path());
+        assert_eq!(parent.span().unwrap(), span("", Some("m")));
+        assert_eq!(child.span().unwrap(), span("m", None));
+        assert_eq!(child.applied_index().unwrap(), 28);
+        assert_eq!(child.conf_state().unwrap().unwrap(), b"conf");
+        assert_eq!(child.members().unwrap().unwrap(), b"members");
+        let left = user_keys(&parent);
+        let right = user_keys(&child);
+        assert_eq!(left.len(), 12, "{left:?}");
+        assert_eq!(right.len(), 14, "{right:?}");
+        assert_eq!(left.last().unwrap(), "l");
+        assert_eq!(right.first().unwrap(), "m");
+        let (lo, hi) = child.data_bounds().unwrap();
+        let stored = parent
+            .engine()
+            .scan(
+                std::ops::Bound::Included(&crate::keys::data_start(1)[..]),
+                std::ops::Bound::Excluded(&crate::keys::data_end(1)[..]),
+                1000,
+            )
+            .unwrap();
+        assert_eq!(stored.len(), 26, "every key is stored once");
+        assert!(lo.starts_with(&crate::keys::data_start(1)) && hi > lo);
+        let q = child.get_versioned(b"q").unwrap().unwrap();
+        assert_eq!(q.mod_index, 17, "the index the parent gave it");
+        assert_eq!(parent.describe().unwrap().keys, 12);
+        assert_eq!(child.describe().unwrap().keys, 14);
+        // The history of the child starts after the split.
+        assert_eq!(child.history_bounds().unwrap().0, 29);
+    }
+
+    #[test]
+    fn each_group_refuses_the_others_keys_and_applies_its_own() {
+        // Proves: a write to a key of the other side is refused at apply,
+        // whole (a batch with one key on each side applies neither) and
+        // with no effect; a transaction whose range read crosses the split
+        // is refused; the child's own writes get indexes above the split.
+        let dir = tempfile::tempdir().unwrap();
+        let (parent, child) = split_group(dir.path());
+        let out = parent
+            .apply(&[
+                committed(29, put("q", "parent")),
+                committed(
+                    30,
+                    Command::Batch(vec![
+                        Op::Put {
+                            key: "b".into(),
+                            value: "both".into(),
+                        },
+                        Op::Put {
+                            key: "x".into(),
+                            value: "both".into(),
+                        },
+                    ]),
+                ),
+                committed(
+                    31,
+                    Command::Txn(Txn {
+                        compares: vec![],
+                        success: vec![TxnOp::Range {
+                            start: "k".into(),
+                            end: "".into(),
+                            limit: 10,
+                        }],
+                        failure: vec![],
+                    }),
+                ),
+                committed(32, put("c", "parent")),
+            ])
+            .unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::KeyNotInRange { key: "q".into() }
+        );
+        assert_eq!(
+            out[1].result,
+            ApplyResult::KeyNotInRange { key: "x".into() }
+        );
+        assert_eq!(
+            out[2].result,
+            ApplyResult::KeyNotInRange { key: "k".into() }
+        );
+        assert_eq!(out[3].result, ApplyResult::Written);
+        assert_eq!(child.get(b"q").unwrap().unwrap(), b"v");
+        assert_eq!(parent.get(b"b").unwrap().unwrap(), b"v");
+        assert_eq!(parent.get(b"c").unwrap().unwrap(), b"parent");
+
+        let out = child
+            .apply(&[
+                committed(29, put("q", "child")),
+                committed(30, put("c", "child")),
+            ])
+            .unwrap();
+        assert_eq!(out[0].result, ApplyResult::Written);
+        assert_eq!(
+            out[1].result,
+            ApplyResult::KeyNotInRange { key: "c".into() }
+        );
+        let q = child.get_versioned(b"q").unwrap().unwrap();
+        assert_eq!(
+            (q.value.as_slice(), q.create_index, q.mod_index),
+            (&b"child"[..], 17, 29)
+        );
+        assert_eq!(parent.get(b"c").unwrap().unwrap(), b"parent");
+    }
+
+    #[test]
+    fn impossible_splits_are_refused_and_change_nothing() {
+        // Proves: a split at the span's first key, outside the span, or
+        // into the group itself or group 0 is refused and leaves the span
+        // as it was; a later split of the narrowed span works.
+        let dir = tempfile::tempdir().unwrap();
+        let (parent, _) = split_group(dir.path());
+        let out = parent
+            .apply(&[
+                committed(29, split("", 3)),
+                committed(30, split("x", 3)),
+                committed(31, split("m", 3)),
+                committed(32, split("f", 1)),
+                committed(33, split("f", 0)),
+            ])
+            .unwrap();
+        for (i, o) in out.iter().enumerate() {
+            assert!(
+                matches!(o.result, ApplyResult::SplitRefused { .. }),
+                "split {i}: {:?}",
+                o.result
+            );
+        }
+        assert_eq!(parent.span().unwrap(), span("", Some("m")));
+        let out = parent.apply(&[committed(34, split("f", 3))]).unwrap();
+        assert_eq!(out[0].result, ApplyResult::Split { child: 3 });
+        let third = StateMachine::new(Arc::clone(parent.engine()), 3);
+        assert_eq!(third.span().unwrap(), span("f", Some("m")));
+        assert_eq!(user_keys(&third).len(), 7);
+        assert_eq!(user_keys(&parent).len(), 5);
+    }
+
+    #[test]
+    fn spans_survive_a_restart() {
+        // Proves: the spans are read back from the engine after a restart,
+        // not kept only in memory.
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (parent, _) = split_group(dir.path());
+            parent.make_durable().unwrap();
+        }
+        let parent = open(dir.path(), 1);
+        let child = StateMachine::new(Arc::clone(parent.engine()), 2);
+        assert_eq!(parent.span().unwrap(), span("", Some("m")));
+        assert_eq!(child.span().unwrap(), span("m", None));
+        assert_eq!(user_keys(&child).len(), 14);
+        let out = parent.apply(&[committed(29, put("z", "late"))]).unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::KeyNotInRange { key: "z".into() }
+        );
+    }
+
+    #[test]
+    fn a_snapshot_of_a_child_installs_only_its_keys() {
+        // Proves: a new replica of the child, on an empty node, installs a
+        // snapshot of the child (an engine checkpoint that also holds the
+        // parent's keys) and takes only the child's keys, its span and its
+        // data space; a replica of the parent left behind before the split
+        // installs the parent's snapshot and keeps the keys past the split
+        // key, which are the child's.
+        let dir = tempfile::tempdir().unwrap();
+        let (parent, child) = split_group(&dir.path().join("leader"));
+        let snap = dir.path().join("snap");
+        let info = seal(&snap, child.checkpoint(&snap).unwrap()).unwrap();
+        assert_eq!((info.index, info.keys), (28, 14));
+
+        let fresh = open(&dir.path().join("fresh"), 2);
+        let installed = fresh.install(&snap, 2).unwrap();
+        fresh.finish_install().unwrap();
+        assert_eq!((installed.index, installed.keys), (28, 14));
+        assert_eq!(fresh.span().unwrap(), span("m", None));
+        assert_eq!(fresh.space().unwrap(), 1);
+        assert_eq!(user_keys(&fresh).len(), 14);
+        let stored = fresh
+            .engine()
+            .scan(
+                std::ops::Bound::Included(&crate::keys::data_start(1)[..]),
+                std::ops::Bound::Excluded(&crate::keys::data_end(1)[..]),
+                1000,
+            )
+            .unwrap();
+        assert_eq!(stored.len(), 14, "none of the parent's keys came along");
+
+        let behind = open(&dir.path().join("behind"), 1);
+        let old: Vec<Committed> = (b'a'..=b'z')
+            .enumerate()
+            .map(|(i, c)| committed(i as u64 + 1, put(&(c as char).to_string(), "old")))
+            .collect();
+        behind.apply(&old).unwrap();
+        let psnap = dir.path().join("psnap");
+        seal(&psnap, parent.checkpoint(&psnap).unwrap()).unwrap();
+        behind.install(&psnap, 2).unwrap();
+        assert_eq!(behind.span().unwrap(), span("", Some("m")));
+        assert_eq!(user_keys(&behind).len(), 12);
+        assert_eq!(behind.get(b"a").unwrap().unwrap(), b"v");
+        let beyond = StateMachine::new(Arc::clone(behind.engine()), 2);
+        assert!(
+            beyond.applied_index().unwrap() == 0,
+            "no child replica here"
+        );
+    }
+}
