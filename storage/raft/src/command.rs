@@ -500,6 +500,40 @@ impl Command {
         }
     }
 
+    /// The key a write's request record is kept beside (`keys`), so that
+    /// it moves with that key when a group is split: the first key the
+    /// command names (a transaction's first compare, else its first
+    /// operation; a range read's start). `None` for commands that name no
+    /// key: their records stay with their group.
+    pub fn anchor(&self) -> Option<&[u8]> {
+        match self {
+            Command::Put { key, .. }
+            | Command::Delete { key }
+            | Command::Cas { key, .. }
+            | Command::PutLeased { key, .. }
+            | Command::PutWithTtl { key, .. } => Some(key),
+            Command::Batch(ops) => ops.first().map(|op| match op {
+                Op::Put { key, .. } | Op::Delete { key } => key.as_slice(),
+            }),
+            Command::Txn(txn) => txn.compares.first().map(|c| c.key.as_slice()).or_else(|| {
+                txn.success
+                    .iter()
+                    .chain(&txn.failure)
+                    .next()
+                    .map(|op| match op {
+                        TxnOp::Put { key, .. } | TxnOp::Delete { key } | TxnOp::Get { key } => {
+                            key.as_slice()
+                        }
+                        TxnOp::Range { start, .. } => start.as_slice(),
+                    })
+            }),
+            Command::LeaseGrant { .. }
+            | Command::LeaseRevoke { .. }
+            | Command::ClusterId { .. }
+            | Command::Split { .. } => None,
+        }
+    }
+
     /// The first key the command names that `span` does not hold (for a
     /// range read of a transaction: its start, when the span does not cover
     /// all of it), if any. Lease grants and revokes and the cluster's name

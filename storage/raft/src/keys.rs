@@ -11,9 +11,15 @@
 //! - `h | group | index | seq` holds the change history watchers read: the
 //!   `seq`-th put or delete that the entry at raft `index` applied (both
 //!   big-endian, so the history sorts in commit order);
-//! - `i | group | request id` holds what a write carrying that client
-//!   request id was answered, and `e | group | expires_at_ms | request id`
-//!   (empty) orders those records by when they may be forgotten;
+//! - `r | space | ordered(anchor) | request id` holds what a write carrying
+//!   that client request id was answered, beside the key it names first
+//!   (its anchor, `Command::anchor`), so that a split's spans divide the
+//!   records as they divide the data; `ordered` keeps the anchors in key
+//!   order (`push_ordered`). `i | group | request id` holds it for a write
+//!   that names no key (lease grants and revokes), and held every record
+//!   before records were anchored. `e | group | expires_at_ms | request id`
+//!   orders a group's records by when they may be forgotten; its value says
+//!   where the record is (`RequestAt`);
 //! - `l | group | lease id` holds a lease's TTL, and `k | group | lease id
 //!   | user key` (empty) lists the keys put under it (a key put again under
 //!   another lease, or none, keeps its entry until the lease ends: the
@@ -26,6 +32,7 @@ const REQUEST: u8 = b'i';
 const REQUEST_EXPIRY: u8 = b'e';
 const LEASE: u8 = b'l';
 const LEASE_KEY: u8 = b'k';
+const ANCHORED_REQUEST: u8 = b'r';
 
 /// The engine key of a user key in data space `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
@@ -104,6 +111,85 @@ pub fn request_key(group: u64, id: &[u8]) -> Vec<u8> {
     k.extend_from_slice(&group.to_be_bytes());
     k.extend_from_slice(id);
     k
+}
+
+/// Appends `bytes` so that encodings sort as the bytes do and none is a
+/// prefix of another: each 0x00 becomes 0x00 0xff, and 0x00 0x01 ends it.
+fn push_ordered(out: &mut Vec<u8>, bytes: &[u8]) {
+    push_ordered_open(out, bytes);
+    out.extend_from_slice(&[0, 1]);
+}
+
+/// [`push_ordered`] without the end: sorts before the encoding of `bytes`
+/// and of every key after it, and after every key before it.
+fn push_ordered_open(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+}
+
+/// The engine key of the record of request id `id`, whose write names
+/// `anchor` first, in data space `space`.
+pub fn anchored_request_key(space: u64, anchor: &[u8], id: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(12 + anchor.len() + id.len());
+    k.push(ANCHORED_REQUEST);
+    k.extend_from_slice(&space.to_be_bytes());
+    push_ordered(&mut k, anchor);
+    k.extend_from_slice(id);
+    k
+}
+
+/// `[lo, hi)` of the request records in `space` whose anchors `span` holds.
+pub fn anchored_requests(space: u64, span: &KeySpan) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = vec![ANCHORED_REQUEST];
+    lo.extend_from_slice(&space.to_be_bytes());
+    let hi = match &span.end {
+        Some(end) => {
+            let mut hi = lo.clone();
+            push_ordered_open(&mut hi, end);
+            hi
+        }
+        None => group_range(ANCHORED_REQUEST, space).1,
+    };
+    push_ordered_open(&mut lo, &span.start);
+    (lo, hi)
+}
+
+/// Where a group's record of a request id is, as its expiry queue entry
+/// says (the entry's value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestAt {
+    /// `i | group | id`: a write that names no key, or one recorded before
+    /// records were anchored (an empty value).
+    Group,
+    /// `r | space | anchor | id`.
+    Anchored(Vec<u8>),
+}
+
+impl RequestAt {
+    /// The queue entry's value.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            RequestAt::Group => vec![0],
+            RequestAt::Anchored(anchor) => {
+                let mut v = Vec::with_capacity(1 + anchor.len());
+                v.push(1);
+                v.extend_from_slice(anchor);
+                v
+            }
+        }
+    }
+
+    pub fn decode(v: &[u8]) -> Option<Self> {
+        match v.split_first() {
+            None | Some((0, [])) => Some(RequestAt::Group),
+            Some((1, anchor)) => Some(RequestAt::Anchored(anchor.to_vec())),
+            _ => None,
+        }
+    }
 }
 
 /// `[start, end)` of the keys of namespace `ns` in `group`.
@@ -205,9 +291,71 @@ pub fn lease_member(engine_key: &[u8]) -> &[u8] {
 /// implementation, the engine's, for every layer).
 pub use strata_engine::prefix_end;
 
+use crate::range::KeySpan;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anchored_records_sort_by_anchor_and_a_span_holds_exactly_its_own() {
+        // Proves: a span's record range holds the records of exactly the
+        // anchors the span holds, whatever bytes (zeros, 0xff, prefixes of
+        // one another) the anchors and ids are made of.
+        let anchors: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            vec![0],
+            vec![0, 0],
+            vec![0, 1],
+            vec![0, 0xff],
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            vec![b'a', 0],
+            vec![b'a', 0, 1],
+            b"ab".to_vec(),
+            b"b".to_vec(),
+            vec![0xff],
+            vec![0xff, 0xff, 0],
+        ];
+        let ids: [&[u8]; 3] = [b"", &[0, 1], &[0xff, 0]];
+        let bounds: Vec<Option<Vec<u8>>> =
+            anchors.iter().cloned().map(Some).chain([None]).collect();
+        for start in &anchors {
+            for end in &bounds {
+                if end.as_ref().is_some_and(|e| e <= start) {
+                    continue;
+                }
+                let span = KeySpan {
+                    start: start.clone(),
+                    end: end.clone(),
+                };
+                let (lo, hi) = anchored_requests(7, &span);
+                for a in &anchors {
+                    for id in ids {
+                        let k = anchored_request_key(7, a, id);
+                        assert_eq!(
+                            lo <= k && k < hi,
+                            span.contains(a),
+                            "anchor {a:?} id {id:?} in {span:?}"
+                        );
+                    }
+                }
+            }
+        }
+        let (_, hi) = anchored_requests(7, &KeySpan::all());
+        assert!(anchored_request_key(8, b"", b"") >= hi);
+    }
+
+    #[test]
+    fn a_queue_entry_says_where_its_record_is() {
+        // Proves: the queue value round-trips; an empty value (written
+        // before records were anchored) means the group's own table.
+        for at in [RequestAt::Group, RequestAt::Anchored(b"k\0".to_vec())] {
+            assert_eq!(RequestAt::decode(&at.encode()), Some(at));
+        }
+        assert_eq!(RequestAt::decode(b""), Some(RequestAt::Group));
+        assert_eq!(RequestAt::decode(&[2]), None);
+    }
 
     #[test]
     fn group_ranges_do_not_overlap() {

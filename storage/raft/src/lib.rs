@@ -127,8 +127,8 @@ pub use snapshot::SnapshotDirs;
 pub use stamp::{Stamp, Stamps};
 pub use state_machine::{
     Change, ChangeKind, Committed, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage,
-    HistoryPosition, KvPair, MAX_LEASE_ID, SnapshotInfo, StateMachine, ValueFormatError, Versioned,
-    VersionedPair,
+    HistoryPosition, KvPair, MAX_LEASE_ID, MAX_REQUEST_KEEP_MS, SnapshotInfo, StateMachine,
+    ValueFormatError, Versioned, VersionedPair,
 };
 pub use status::{
     ElectionReason, ElectionStart, HandOver, PeerStatus, RaftEvent, RaftEventKind, Role,

@@ -16,6 +16,9 @@ mod seed;
 mod split;
 mod txn;
 
+pub use dedupe::MAX_REQUEST_KEEP_MS;
+pub use split::CHILD_LOG_TERM;
+
 pub use history::{
     Change, ChangeKind, DEFAULT_HISTORY_ENTRIES, HistoryError, HistoryPage, HistoryPosition,
 };
@@ -99,6 +102,8 @@ pub struct StateMachine {
     cluster_id_key: Vec<u8>,
     span_key: Vec<u8>,
     space_key: Vec<u8>,
+    inherited_key: Vec<u8>,
+    log_start_key: Vec<u8>,
     cluster_id: cluster_id::ClusterIdCache,
     /// The keys the group serves (`crate::range`), read from the engine on
     /// first use and kept up to date by the apply rounds and installs.
@@ -138,6 +143,8 @@ impl StateMachine {
             cluster_id_key: keys::meta_key(group, "cluster_id"),
             span_key: keys::meta_key(group, "range_span"),
             space_key: keys::meta_key(group, "data_space"),
+            inherited_key: keys::meta_key(group, "requests_inherited_until"),
+            log_start_key: keys::meta_key(group, "log_start"),
             cluster_id: cluster_id::ClusterIdCache::default(),
             span: RwLock::new(None),
             space: RwLock::new(None),
@@ -288,23 +295,25 @@ impl StateMachine {
             }
             let Some(p) = &entry.proposal else { continue };
             let at = entry.index;
-            if let Some(d) = &p.dedupe
-                && let Some(answer) = self.recall(&mut requests, d)?
-            {
-                out.push(Applied {
-                    index: entry.index,
-                    request_id: p.request_id,
-                    result: answer,
-                });
-                continue;
-            }
             // Refused, and not remembered under its request id: the write
-            // belongs to another group, which may still apply it.
+            // belongs to another group, which may still apply it (and
+            // holds its record, if an earlier attempt was applied here).
             if let Some(key) = p.command.key_outside(&span) {
                 out.push(Applied {
                     index: entry.index,
                     request_id: p.request_id,
                     result: ApplyResult::KeyNotInRange { key },
+                });
+                continue;
+            }
+            let anchor = p.command.anchor();
+            if let Some(d) = &p.dedupe
+                && let Some(answer) = self.recall(&mut requests, d, anchor)?
+            {
+                out.push(Applied {
+                    index: entry.index,
+                    request_id: p.request_id,
+                    result: answer,
                 });
                 continue;
             }
@@ -425,7 +434,14 @@ impl StateMachine {
                 }
             };
             if let Some(d) = &p.dedupe {
-                self.remember(changes.batch(), &mut requests, d, entry.index, &result)?;
+                self.remember(
+                    changes.batch(),
+                    &mut requests,
+                    d,
+                    anchor,
+                    entry.index,
+                    &result,
+                )?;
             }
             out.push(Applied {
                 index: entry.index,
@@ -434,7 +450,7 @@ impl StateMachine {
             });
         }
         let added = changes.count;
-        self.forget_expired(&mut batch, &mut requests)?;
+        self.forget_expired(&mut batch, &mut requests, &span)?;
         let trimmed = self.stage_trim(&mut batch, last.index, added)?;
         batch.put(&self.applied_key, &last.index.to_be_bytes());
         if let Err(e) = self.engine.write(&batch) {

@@ -248,8 +248,9 @@ pub struct Timing {
     pub request_timeout_ms: u64,
     /// How long the group remembers a write's request id (and answers a
     /// retry with the first outcome), in seconds from when the leader
-    /// proposed it.
-    #[arg(long, env = "STRATA_REQUEST_ID_TTL_S", default_value_t = 600)]
+    /// proposed it; at most a day.
+    #[arg(long, env = "STRATA_REQUEST_ID_TTL_S", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=strata_raft::MAX_REQUEST_KEEP_MS / 1000))]
     pub request_id_ttl_s: u64,
 }
 
@@ -398,6 +399,20 @@ mod tests {
         assert!(with(&["--tls-ca", "a"]).is_err());
         let cfg = with(&["--tls-cert", "c", "--tls-key", "k", "--tls-ca", "a"]).unwrap();
         assert_eq!(cfg.tls_ca, Some(PathBuf::from("a")));
+    }
+
+    #[test]
+    fn a_request_id_is_remembered_for_at_most_a_day() {
+        // Proves: --request-id-ttl-s takes 1 to 86,400 and refuses the
+        // rest at parse time, naming the range.
+        let with = |ttl: &str| {
+            NodeConfig::try_parse_from(["strata-node", "--id", "1", "--request-id-ttl-s", ttl])
+        };
+        assert_eq!(with("86400").unwrap().timing.request_id_ttl_s, 86_400);
+        for bad in ["0", "86401"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("1..=86400"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub(super) fn recover(
     state_machine: &StateMachine,
     dirs: &SnapshotDirs,
 ) -> Result<(RaftLogStore, u64, Identity), StartError> {
+    start_split_off_log(config, state_machine)?;
     let mut store = RaftLogStore::open(
         config.log_fs.clone(),
         &config.log_dir,
@@ -83,6 +84,47 @@ pub(super) fn recover(
         store.persist()?;
     }
     Ok((store, applied, identity))
+}
+
+/// Starts the raft log of a group split off another where the split left
+/// it (`StateMachine::log_start`): every entry up to the split's index
+/// taken as committed, with the configuration the split copied. Only a log
+/// that holds nothing yet is started, and the state machine then forgets
+/// where: a log lost later is never started again as if it held nothing
+/// (its member may have acknowledged entries; it comes back empty and
+/// unproven, as any member whose log was lost).
+fn start_split_off_log(config: &PeerConfig, sm: &StateMachine) -> Result<(), StartError> {
+    let Some((index, term)) = sm.log_start()? else {
+        return Ok(());
+    };
+    let log = RaftLogStore::open(
+        config.log_fs.clone(),
+        &config.log_dir,
+        config.max_segment_bytes,
+        &[],
+    )?;
+    if log.opened_empty() {
+        drop(log);
+        let conf = sm.conf_state()?.unwrap_or_default();
+        let conf = ConfState::parse_from_bytes(&conf).map_err(|e| {
+            StartError::Config(format!("the split's configuration does not decode: {e}"))
+        })?;
+        drop(RaftLogStore::seed(
+            config.log_fs.clone(),
+            &config.log_dir,
+            config.max_segment_bytes,
+            &conf.voters,
+            index,
+            term,
+        )?);
+        tracing::info!(
+            group = config.group_id,
+            index,
+            "started the raft log of a group split off another, at the split"
+        );
+    }
+    sm.clear_log_start()?;
+    Ok(())
 }
 
 /// Finishes a snapshot install a crash interrupted: the staged copy is

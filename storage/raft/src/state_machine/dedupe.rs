@@ -1,11 +1,15 @@
 //! Client request ids: a write that carries one (`Dedupe`) is applied once.
-//! The state machine records its answer under the id (`keys::request_key`)
-//! in the same atomic write as the write's data; a later entry with the
-//! same id, while the record lasts, is not applied but answered with the
-//! recorded answer (`ApplyResult::Replayed`), and one whose write differs
-//! (another digest) is refused (`ApplyResult::IdReused`). So a client that
-//! got "outcome unknown" retries with the same id and learns the outcome,
-//! never applying its write twice.
+//! The state machine records its answer under the id, beside the first key
+//! the write names (`keys::anchored_request_key`; a write that names no key,
+//! under the group, `keys::request_key`), in the same atomic write as the
+//! write's data; a later entry with the same id and first key, while the
+//! record lasts, is not applied but answered with the recorded answer
+//! (`ApplyResult::Replayed`), and one whose write differs (another digest)
+//! is refused (`ApplyResult::IdReused`). So a client that got "outcome
+//! unknown" retries with the same id and learns the outcome, never applying
+//! its write twice. Because the record sits beside the key, a split
+//! (`split.rs`) gives it to the group that serves the key from then on,
+//! with no copy, and a snapshot of that group carries it.
 //!
 //! A record lasts `keep_ms` from its entry's `at_ms`, both chosen by the
 //! proposing leader and carried in the entry, so every replica keeps and
@@ -13,7 +17,12 @@
 //! the largest `at_ms` any applied entry carried (meta key
 //! `request_clock_ms`), which only moves forward. Records are queued by
 //! expiry (`keys::request_expiry_key`) and forgotten a bounded number per
-//! apply round once the clock passes them.
+//! apply round once the clock passes them. A queued record whose key a
+//! split gave to another group is left to that group: a group split off
+//! another sweeps its span's records once its clock passes the last moment
+//! any record it inherited can expire (meta item
+//! `requests_inherited_until`: the split's clock plus
+//! [`MAX_REQUEST_KEEP_MS`], the longest a record is kept).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -23,6 +32,7 @@ use strata_engine::{EngineError, WriteBatch};
 use super::StateMachine;
 use crate::command::{ApplyResult, Dedupe};
 use crate::keys;
+use crate::range::KeySpan;
 use crate::txn::TxnResult;
 
 /// The most expired records one apply round forgets.
@@ -30,6 +40,8 @@ const FORGET_PER_ROUND: usize = 256;
 /// Every this many rounds the expiry queue is read from its start again
 /// (see [`ForgetCursor`]).
 const RESCAN_EVERY_ROUNDS: u32 = 1024;
+/// The longest a request record is kept, whatever the write asked: a day.
+pub const MAX_REQUEST_KEEP_MS: u64 = 86_400_000;
 
 /// Where the next round reads the expiry queue: just after the last record
 /// forgotten, so that the deletions behind it (tombstones until compaction
@@ -44,6 +56,11 @@ const RESCAN_EVERY_ROUNDS: u32 = 1024;
 pub(super) struct ForgetCursor {
     after: Option<Vec<u8>>,
     rounds: u32,
+    /// Until when records inherited in a split may live (`None` inside:
+    /// none are left to sweep; outside: not read yet).
+    inherited_until: Option<Option<u64>>,
+    /// Where the sweep of inherited records reads next.
+    sweep_after: Option<Vec<u8>>,
 }
 
 /// What a write carrying a request id was answered.
@@ -52,11 +69,14 @@ pub(super) struct Remembered {
     expires_at_ms: u64,
     index: u64,
     digest: u64,
-    result: ApplyResult,
+    /// `None` in the group's record of a write whose answer is kept beside
+    /// its first key: the group's record then only tells another write
+    /// under the same id (`IdReused`).
+    result: Option<ApplyResult>,
 }
 
-/// The request records of one apply round, written or forgotten in it,
-/// and the request clock as it moves.
+/// The request records of one apply round, written or forgotten in it (by
+/// engine key), and the request clock as it moves.
 #[derive(Default)]
 pub(super) struct Requests {
     records: HashMap<Vec<u8>, Option<Remembered>>,
@@ -76,7 +96,11 @@ impl Remembered {
         v.extend_from_slice(&self.expires_at_ms.to_be_bytes());
         v.extend_from_slice(&self.index.to_be_bytes());
         v.extend_from_slice(&self.digest.to_be_bytes());
-        match &self.result {
+        let Some(result) = &self.result else {
+            v.push(0);
+            return Ok(v);
+        };
+        match result {
             ApplyResult::Written => v.push(1),
             ApplyResult::Deleted { existed } => {
                 v.push(2);
@@ -141,8 +165,27 @@ impl Remembered {
                 .map(u64::from_be_bytes)
                 .ok_or_else(|| corrupt("cut short"))
         };
+        let result = match v.get(24).copied().ok_or_else(|| corrupt("cut short"))? {
+            0 => None,
+            tag => Some(Self::decode_result(tag, v)?),
+        };
+        Ok(Remembered {
+            expires_at_ms: u64_at(0)?,
+            index: u64_at(8)?,
+            digest: u64_at(16)?,
+            result,
+        })
+    }
+
+    fn decode_result(tag: u8, v: &[u8]) -> Result<ApplyResult, EngineError> {
+        let u64_at = |at: usize| {
+            v.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+                .ok_or_else(|| corrupt("cut short"))
+        };
         let flag = |at: usize| v.get(at).copied().ok_or_else(|| corrupt("cut short"));
-        let result = match flag(24)? {
+        Ok(match tag {
             1 => ApplyResult::Written,
             2 => ApplyResult::Deleted {
                 existed: flag(25)? == 1,
@@ -171,12 +214,6 @@ impl Remembered {
                 why: String::from_utf8_lossy(v.get(25..).unwrap_or_default()).into_owned(),
             },
             _ => return Err(corrupt("unknown answer")),
-        };
-        Ok(Remembered {
-            expires_at_ms: u64_at(0)?,
-            index: u64_at(8)?,
-            digest: u64_at(16)?,
-            result,
         })
     }
 }
@@ -201,22 +238,30 @@ impl StateMachine {
         }
     }
 
-    fn recalled(&self, round: &Requests, id: &[u8]) -> Result<Option<Remembered>, EngineError> {
-        if let Some(r) = round.records.get(id) {
+    fn recalled(&self, round: &Requests, key: &[u8]) -> Result<Option<Remembered>, EngineError> {
+        if let Some(r) = round.records.get(key) {
             return Ok(r.clone());
         }
         self.engine
-            .get(&keys::request_key(self.group, id))?
+            .get(key)?
             .map(|v| Remembered::decode(&v))
             .transpose()
     }
 
-    /// What to answer a write carrying `d` at `index` instead of applying
-    /// it: `None` to apply it (the id is new, or its record expired).
+    /// What to answer a write carrying `d`, whose first key is `anchor`,
+    /// instead of applying it: `None` to apply it (the id is new, or its
+    /// record expired).
+    ///
+    /// The answer is looked up beside the write's first key, then in the
+    /// group's own records: there are the answers of writes that name no
+    /// key and of writes recorded before answers sat beside their keys, and
+    /// a note of every other id the group recorded, so that another write
+    /// under a remembered id is refused whichever keys it names.
     pub(super) fn recall(
         &self,
         round: &mut Requests,
         d: &Dedupe,
+        anchor: Option<&[u8]>,
     ) -> Result<Option<ApplyResult>, EngineError> {
         let clock = match round.clock {
             Some(c) => c,
@@ -227,52 +272,90 @@ impl StateMachine {
         }
         let clock = clock.max(d.at_ms);
         round.clock = Some(clock);
-        let Some(r) = self.recalled(round, &d.id)? else {
+        let live = |r: Option<Remembered>| r.filter(|r| r.expires_at_ms > clock);
+        let beside = match anchor {
+            Some(a) => {
+                live(self.recalled(round, &keys::anchored_request_key(self.space()?, a, &d.id))?)
+            }
+            None => None,
+        };
+        let found = match beside {
+            Some(r) => r,
+            None => match live(self.recalled(round, &keys::request_key(self.group, &d.id))?) {
+                Some(r) => r,
+                None => return Ok(None),
+            },
+        };
+        if found.digest != d.digest {
+            return Ok(Some(ApplyResult::IdReused { index: found.index }));
+        }
+        // The same write, noted by the group but with no answer beside its
+        // key: that cannot be while the key is in the group's span, so it
+        // is applied as new rather than answered with nothing.
+        let Some(result) = found.result else {
             return Ok(None);
         };
-        if r.expires_at_ms <= clock {
-            return Ok(None);
-        }
-        if r.digest != d.digest {
-            return Ok(Some(ApplyResult::IdReused { index: r.index }));
-        }
         Ok(Some(ApplyResult::Replayed {
-            index: r.index,
-            result: Box::new(r.result),
+            index: found.index,
+            result: Box::new(result),
         }))
     }
 
-    /// Records, into `batch`, that the write carrying `d` was applied at
-    /// `index` with `result`.
+    /// Records, into `batch`, that the write carrying `d`, whose first key
+    /// is `anchor`, was applied at `index` with `result`: the answer beside
+    /// the key, and a note of the id in the group's own records (for a
+    /// write that names no key, the answer there).
     pub(super) fn remember(
         &self,
         batch: &mut WriteBatch,
         round: &mut Requests,
         d: &Dedupe,
+        anchor: Option<&[u8]>,
         index: u64,
         result: &ApplyResult,
     ) -> Result<(), EngineError> {
-        let r = Remembered {
-            expires_at_ms: d.at_ms.saturating_add(d.keep_ms),
+        let answer = Remembered {
+            expires_at_ms: d.at_ms.saturating_add(d.keep_ms.min(MAX_REQUEST_KEEP_MS)),
             index,
             digest: d.digest,
-            result: result.clone(),
+            result: Some(result.clone()),
         };
-        batch.put(&keys::request_key(self.group, &d.id), &r.encode()?);
+        let group_key = keys::request_key(self.group, &d.id);
+        let at = match anchor {
+            Some(a) => {
+                let key = keys::anchored_request_key(self.space()?, a, &d.id);
+                batch.put(&key, &answer.encode()?);
+                round.records.insert(key, Some(answer.clone()));
+                let note = Remembered {
+                    result: None,
+                    ..answer.clone()
+                };
+                batch.put(&group_key, &note.encode()?);
+                round.records.insert(group_key, Some(note));
+                keys::RequestAt::Anchored(a.to_vec())
+            }
+            None => {
+                batch.put(&group_key, &answer.encode()?);
+                round.records.insert(group_key, Some(answer.clone()));
+                keys::RequestAt::Group
+            }
+        };
         batch.put(
-            &keys::request_expiry_key(self.group, r.expires_at_ms, &d.id),
-            b"",
+            &keys::request_expiry_key(self.group, answer.expires_at_ms, &d.id),
+            &at.encode(),
         );
-        round.records.insert(d.id.clone(), Some(r));
         Ok(())
     }
 
     /// Forgets, into `batch`, up to `FORGET_PER_ROUND` records the request
-    /// clock has passed, and stores the clock if it moved.
+    /// clock has passed, and stores the clock if it moved. `span` is the
+    /// group's as the round left it: an answer beside a key outside it is
+    /// another group's now, and stays.
     pub(super) fn forget_expired(
         &self,
         batch: &mut WriteBatch,
         round: &mut Requests,
+        span: &KeySpan,
     ) -> Result<(), EngineError> {
         let Some(clock) = round.clock else {
             return Ok(());
@@ -280,12 +363,14 @@ impl StateMachine {
         if round.clock_moved {
             batch.put(&self.request_clock_key, &clock.to_be_bytes());
         }
+        self.sweep_inherited(batch, round, span, clock)?;
         let (lo, _) = keys::request_expiry_range(self.group);
         let hi = keys::request_expiry_key(self.group, clock.saturating_add(1), b"");
         let mut cursor = self.forget_cursor.lock();
         cursor.rounds += 1;
         if cursor.rounds >= RESCAN_EVERY_ROUNDS {
-            *cursor = ForgetCursor::default();
+            cursor.after = None;
+            cursor.rounds = 0;
         }
         let from = cursor.after.clone().unwrap_or(lo);
         if from >= hi {
@@ -302,18 +387,103 @@ impl StateMachine {
             cursor.after = Some(next);
         }
         drop(cursor);
-        for (k, _) in due {
+        let space = self.space()?;
+        for (k, v) in due {
             let (expires_at_ms, id) =
                 keys::request_expiry(&k).ok_or_else(|| corrupt("bad expiry key"))?;
-            // The id may have been recorded again since, with a later expiry.
-            if self
-                .recalled(round, id)?
-                .is_some_and(|r| r.expires_at_ms == expires_at_ms)
-            {
-                batch.delete(&keys::request_key(self.group, id));
-                round.records.insert(id.to_vec(), None);
+            let mut records = vec![keys::request_key(self.group, id)];
+            match keys::RequestAt::decode(&v) {
+                Some(keys::RequestAt::Group) => {}
+                Some(keys::RequestAt::Anchored(a)) => {
+                    if span.contains(&a) {
+                        records.push(keys::anchored_request_key(space, &a, id));
+                    }
+                }
+                None => return Err(corrupt("bad expiry entry")),
+            }
+            for record in records {
+                // The id may have been recorded again since, with a later
+                // expiry.
+                if self
+                    .recalled(round, &record)?
+                    .is_some_and(|r| r.expires_at_ms == expires_at_ms)
+                {
+                    batch.delete(&record);
+                    round.records.insert(record, None);
+                }
             }
             batch.delete(&k);
+        }
+        Ok(())
+    }
+
+    /// Until when records this group inherited in a split may live, if any
+    /// are left to sweep.
+    fn inherited_until(&self, cursor: &mut ForgetCursor) -> Result<Option<u64>, EngineError> {
+        if let Some(until) = cursor.inherited_until {
+            return Ok(until);
+        }
+        let until = match self.engine.get(&self.inherited_key)? {
+            None => None,
+            Some(v) => Some(
+                v.as_slice()
+                    .try_into()
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| corrupt("inherited until"))?,
+            ),
+        };
+        cursor.inherited_until = Some(until);
+        Ok(until)
+    }
+
+    /// Once the clock has passed every record this group inherited in a
+    /// split, deletes, into `batch`, the expired records beside its keys,
+    /// `FORGET_PER_ROUND` a round, from where the last round stopped; at the
+    /// end of the span the sweep is done. Its own records are among them,
+    /// and go only if expired: an expired record answers as absent whether
+    /// it is deleted or not, so how far each replica's sweep has gone
+    /// changes no answer.
+    fn sweep_inherited(
+        &self,
+        batch: &mut WriteBatch,
+        round: &mut Requests,
+        span: &KeySpan,
+        clock: u64,
+    ) -> Result<(), EngineError> {
+        let mut cursor = self.forget_cursor.lock();
+        match self.inherited_until(&mut cursor)? {
+            Some(until) if clock >= until => {}
+            _ => return Ok(()),
+        }
+        let (lo, hi) = keys::anchored_requests(self.space()?, span);
+        let from = cursor.sweep_after.clone().unwrap_or(lo);
+        let records = if from < hi {
+            self.engine.scan(
+                Bound::Included(&from[..]),
+                Bound::Excluded(&hi[..]),
+                FORGET_PER_ROUND,
+            )?
+        } else {
+            Vec::new()
+        };
+        if records.len() < FORGET_PER_ROUND {
+            batch.delete(&self.inherited_key);
+            cursor.inherited_until = Some(None);
+            cursor.sweep_after = None;
+        } else if let Some((last, _)) = records.last() {
+            let mut next = last.clone();
+            next.push(0);
+            cursor.sweep_after = Some(next);
+        }
+        drop(cursor);
+        for (k, _) in records {
+            if self
+                .recalled(round, &k)?
+                .is_some_and(|r| r.expires_at_ms <= clock)
+            {
+                batch.delete(&k);
+                round.records.insert(k, None);
+            }
         }
         Ok(())
     }
@@ -511,6 +681,104 @@ mod tests {
     }
 
     #[test]
+    fn another_write_under_a_remembered_id_is_refused_whichever_keys_it_names() {
+        // Proves: the answer sits beside the write's first key, and the
+        // group's note of the id refuses another write under it even when
+        // that write names other keys; the note carries no answer.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let put = |k: &str| Command::Put {
+            key: k.into(),
+            value: b"v".to_vec(),
+        };
+        sm.apply(&[deduped(1, "x", 1_000, put("a"))]).unwrap();
+        let out = sm.apply(&[deduped(2, "x", 1_001, put("b"))]).unwrap();
+        assert_eq!(out[0].result, ApplyResult::IdReused { index: 1 });
+        assert_eq!(sm.get(b"b").unwrap(), None);
+        let beside = sm
+            .engine
+            .get(&keys::anchored_request_key(1, b"a", b"x"))
+            .unwrap()
+            .map(|v| Remembered::decode(&v).unwrap());
+        assert_eq!(beside.unwrap().result, Some(ApplyResult::Written));
+        let note = sm.engine.get(&keys::request_key(1, b"x")).unwrap();
+        assert_eq!(Remembered::decode(&note.unwrap()).unwrap().result, None);
+    }
+
+    #[test]
+    fn records_written_before_answers_sat_beside_their_keys_still_answer() {
+        // Proves: a record in the group's own table with its answer (as
+        // every record was written before) answers a retry, refuses another
+        // write under its id, and is forgotten at its expiry.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let command = cas(None, "1");
+        let old = Remembered {
+            expires_at_ms: 2_000,
+            index: 1,
+            digest: command.digest(),
+            result: Some(ApplyResult::Cas {
+                succeeded: true,
+                current: None,
+            }),
+        };
+        let mut batch = WriteBatch::default();
+        batch.put(&keys::request_key(1, b"old"), &old.encode().unwrap());
+        batch.put(&keys::request_expiry_key(1, 2_000, b"old"), b"");
+        sm.engine.write(&batch).unwrap();
+        let out = sm
+            .apply(&[
+                deduped(2, "old", 1_500, command.clone()),
+                deduped(3, "old", 1_500, cas(None, "2")),
+            ])
+            .unwrap();
+        assert!(
+            matches!(out[0].result, ApplyResult::Replayed { index: 1, .. }),
+            "{:?}",
+            out[0].result
+        );
+        assert_eq!(out[1].result, ApplyResult::IdReused { index: 1 });
+        assert_eq!(sm.get(b"counter").unwrap(), None, "nothing applied");
+        sm.apply(&[deduped(
+            4,
+            "later",
+            2_500,
+            Command::Delete { key: "z".into() },
+        )])
+        .unwrap();
+        assert_eq!(sm.engine.get(&keys::request_key(1, b"old")).unwrap(), None);
+    }
+
+    #[test]
+    fn no_record_is_kept_longer_than_a_day() {
+        // Proves: a write that asks to be remembered for longer than
+        // MAX_REQUEST_KEEP_MS is remembered for exactly that long.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path());
+        let command = cas(None, "1");
+        let digest = command.digest();
+        let entry = Committed {
+            index: 1,
+            proposal: Some(Proposal {
+                request_id: 1,
+                command,
+                dedupe: Some(Dedupe {
+                    id: b"long".to_vec(),
+                    at_ms: 1_000,
+                    keep_ms: u64::MAX,
+                    digest,
+                }),
+            }),
+            conf_state: None,
+            members: None,
+        };
+        sm.apply(&[entry]).unwrap();
+        let note = sm.engine.get(&keys::request_key(1, b"long")).unwrap();
+        let note = Remembered::decode(&note.unwrap()).unwrap();
+        assert_eq!(note.expires_at_ms, 1_000 + MAX_REQUEST_KEEP_MS);
+    }
+
+    #[test]
     fn every_answer_a_write_can_get_is_recorded_and_read_back() {
         let answers = [
             ApplyResult::Written,
@@ -531,8 +799,12 @@ mod tests {
             ApplyResult::LeaseNotFound { id: 9 },
             ApplyResult::LeaseExists { id: 10 },
             ApplyResult::ClusterId { id: 11 },
+            ApplyResult::Split { child: 12 },
+            ApplyResult::SplitRefused {
+                why: "not inside".into(),
+            },
         ];
-        for result in answers {
+        for result in answers.into_iter().map(Some).chain([None]) {
             let r = Remembered {
                 expires_at_ms: 5,
                 index: 6,

@@ -77,10 +77,15 @@ impl StateMachine {
         let request_clock = source.request_clock()?;
         let cluster_id = source.stored_cluster_id()?;
         let (span, space) = (source.span()?, source.space()?);
+        let inherited = source.engine.get(&source.inherited_key)?;
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.span_key, &span.encode());
         done.put(&self.space_key, &space.to_be_bytes());
+        match &inherited {
+            Some(until) => done.put(&self.inherited_key, until),
+            None => done.delete(&self.inherited_key),
+        }
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);
         done.put(&self.members_key, &info.members);
@@ -151,10 +156,13 @@ impl StateMachine {
             keys::history_end(self.group),
         );
         let requests = keys::request_range(self.group);
+        let anchored = keys::anchored_requests(source.space()?, &source.span()?);
         let expiries = keys::request_expiry_range(self.group);
         let leases = keys::lease_range(self.group);
         let lease_keys = keys::lease_members_all(self.group);
-        for (lo, hi) in [data, history, requests, expiries, leases, lease_keys] {
+        for (lo, hi) in [
+            data, history, requests, anchored, expiries, leases, lease_keys,
+        ] {
             self.replace_range(source, lo, hi)?;
         }
         Ok(())

@@ -11,12 +11,15 @@
 //! and cluster id. Its history starts after the split; what came before
 //! is in the parent's.
 //!
-//! Still the parent's after a split: the request records of writes it
-//! applied and the leases it granted, with the keys put under them. A
-//! retry of a write applied before the split, sent to the child, is not
-//! recognised there, and a lease's keys in the child's span are not
-//! deleted when the lease ends in the parent: nothing proposes a split
-//! until records and leases move with their keys.
+//! The request records of writes the parent applied sit beside their
+//! first keys (`dedupe`), so those of the child's keys are the child's
+//! from the split on: a retry of such a write, sent to the child, is
+//! answered there, and the child sweeps them once they have all expired.
+//!
+//! Still the parent's after a split: the leases it granted, with the keys
+//! put under them. A lease's keys in the child's span are not deleted when
+//! the lease ends in the parent: nothing proposes a split until leases
+//! move with their keys.
 
 use std::sync::Arc;
 
@@ -25,6 +28,7 @@ use strata_engine::{EngineError, WriteBatch};
 use super::StateMachine;
 use crate::command::ApplyResult;
 use crate::range::KeySpan;
+use crate::state_machine::dedupe::MAX_REQUEST_KEEP_MS;
 use crate::state_machine::record;
 
 /// What a round's earlier entries changed that a split in it copies.
@@ -38,7 +42,42 @@ pub(super) struct SplitInputs {
     pub request_clock: Option<u64>,
 }
 
+/// The term a split-off group's raft log starts at (with every entry up to
+/// the split's index taken as committed in it): the same on every replica,
+/// which each start the group where they applied the split.
+pub const CHILD_LOG_TERM: u64 = 1;
+
 impl StateMachine {
+    /// Where the raft log of a group split off another starts, `(index,
+    /// term)`, until the log is started there ([`clear_log_start`]
+    /// (Self::clear_log_start)).
+    pub fn log_start(&self) -> Result<Option<(u64, u64)>, EngineError> {
+        let Some(v) = self.engine.get(&self.log_start_key)? else {
+            return Ok(None);
+        };
+        let at = |i: usize| {
+            v.get(i..i + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+        };
+        match (at(0), at(8), v.len()) {
+            (Some(index), Some(term), 16) => Ok(Some((index, term))),
+            _ => Err(EngineError::Corruption {
+                context: format!("log start of group {} has {} bytes", self.group, v.len()),
+            }),
+        }
+    }
+
+    /// Forgets where the raft log starts, once it was started there (and
+    /// made durable first, so that a raft log lost later is never started
+    /// again as if it held nothing).
+    pub fn clear_log_start(&self) -> Result<(), EngineError> {
+        let mut batch = WriteBatch::default();
+        batch.delete(&self.log_start_key);
+        self.engine.write(&batch)?;
+        self.make_durable()
+    }
+
     /// Stages, into `batch`, the split of `span` (the group's, as the round
     /// left it, narrowed here) at `at` into group `child`, by the entry at
     /// `index`.
@@ -87,7 +126,12 @@ impl StateMachine {
         batch.put(&to.members_key, &members);
         batch.put(&to.history_from_key, &(index + 1).to_be_bytes());
         batch.put(&to.request_clock_key, &clock.to_be_bytes());
+        let inherited_until = clock.saturating_add(MAX_REQUEST_KEEP_MS);
+        batch.put(&to.inherited_key, &inherited_until.to_be_bytes());
         batch.put(&to.value_format_key, &[record::FORMAT]);
+        let mut log_start = index.to_be_bytes().to_vec();
+        log_start.extend_from_slice(&CHILD_LOG_TERM.to_be_bytes());
+        batch.put(&to.log_start_key, &log_start);
         if cluster_id != 0 {
             batch.put(&to.cluster_id_key, &cluster_id.to_be_bytes());
         }
@@ -325,6 +369,139 @@ mod tests {
         assert_eq!(third.span().unwrap(), span("f", Some("m")));
         assert_eq!(user_keys(&third).len(), 7);
         assert_eq!(user_keys(&parent).len(), 5);
+    }
+
+    fn deduped(index: u64, id: &str, at_ms: u64, command: Command) -> Committed {
+        let digest = command.digest();
+        Committed {
+            index,
+            proposal: Some(Proposal {
+                request_id: index,
+                command,
+                dedupe: Some(crate::command::Dedupe {
+                    id: id.into(),
+                    at_ms,
+                    keep_ms: 1_000,
+                    digest,
+                }),
+            }),
+            conf_state: None,
+            members: None,
+        }
+    }
+
+    #[test]
+    fn a_write_applied_before_a_split_is_answered_not_applied_again_by_the_child() {
+        // Proves: the answer of a write applied by the parent before the
+        // split goes with its key: a retry sent to the parent is refused
+        // there (the key is not its), and the same retry sent to the child,
+        // or to a new replica of the child made from a snapshot, is
+        // answered with the first answer and not applied again.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(&dir.path().join("leader"), 1);
+        let swap = Command::Cas {
+            key: "q".into(),
+            expected: None,
+            value: Some("first".into()),
+        };
+        sm.apply(&[deduped(1, "w", 10_000, swap.clone())]).unwrap();
+        sm.apply(&[committed(2, split("m", 2))]).unwrap();
+        let out = sm.apply(&[deduped(3, "w", 10_100, swap.clone())]).unwrap();
+        assert_eq!(
+            out[0].result,
+            ApplyResult::KeyNotInRange { key: "q".into() }
+        );
+
+        let snap = dir.path().join("snap");
+        let child = StateMachine::new(Arc::clone(sm.engine()), 2);
+        seal(&snap, child.checkpoint(&snap).unwrap()).unwrap();
+        let fresh = open(&dir.path().join("fresh"), 2);
+        fresh.install(&snap, 1).unwrap();
+        fresh.finish_install().unwrap();
+
+        let first = ApplyResult::Cas {
+            succeeded: true,
+            current: None,
+        };
+        for replica in [&child, &fresh] {
+            let out = replica
+                .apply(&[deduped(3, "w", 10_200, swap.clone())])
+                .unwrap();
+            assert_eq!(
+                out[0].result,
+                ApplyResult::Replayed {
+                    index: 1,
+                    result: Box::new(first.clone())
+                }
+            );
+            assert_eq!(replica.get(b"q").unwrap().unwrap(), b"first");
+        }
+    }
+
+    #[test]
+    fn the_child_forgets_the_records_it_inherited_once_all_have_expired() {
+        // Proves: the parent's expiry queue forgets none of the records
+        // beside the child's keys (they are the child's), and the child
+        // deletes them once its clock passes the last moment any of them
+        // can expire, keeping its own records that have not.
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path(), 1);
+        let records: Vec<Committed> = (0..300u64)
+            .map(|i| {
+                deduped(
+                    i + 1,
+                    &format!("r{i}"),
+                    1_000,
+                    put(&format!("s{i:03}"), "v"),
+                )
+            })
+            .collect();
+        sm.apply(&records).unwrap();
+        sm.apply(&[committed(301, split("m", 2))]).unwrap();
+        let beside = |sm: &StateMachine| {
+            let (lo, hi) = crate::keys::anchored_requests(1, &KeySpan::all());
+            sm.engine()
+                .scan(
+                    std::ops::Bound::Included(&lo[..]),
+                    std::ops::Bound::Excluded(&hi[..]),
+                    10_000,
+                )
+                .unwrap()
+                .len()
+        };
+        // The parent's clock passes every expiry: its queue empties, the
+        // records beside the child's keys stay.
+        sm.apply(&[deduped(302, "p", 5_000, put("a", "v"))])
+            .unwrap();
+        assert_eq!(beside(&sm), 301, "300 of the child's and the parent's own");
+        let child = StateMachine::new(Arc::clone(sm.engine()), 2);
+        let until = 1_000 + super::MAX_REQUEST_KEEP_MS;
+        // Before `until` the child sweeps nothing; from it on, it sweeps
+        // its span, its own live record kept.
+        child
+            .apply(&[deduped(302, "c", until - 1, put("t", "v"))])
+            .unwrap();
+        assert_eq!(beside(&sm), 302);
+        for i in 0..3 {
+            child
+                .apply(&[deduped(
+                    303 + i,
+                    &format!("c{i}"),
+                    until + 500,
+                    put("u", "v"),
+                )])
+                .unwrap();
+        }
+        // Left: the parent's own ("p" beside "a"), and the child's own four,
+        // none expired ("c" beside "t" expires at until + 999).
+        assert_eq!(beside(&sm), 1 + 4, "inherited records swept");
+        assert_eq!(
+            sm.engine()
+                .get(&crate::keys::meta_key(2, "requests_inherited_until"))
+                .unwrap(),
+            None,
+            "the sweep is done"
+        );
     }
 
     #[test]
