@@ -217,6 +217,19 @@ async fn a_first_leader_proving_itself_on_a_stalled_disk_keeps_its_office() {
         assert!(std::time::Instant::now() < deadline, "no leader elected");
         tokio::time::sleep(Duration::from_millis(1)).await;
     };
+    // Every member knows the leader before the count starts: a follower
+    // that learned of it only after would count as a leader change.
+    let leader_id = members[at].0.handle().status().id;
+    while members
+        .iter()
+        .any(|(p, _)| p.handle().status().leader_id != leader_id)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the followers never learned of node {leader_id}'s leadership"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     // The followers prove themselves (they voted for the first leader)
     // at once; the leader's own proof stalls.
     for (i, (_, fs)) in members.iter().enumerate() {
