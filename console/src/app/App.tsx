@@ -13,10 +13,12 @@ export function App({ queryClient }: AppProps) {
   const requested = useHashSection();
   const active = sections.find((section) => section.id === requested) ?? sections[0];
   // Signing in or out changes what the nodes allow: every query asks again, no reload.
+  // A request still in flight went with the old credential, and a query's first request
+  // would be joined rather than sent again: it is cancelled first, so its answer is not kept.
   useEffect(
     () =>
       subscribeToken(() => {
-        void queryClient.invalidateQueries();
+        void queryClient.cancelQueries().then(() => queryClient.invalidateQueries());
       }),
     [queryClient],
   );
