@@ -649,29 +649,25 @@ fn check_watch(req: &WatchRequest) {
 }
 
 /// The raft transport's batch check (`strata.v1.Raft/Send`): the input is
-/// decoded as a `RaftBatch` and checked as node 2 of group 1, and as the node
-/// and group it names (so the per-message checks are reached). It never
-/// panics; a refusal is NOT_FOUND (another group) or INVALID_ARGUMENT; an
-/// accepted batch names this node and group, and every message decoded is
-/// addressed to this node.
+/// decoded as a `RaftBatch` and checked as node 2, and as the node it names
+/// (so the per-message checks are reached). It never panics; a refusal is
+/// INVALID_ARGUMENT; an accepted batch names this node, and every message
+/// decoded is addressed to this node.
 pub fn raft_batch(data: &[u8]) {
     let Some(batch) = decode_round_trip::<RaftBatch>(data) else {
         return;
     };
-    for (id, group_id) in [(2, 1), (batch.to_node, batch.group_id)] {
-        match validate_batch(id, group_id, &batch) {
+    for id in [2, batch.to_node] {
+        match validate_batch(id, &batch) {
             Ok(messages) => {
-                assert_eq!((batch.to_node, batch.group_id), (id, group_id));
+                assert_eq!(batch.to_node, id);
                 assert_eq!(messages.len(), batch.messages.len(), "messages lost");
                 assert!(
                     messages.iter().all(|m| m.to == id),
                     "message for another node"
                 );
             }
-            Err(s) => assert!(
-                matches!(s.code(), Code::NotFound | Code::InvalidArgument),
-                "unexpected status {s:?}"
-            ),
+            Err(s) => assert!(s.code() == Code::InvalidArgument, "unexpected status {s:?}"),
         }
     }
 }

@@ -407,7 +407,7 @@ fn accepted(seed: &Seed) -> bool {
             _ => false,
         },
         "raft_batch" => RaftBatch::decode(&b[..])
-            .map(|batch| strata_server::grpc::raft::validate_batch(2, 1, &batch).is_ok())
+            .map(|batch| strata_server::grpc::raft::validate_batch(2, &batch).is_ok())
             .unwrap_or(false),
         _ => false,
     }

@@ -34,6 +34,19 @@ const LEASE: u8 = b'l';
 const LEASE_KEY: u8 = b'k';
 const ANCHORED_REQUEST: u8 = b'r';
 
+/// The first engine key after every group's metadata.
+pub fn meta_end() -> Vec<u8> {
+    vec![META + 1]
+}
+
+/// The group a metadata key belongs to.
+pub fn meta_group(engine_key: &[u8]) -> Option<u64> {
+    if engine_key.first() != Some(&META) {
+        return None;
+    }
+    Some(u64::from_be_bytes(engine_key.get(1..9)?.try_into().ok()?))
+}
+
 /// The engine key of a user key in data space `group`.
 pub fn data_key(group: u64, user_key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + user_key.len());

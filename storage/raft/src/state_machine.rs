@@ -120,6 +120,9 @@ pub struct StateMachine {
     /// The applied index, announced after each apply round and install
     /// (so that watchers read the history written up to it).
     applied_tx: watch::Sender<u64>,
+    /// How many splits this state machine has applied since it was made:
+    /// the node starts the groups they split off.
+    splits_tx: watch::Sender<u64>,
     /// While an install replaces the group's keys, user reads are served
     /// at the state from before it began, so they never see part of each.
     reads_at: RwLock<Option<Arc<ReadPoint>>>,
@@ -152,6 +155,7 @@ impl StateMachine {
             trim: Mutex::new(history::Trim::default()),
             forget_cursor: Mutex::new(dedupe::ForgetCursor::default()),
             applied_tx: watch::Sender::new(0),
+            splits_tx: watch::Sender::new(0),
             reads_at: RwLock::new(None),
             recent: Mutex::new(recent_keys::RecentKeys::new(
                 recent_keys::DEFAULT_GENERATION_BYTES,
@@ -188,6 +192,12 @@ impl StateMachine {
 
     pub fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// Changes after every apply round that split the group: the groups
+    /// split off are then in the engine ([`groups_in`](Self::groups_in)).
+    pub fn splits(&self) -> watch::Receiver<u64> {
+        self.splits_tx.subscribe()
     }
 
     /// The raft group this state machine belongs to.
@@ -465,6 +475,7 @@ impl StateMachine {
         }
         if split {
             *self.span.write() = Some(span);
+            self.splits_tx.send_modify(|n| *n += 1);
         }
         self.trimmed(trimmed);
         self.cluster_id_applied(named);

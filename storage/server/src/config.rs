@@ -322,12 +322,18 @@ impl NodeConfig {
 
     /// The raft log's directory in the data directory.
     pub fn raft_log_dir(&self) -> PathBuf {
-        self.data_dir.join(format!("raft-{}", self.group_id))
+        self.raft_log_dir_of(self.group_id)
     }
 
-    /// Where snapshots are built and staged, in the data directory.
-    pub fn snapshot_dir(&self) -> PathBuf {
-        self.data_dir.join(format!("snapshots-{}", self.group_id))
+    /// The raft log's directory of group `group` in the data directory.
+    pub fn raft_log_dir_of(&self, group: u64) -> PathBuf {
+        self.data_dir.join(format!("raft-{group}"))
+    }
+
+    /// Where snapshots of group `group` are built and staged, in the data
+    /// directory.
+    pub fn snapshot_dir_of(&self, group: u64) -> PathBuf {
+        self.data_dir.join(format!("snapshots-{group}"))
     }
 
     pub fn advertise_address(&self) -> String {

@@ -17,6 +17,7 @@ pub mod deadline;
 pub mod eds;
 pub mod error;
 pub mod event_log;
+pub mod groups;
 pub mod grpc;
 pub mod join;
 pub mod lessor;

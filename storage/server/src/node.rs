@@ -15,6 +15,7 @@ use crate::canary::CanaryState;
 use crate::channels::MemberChannels;
 use crate::config::NodeConfig;
 use crate::core::Core;
+use crate::groups::{Groups, StartGroup};
 use crate::grpc::raft::RaftService;
 use crate::member_status::spawn_watch;
 use crate::metrics::NodeMetrics;
@@ -51,7 +52,11 @@ pub enum Stop {
 pub struct Node {
     config: NodeConfig,
     engine: Arc<Engine>,
+    /// The first group's peer; the others are in `groups`.
     peer: Peer,
+    groups: Arc<Groups>,
+    /// Starts the groups split off one this node hosts.
+    splits_task: JoinHandle<()>,
     core: Arc<Core>,
     app: Router,
     /// The Redis-protocol front end, and its port when `--resp-listen`
@@ -150,9 +155,6 @@ impl Node {
         let engine = Arc::new(
             Engine::open(config.engine_dir(), engine_opts).context("opening the storage engine")?,
         );
-        let state_machine = Arc::new(
-            StateMachine::new(engine.clone(), config.group_id).with_history(config.watch_history),
-        );
         // The configured members; once the group has stored its own directory
         // (after any membership change), the stored one takes over at start.
         let directory = Members::new(members.clone());
@@ -168,42 +170,29 @@ impl Node {
             MemberChannels::new(config.id, directory.clone())
                 .with_tls(tls.as_ref().map(|t| t.client.clone())),
         );
-        let slot = Arc::new(OnceLock::new());
         let peer_net = PeerNet::start().context("starting the raft network threads")?;
-        let transport = GrpcTransport::new(
-            channels.clone(),
-            config.group_id,
-            slot.clone(),
-            peer_net.handle(),
-        );
+        let parts = GroupParts {
+            config: config.clone(),
+            engine: engine.clone(),
+            directory,
+            channels: channels.clone(),
+            control: peer_net.handle(),
+        };
         // A joining node bootstraps nothing: it learns the group from a snapshot.
         let bootstrap_voters = if config.join {
             Vec::new()
         } else {
             members.keys().copied().collect()
         };
-        let mut peer_config = PeerConfig::new(
-            config.id,
-            config.group_id,
-            bootstrap_voters,
-            config.raft_log_dir(),
-        );
-        peer_config.members = directory;
-        peer_config.read_mode = match config.timing.read_mode {
-            crate::config::ReadMode::Safe => strata_raft::ReadMode::Safe,
-            crate::config::ReadMode::Lease => strata_raft::ReadMode::Lease,
-        };
-        peer_config.tick = Duration::from_millis(config.timing.tick_ms);
-        peer_config.election_ticks = config.timing.election_ticks;
-        peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
-        peer_config.snapshot_root = config.snapshot_dir();
-        peer_config.compact_log_entries = config.compact_log_entries;
-        peer_config.compact_keep_entries = config.compact_keep_entries;
-        peer_config.compact_log_bytes = config.compact_log_mb << 20;
-        let peer =
-            Peer::start(peer_config, state_machine, transport).context("starting the raft peer")?;
+        let peer = parts
+            .start(config.group_id, bootstrap_voters)
+            .context("starting the raft peer")?;
         let handle = peer.handle();
-        let _ = slot.set(handle.clone());
+        let groups = Arc::new(Groups::new(handle.clone()));
+        let start_group: StartGroup = Box::new(move |group| parts.start(group, Vec::new()));
+        groups
+            .start_hosted(&engine, &start_group)
+            .context("starting the groups split off the first")?;
         let activity = Arc::new(ActivityLog::default());
         let history = Arc::new(RaftHistory::default());
         crate::event_log::spawn(&handle, &engine, activity.clone(), history.clone())
@@ -231,6 +220,12 @@ impl Node {
         let canary_state = Arc::new(CanaryState::new(config.canary.enabled));
         let canary_metrics = metrics.canary.clone();
         let (stopping, stopping_rx) = watch::channel(false);
+        let splits_task = crate::groups::follow_splits(
+            groups.clone(),
+            engine.clone(),
+            start_group,
+            stopping.subscribe(),
+        );
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
         let stats = Arc::new(
@@ -277,7 +272,7 @@ impl Node {
             stats,
             stats_feed,
         };
-        let raft = RaftService::new(config.id, config.group_id, handle, stopping_rx)
+        let raft = RaftService::new(config.id, groups.clone(), stopping_rx)
             .with_max_snapshot_bytes(config.max_snapshot_mb << 20);
         let peer_app = crate::app::peer_router(raft.clone());
         let (endpoints, eds_task) =
@@ -323,6 +318,8 @@ impl Node {
             config,
             engine,
             peer,
+            groups,
+            splits_task,
             core,
             app,
             resp,
@@ -352,6 +349,16 @@ impl Node {
         self.core.peer().clone()
     }
 
+    /// The ids of the raft groups this node hosts, ascending.
+    pub fn groups(&self) -> Vec<u64> {
+        self.groups.ids()
+    }
+
+    /// The handle of group `group`'s peer, if this node hosts it.
+    pub fn group(&self, group: u64) -> Option<strata_raft::PeerHandle> {
+        self.groups.get(group)
+    }
+
     /// Refuses new requests from now on (503, certainly not applied) and
     /// reports the node not ready: the first step of a graceful stop, which
     /// [`serve`](Self::serve) takes itself on shutdown.
@@ -371,6 +378,8 @@ impl Node {
             config,
             engine,
             peer,
+            groups,
+            splits_task,
             core,
             app,
             resp,
@@ -490,6 +499,7 @@ impl Node {
         let _ = lessor_task.await;
         let _ = naming_task.await;
         let _ = eds_task.await;
+        let _ = splits_task.await;
         if let Some(joining) = joining {
             joining.abort();
             let _ = joining.await;
@@ -498,7 +508,8 @@ impl Node {
         // Its waiters are answered as the driver stops: "not applied" for
         // what never reached raft, "outcome unknown" for what did.
         drop(peer);
-        tracing::info!("shutdown: raft peer stopped");
+        groups.stop();
+        tracing::info!("shutdown: raft peers stopped");
         accepting.abort();
         let _ = accepting.await;
         drop(peer_net);
@@ -508,6 +519,59 @@ impl Node {
         }
         tracing::info!("shutdown: stopped");
         Ok(stop?)
+    }
+}
+
+/// What the peer of every group this node hosts is made of.
+struct GroupParts {
+    config: NodeConfig,
+    engine: Arc<Engine>,
+    /// The members' addresses, the same for every group.
+    directory: Members,
+    channels: Arc<MemberChannels>,
+    /// The raft transport's control lane runtime.
+    control: tokio::runtime::Handle,
+}
+
+impl GroupParts {
+    /// Starts the peer of group `group` on its own raft log and snapshot
+    /// directories, with its own transport. Must run inside the request
+    /// runtime, which runs the transport's bulk lane.
+    fn start(&self, group: u64, bootstrap_voters: Vec<u64>) -> anyhow::Result<Peer> {
+        use anyhow::Context as _;
+        let config = &self.config;
+        let state_machine = Arc::new(
+            StateMachine::new(self.engine.clone(), group).with_history(config.watch_history),
+        );
+        let slot = Arc::new(OnceLock::new());
+        let transport = GrpcTransport::new(
+            self.channels.clone(),
+            group,
+            slot.clone(),
+            self.control.clone(),
+        );
+        let mut peer_config = PeerConfig::new(
+            config.id,
+            group,
+            bootstrap_voters,
+            config.raft_log_dir_of(group),
+        );
+        peer_config.members = self.directory.clone();
+        peer_config.read_mode = match config.timing.read_mode {
+            crate::config::ReadMode::Safe => strata_raft::ReadMode::Safe,
+            crate::config::ReadMode::Lease => strata_raft::ReadMode::Lease,
+        };
+        peer_config.tick = Duration::from_millis(config.timing.tick_ms);
+        peer_config.election_ticks = config.timing.election_ticks;
+        peer_config.heartbeat_ticks = config.timing.heartbeat_ticks;
+        peer_config.snapshot_root = config.snapshot_dir_of(group);
+        peer_config.compact_log_entries = config.compact_log_entries;
+        peer_config.compact_keep_entries = config.compact_keep_entries;
+        peer_config.compact_log_bytes = config.compact_log_mb << 20;
+        let peer = Peer::start(peer_config, state_machine, transport)
+            .with_context(|| format!("starting the peer of raft group {group}"))?;
+        let _ = slot.set(peer.handle());
+        Ok(peer)
     }
 }
 

@@ -13,10 +13,12 @@ use std::path::{Component, Path, PathBuf};
 
 use strata_proto::v1::{SnapshotChunk, SnapshotFileChunk, snapshot_chunk};
 use strata_raft::snapshot::{Manifest, ManifestFile};
-use strata_raft::{Message, PeerHandle, SnapshotDirs};
+use strata_raft::{Message, SnapshotDirs};
 use tokio::io::AsyncWriteExt;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Status, Streaming};
+
+use crate::groups::Groups;
 
 fn invalid(msg: impl Into<String>) -> Status {
     Status::invalid_argument(msg.into())
@@ -68,15 +70,27 @@ struct OpenFile<'m> {
     crc: crc32fast::Hasher,
 }
 
-/// Handles one `InstallSnapshot` stream for node `id` in group `group_id`,
+/// Handles one `InstallSnapshot` stream for node `id`, for the group its
+/// header names among those the node hosts (NOT_FOUND for another),
 /// refusing snapshots over `max_bytes`.
 pub async fn receive(
     id: u64,
-    group_id: u64,
-    peer: &PeerHandle,
+    groups: &Groups,
     max_bytes: u64,
-    chunks: Streaming<SnapshotChunk>,
+    mut chunks: Streaming<SnapshotChunk>,
 ) -> Result<(), Status> {
+    let first = chunks
+        .next()
+        .await
+        .ok_or_else(|| invalid("empty snapshot stream"))??;
+    let Some(snapshot_chunk::Kind::Header(header)) = &first.kind else {
+        return Err(invalid("a snapshot stream starts with its header"));
+    };
+    let group_id = header.group_id;
+    let peer = groups.get(group_id).ok_or_else(|| {
+        Status::not_found(format!("node {id} does not hold raft group {group_id}"))
+    })?;
+    let chunks = tokio_stream::iter([Ok(first)]).chain(chunks);
     let message = stage_noting(id, group_id, peer.snapshot_dirs(), max_bytes, chunks).await?;
     let meta = message.get_snapshot().get_metadata();
     peer.snapshot_received(format!(

@@ -21,12 +21,14 @@
 //! the lease ends in the parent: nothing proposes a split until leases
 //! move with their keys.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
-use strata_engine::{EngineError, WriteBatch};
+use strata_engine::{Engine, EngineError, WriteBatch};
 
 use super::StateMachine;
 use crate::command::ApplyResult;
+use crate::keys;
 use crate::range::KeySpan;
 use crate::state_machine::dedupe::MAX_REQUEST_KEEP_MS;
 use crate::state_machine::record;
@@ -76,6 +78,30 @@ impl StateMachine {
         batch.delete(&self.log_start_key);
         self.engine.write(&batch)?;
         self.make_durable()
+    }
+
+    /// Every group whose state `engine` holds (an applied index, given at
+    /// bootstrap, by a split or by a snapshot), ascending.
+    pub fn groups_in(engine: &Arc<Engine>) -> Result<Vec<u64>, EngineError> {
+        let mut groups = Vec::new();
+        let mut from = keys::meta_key(0, "");
+        let end = keys::meta_end();
+        loop {
+            let found = engine.scan(Bound::Included(&from[..]), Bound::Excluded(&end[..]), 1)?;
+            let Some((key, _)) = found.first() else {
+                return Ok(groups);
+            };
+            let group = keys::meta_group(key).ok_or_else(|| EngineError::Corruption {
+                context: "a metadata key names no group".into(),
+            })?;
+            if StateMachine::new(Arc::clone(engine), group).applied_index()? > 0 {
+                groups.push(group);
+            }
+            match group.checked_add(1) {
+                Some(next) => from = keys::meta_key(next, ""),
+                None => return Ok(groups),
+            }
+        }
     }
 
     /// Stages, into `batch`, the split of `span` (the group's, as the round
@@ -502,6 +528,24 @@ mod tests {
             None,
             "the sweep is done"
         );
+    }
+
+    #[test]
+    fn the_engine_lists_every_group_it_holds() {
+        // Proves: the groups an engine holds are the first one and every
+        // group split off, and a split's notice changes once per round
+        // that split.
+        let dir = tempfile::tempdir().unwrap();
+        let (parent, _) = split_group(dir.path());
+        assert_eq!(StateMachine::groups_in(parent.engine()).unwrap(), [1, 2]);
+        let mut splits = parent.splits();
+        assert!(!splits.has_changed().unwrap());
+        parent.apply(&[committed(29, split("f", 7))]).unwrap();
+        assert!(splits.has_changed().unwrap());
+        splits.mark_unchanged();
+        parent.apply(&[committed(30, put("a", "v"))]).unwrap();
+        assert!(!splits.has_changed().unwrap());
+        assert_eq!(StateMachine::groups_in(parent.engine()).unwrap(), [1, 2, 7]);
     }
 
     #[test]

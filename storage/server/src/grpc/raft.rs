@@ -1,26 +1,23 @@
 //! The receiving end of the internal raft transport.
 
+use std::sync::Arc;
 use strata_proto::v1::raft_server::Raft;
 use strata_proto::v1::{RaftAck, RaftBatch, SnapshotChunk};
-use strata_raft::{Message, PeerHandle, Stamp};
+
+use strata_raft::{Message, Stamp};
 use tokio::sync::watch;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::groups::Groups;
 use crate::snapshot_receive;
 
-/// Checks a batch that arrived at node `id` of raft group `group_id` and
-/// decodes its messages: the batch names this group and this node, and every
-/// message decodes and is addressed to this node. Everything is decoded
-/// before anything is stepped, so a malformed batch is rejected whole.
-/// Errors are the sender's: NOT_FOUND for another group, INVALID_ARGUMENT
-/// otherwise.
-pub fn validate_batch(id: u64, group_id: u64, batch: &RaftBatch) -> Result<Vec<Message>, Status> {
-    if batch.group_id != group_id {
-        return Err(Status::not_found(format!(
-            "node {id} does not hold raft group {}",
-            batch.group_id
-        )));
-    }
+/// Checks a batch that arrived at node `id` for a raft group it hosts and
+/// decodes its messages: the batch names this node, and every message
+/// decodes and is addressed to this node. Everything is decoded before
+/// anything is stepped, so a malformed batch is rejected whole. Errors are
+/// the sender's, INVALID_ARGUMENT (a batch for a group the node does not
+/// host is NOT_FOUND, `RaftService`).
+pub fn validate_batch(id: u64, batch: &RaftBatch) -> Result<Vec<Message>, Status> {
     if batch.to_node != id {
         return Err(Status::invalid_argument(format!(
             "batch addressed to node {} reached node {id}",
@@ -78,8 +75,8 @@ pub fn check_cluster(id: u64, ours: u64, batch: &RaftBatch) -> Result<(), Status
 #[derive(Clone)]
 pub struct RaftService {
     id: u64,
-    group_id: u64,
-    peer: PeerHandle,
+    /// The groups this node hosts: each batch goes to the one it names.
+    groups: Arc<Groups>,
     /// Turns true when the node stops: open streams end then, so they do
     /// not hold up a graceful shutdown.
     stopping: watch::Receiver<bool>,
@@ -88,11 +85,10 @@ pub struct RaftService {
 }
 
 impl RaftService {
-    pub fn new(id: u64, group_id: u64, peer: PeerHandle, stopping: watch::Receiver<bool>) -> Self {
+    pub fn new(id: u64, groups: Arc<Groups>, stopping: watch::Receiver<bool>) -> Self {
         RaftService {
             id,
-            group_id,
-            peer,
+            groups,
             stopping,
             max_snapshot_bytes: u64::MAX,
         }
@@ -106,14 +102,19 @@ impl RaftService {
 
     fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
         let stamp = stamp_of(batch);
-        let ours = self
-            .peer
+        let Some(peer) = self.groups.get(batch.group_id) else {
+            return Err(Status::not_found(format!(
+                "node {} does not hold raft group {}",
+                self.id, batch.group_id
+            )));
+        };
+        let ours = peer
             .state_machine()
             .cluster_id()
             .map_err(|e| Status::unavailable(format!("reading the cluster id: {e}")))?;
         check_cluster(self.id, ours, batch)?;
-        for m in validate_batch(self.id, self.group_id, batch)? {
-            self.peer.step(m, stamp);
+        for m in validate_batch(self.id, batch)? {
+            peer.step(m, stamp);
         }
         Ok(())
     }
@@ -151,8 +152,7 @@ impl Raft for RaftService {
     ) -> Result<Response<RaftAck>, Status> {
         snapshot_receive::receive(
             self.id,
-            self.group_id,
-            &self.peer,
+            &self.groups,
             self.max_snapshot_bytes,
             req.into_inner(),
         )
@@ -193,20 +193,44 @@ mod tests {
         watch::Sender<bool>,
         (Peer, tempfile::TempDir),
     ) {
+        let (client, stop, (mut peers, dir)) = serve_groups(&[1]).await;
+        (client, stop, (peers.remove(0), dir))
+    }
+
+    /// Node 1 hosting one-member groups `groups` on one engine, serving the
+    /// raft service on a local port.
+    async fn serve_groups(
+        groups: &[u64],
+    ) -> (
+        RaftClient<tonic::transport::Channel>,
+        watch::Sender<bool>,
+        (Vec<Peer>, tempfile::TempDir),
+    ) {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(
-            dir.path().join("engine"),
-            Options {
-                wal: WalMode::Disabled,
-                ..Options::default()
-            },
-        )
-        .unwrap();
-        let state_machine = Arc::new(StateMachine::new(Arc::new(engine), 1));
-        let config = PeerConfig::new(1, 1, vec![1], dir.path().join("raft"));
-        let peer = Peer::start(config, state_machine, Nowhere).unwrap();
+        let engine = Arc::new(
+            Engine::open(
+                dir.path().join("engine"),
+                Options {
+                    wal: WalMode::Disabled,
+                    ..Options::default()
+                },
+            )
+            .unwrap(),
+        );
+        let peers: Vec<Peer> = groups
+            .iter()
+            .map(|&g| {
+                let state_machine = Arc::new(StateMachine::new(engine.clone(), g));
+                let config = PeerConfig::new(1, g, vec![1], dir.path().join(format!("raft-{g}")));
+                Peer::start(config, state_machine, Nowhere).unwrap()
+            })
+            .collect();
+        let registry = Groups::new(peers[0].handle());
+        for p in &peers[1..] {
+            registry.insert(p.handle());
+        }
         let (stop_tx, stop_rx) = watch::channel(false);
-        let service = RaftService::new(1, 1, peer.handle(), stop_rx);
+        let service = RaftService::new(1, Arc::new(registry), stop_rx);
         let app = with_grpc(
             axum::Router::new(),
             RaftServer::new(service),
@@ -218,7 +242,7 @@ mod tests {
         let client = RaftClient::connect(format!("http://{address}"))
             .await
             .unwrap();
-        (client, stop_tx, (peer, dir))
+        (client, stop_tx, (peers, dir))
     }
 
     /// Opens a `Raft/Stream` call; returns its sender and the pending answer.
@@ -355,10 +379,40 @@ mod tests {
         strata_raft::encode_message(&m)
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn each_batch_goes_to_the_group_it_names_if_the_node_hosts_it() {
+        // Proves: a node hosting groups 1 and 2 takes a batch for either
+        // (an empty one: nothing to step), and one for a group it does not
+        // host is NOT_FOUND naming the group; so is a snapshot for it.
+        let (client, _stop, _keep) = serve_groups(&[1, 2]).await;
+        let mut c = client.clone();
+        c.send(batch_to(1, 1)).await.expect("group 1");
+        c.send(batch_to(1, 2)).await.expect("group 2");
+        let refused = c.send(batch_to(1, 3)).await.unwrap_err();
+        assert_eq!(refused.code(), Code::NotFound, "{refused}");
+        assert_eq!(refused.message(), "node 1 does not hold raft group 3");
+        let header = SnapshotChunk {
+            kind: Some(strata_proto::v1::snapshot_chunk::Kind::Header(
+                strata_proto::v1::SnapshotHeader {
+                    group_id: 3,
+                    from_node: 2,
+                    to_node: 1,
+                    ..Default::default()
+                },
+            )),
+        };
+        let refused = c
+            .install_snapshot(tokio_stream::iter([header]))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Code::NotFound, "{refused}");
+        assert_eq!(refused.message(), "node 1 does not hold raft group 3");
+    }
+
     #[test]
     fn a_batch_is_accepted_only_whole_and_only_for_this_node() {
-        // Proves: a batch for another group is NOT_FOUND; a wrong addressee,
-        // an undecodable message or one addressed elsewhere is
+        // Proves: a wrong addressee, an undecodable message or one
+        // addressed elsewhere is
         // INVALID_ARGUMENT; a good batch decodes every message.
         let good = RaftBatch {
             group_id: 1,
@@ -367,28 +421,24 @@ mod tests {
             messages: vec![message_to(2).into(), message_to(2).into()],
             ..RaftBatch::default()
         };
-        assert_eq!(validate_batch(2, 1, &good).unwrap().len(), 2);
+        assert_eq!(validate_batch(2, &good).unwrap().len(), 2);
         assert_eq!(
-            validate_batch(2, 9, &good).unwrap_err().code(),
-            Code::NotFound
-        );
-        assert_eq!(
-            validate_batch(3, 1, &good).unwrap_err().code(),
+            validate_batch(3, &good).unwrap_err().code(),
             Code::InvalidArgument
         );
         let mut bad = good.clone();
         bad.messages.push(vec![0xff, 0xff, 0xff].into());
         assert_eq!(
-            validate_batch(2, 1, &bad).unwrap_err().code(),
+            validate_batch(2, &bad).unwrap_err().code(),
             Code::InvalidArgument
         );
         let mut elsewhere = good.clone();
         elsewhere.messages.push(message_to(5).into());
-        let e = validate_batch(2, 1, &elsewhere).unwrap_err();
+        let e = validate_batch(2, &elsewhere).unwrap_err();
         assert_eq!(e.message(), "raft message 2 is addressed to node 5");
         let mut forwarded = good;
         forwarded.from_node = 3;
-        let e = validate_batch(2, 1, &forwarded).unwrap_err();
+        let e = validate_batch(2, &forwarded).unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
         assert_eq!(
             e.message(),

@@ -7,6 +7,7 @@ mod auth;
 mod backup;
 mod canary;
 mod deadlines;
+mod groups;
 mod leases;
 mod memcache;
 mod node;
