@@ -27,6 +27,10 @@ pub struct Args {
     /// (instead of balancing over all endpoints, which forwards most writes through a follower).
     #[arg(long)]
     pub etcd_leader_only: bool,
+    /// gRPC only: every write carries a request id of its own (as `Client::with_request_ids`
+    /// sends them), so the cost of exactly-once writes is measured.
+    #[arg(long)]
+    pub request_ids: bool,
     #[arg(long, value_enum, default_value = "a")]
     pub workload: WorkloadKind,
     /// Key distribution; default: the workload's own (zipfian, latest for D, uniform for put/get).

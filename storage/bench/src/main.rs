@@ -56,9 +56,13 @@ async fn run(args: &Args) -> anyhow::Result<Summary> {
     if args.etcd_leader_only && args.target != TargetKind::Etcd {
         bail!("--etcd-leader-only applies to --target etcd only");
     }
+    if args.request_ids && args.target != TargetKind::Grpc {
+        bail!("--request-ids applies to --target grpc only");
+    }
     match args.target {
         TargetKind::Grpc => {
-            let t = target::grpc::GrpcTarget::connect(&endpoints, connections).await?;
+            let t = target::grpc::GrpcTarget::connect(&endpoints, connections, args.request_ids)
+                .await?;
             drive(args, endpoints, t).await
         }
         TargetKind::Rest => {

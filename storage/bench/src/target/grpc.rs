@@ -11,15 +11,24 @@ pub struct GrpcTarget {
 }
 
 impl GrpcTarget {
-    /// Opens `connections` channels, spread round-robin over `endpoints` (`http://host:port`).
-    pub async fn connect(endpoints: &[String], connections: usize) -> anyhow::Result<Self> {
+    /// Opens `connections` channels, spread round-robin over `endpoints` (`http://host:port`);
+    /// with `request_ids`, every write carries an id of its own.
+    pub async fn connect(
+        endpoints: &[String],
+        connections: usize,
+        request_ids: bool,
+    ) -> anyhow::Result<Self> {
         let mut clients = Vec::with_capacity(connections);
         for i in 0..connections.max(1) {
             let endpoint = &endpoints[i % endpoints.len()];
             let client = Client::connect(endpoint)
                 .await
                 .with_context(|| format!("gRPC connect to {endpoint}"))?;
-            clients.push(client);
+            clients.push(if request_ids {
+                client.with_request_ids()
+            } else {
+                client
+            });
         }
         Ok(GrpcTarget { clients })
     }
