@@ -23,7 +23,6 @@
 //! Byte strings are a u32 length followed by the bytes; integers are
 //! little-endian. Decoding checks every length against the buffer.
 
-use crate::range::KeySpan;
 use crate::trace::TraceParent;
 use crate::txn::{Compare, CompareOp, CompareTarget, Txn, TxnOp, TxnResult};
 
@@ -497,82 +496,6 @@ impl Command {
             Command::LeaseGrant { .. } | Command::LeaseRevoke { .. } => 16,
             Command::ClusterId { .. } => 8,
             Command::Split { at, .. } => at.len() + 12,
-        }
-    }
-
-    /// The key a write's request record is kept beside (`keys`), so that
-    /// it moves with that key when a group is split: the first key the
-    /// command names (a transaction's first compare, else its first
-    /// operation; a range read's start). `None` for commands that name no
-    /// key: their records stay with their group.
-    pub fn anchor(&self) -> Option<&[u8]> {
-        match self {
-            Command::Put { key, .. }
-            | Command::Delete { key }
-            | Command::Cas { key, .. }
-            | Command::PutLeased { key, .. }
-            | Command::PutWithTtl { key, .. } => Some(key),
-            Command::Batch(ops) => ops.first().map(|op| match op {
-                Op::Put { key, .. } | Op::Delete { key } => key.as_slice(),
-            }),
-            Command::Txn(txn) => txn.compares.first().map(|c| c.key.as_slice()).or_else(|| {
-                txn.success
-                    .iter()
-                    .chain(&txn.failure)
-                    .next()
-                    .map(|op| match op {
-                        TxnOp::Put { key, .. } | TxnOp::Delete { key } | TxnOp::Get { key } => {
-                            key.as_slice()
-                        }
-                        TxnOp::Range { start, .. } => start.as_slice(),
-                    })
-            }),
-            Command::LeaseGrant { .. }
-            | Command::LeaseRevoke { .. }
-            | Command::ClusterId { .. }
-            | Command::Split { .. } => None,
-        }
-    }
-
-    /// The first key the command names that `span` does not hold (for a
-    /// range read of a transaction: its start, when the span does not cover
-    /// all of it), if any. Lease grants and revokes and the cluster's name
-    /// name no key (a revoke deletes only the keys its group recorded
-    /// under the lease, which are in its span); a split names its split
-    /// key, which it checks itself.
-    pub fn key_outside(&self, span: &KeySpan) -> Option<Vec<u8>> {
-        let outside = |k: &Vec<u8>| (!span.contains(k)).then(|| k.clone());
-        match self {
-            Command::Put { key, .. }
-            | Command::Delete { key }
-            | Command::Cas { key, .. }
-            | Command::PutLeased { key, .. }
-            | Command::PutWithTtl { key, .. } => outside(key),
-            Command::Batch(ops) => ops.iter().find_map(|op| match op {
-                Op::Put { key, .. } | Op::Delete { key } => outside(key),
-            }),
-            Command::Txn(txn) => txn
-                .compares
-                .iter()
-                .find_map(|c| outside(&c.key))
-                .or_else(|| {
-                    txn.success
-                        .iter()
-                        .chain(&txn.failure)
-                        .find_map(|op| match op {
-                            TxnOp::Put { key, .. } | TxnOp::Delete { key } | TxnOp::Get { key } => {
-                                outside(key)
-                            }
-                            TxnOp::Range { start, end, .. } => {
-                                let end = (!end.is_empty()).then_some(end.as_slice());
-                                (!span.covers(start, end)).then(|| start.clone())
-                            }
-                        })
-                }),
-            Command::LeaseGrant { .. }
-            | Command::LeaseRevoke { .. }
-            | Command::ClusterId { .. }
-            | Command::Split { .. } => None,
         }
     }
 }

@@ -39,7 +39,8 @@
 //! - `snapshot`: snapshot directories and the snapshot thread.
 //! - `log/`: the raft log: `store` in memory (raft-rs's `Storage`),
 //!   `writer` on disk, `io` the I/O thread that runs the writer apart from
-//!   the driver. `state_machine`, `command`, `keys`:
+//!   the driver. `state_machine`, `command` (with `command_keys`: the keys
+//!   a command names), `keys`:
 //!   applying commands to the engine, their encoding, the engine key layout.
 //!   `members`: the member directory. `range`: the span of keys a group
 //!   serves; `state_machine/split` applies a split, which narrows it and
@@ -80,6 +81,7 @@ mod append_times;
 mod applier;
 mod clock;
 pub mod command;
+mod command_keys;
 mod config;
 mod driver;
 pub mod error;
