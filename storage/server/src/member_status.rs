@@ -66,15 +66,21 @@ pub async fn gather(core: &Core) -> StatusResponse {
 }
 
 /// The one range a node serves today: every key, by its raft group, with
-/// the group's voters and learners as this node's configuration has them.
+/// the group's voters and learners as this node's raft configuration has
+/// them (none while it knows none: a node that has just joined, not yet
+/// caught up, does not call every member a learner).
 fn whole_range(core: &Core, group_id: u64, leader_id: u64, term: u64) -> RangeStatus {
-    let (voters, learners): (Vec<_>, Vec<_>) = core.members().into_iter().partition(|m| m.voter);
+    let st = core.peer().status();
+    let sorted = |mut ids: Vec<u64>| {
+        ids.sort_unstable();
+        ids
+    };
     RangeStatus {
         id: group_id,
         start: Default::default(),
         end: Default::default(),
-        voters: voters.iter().map(|m| m.id).collect(),
-        learners: learners.iter().map(|m| m.id).collect(),
+        voters: sorted(st.voters),
+        learners: sorted(st.learners),
         leader_id,
         term,
     }
