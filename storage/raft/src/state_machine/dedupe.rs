@@ -490,7 +490,7 @@ impl StateMachine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::sync::Arc;
 
     use strata_engine::{Engine, Options};
@@ -503,7 +503,14 @@ mod tests {
         StateMachine::new(Arc::new(Engine::open(dir, Options::default()).unwrap()), 1)
     }
 
-    fn deduped(index: u64, id: &str, at_ms: u64, command: Command) -> Committed {
+    /// Entry `index` carrying `command` under request id `id`, proposed at
+    /// `at_ms` and remembered for 1,000 ms.
+    pub(in crate::state_machine) fn deduped(
+        index: u64,
+        id: &str,
+        at_ms: u64,
+        command: Command,
+    ) -> Committed {
         let digest = command.digest();
         Committed {
             index,

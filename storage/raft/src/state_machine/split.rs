@@ -176,6 +176,7 @@ mod tests {
     use crate::command::{ApplyResult, Command, Op, Proposal};
     use crate::range::KeySpan;
     use crate::snapshot::seal;
+    use crate::state_machine::dedupe::tests::deduped;
     use crate::state_machine::{Committed, StateMachine};
     use crate::txn::{Txn, TxnOp};
 
@@ -395,25 +396,6 @@ mod tests {
         assert_eq!(third.span().unwrap(), span("f", Some("m")));
         assert_eq!(user_keys(&third).len(), 7);
         assert_eq!(user_keys(&parent).len(), 5);
-    }
-
-    fn deduped(index: u64, id: &str, at_ms: u64, command: Command) -> Committed {
-        let digest = command.digest();
-        Committed {
-            index,
-            proposal: Some(Proposal {
-                request_id: index,
-                command,
-                dedupe: Some(crate::command::Dedupe {
-                    id: id.into(),
-                    at_ms,
-                    keep_ms: 1_000,
-                    digest,
-                }),
-            }),
-            conf_state: None,
-            members: None,
-        }
     }
 
     #[test]
