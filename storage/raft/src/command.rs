@@ -18,6 +18,7 @@
 //! LeaseGrant:  id u64 | ttl_ms u64          LeaseRevoke: id u64
 //! ClusterId:   id u64
 //! Split:       at | child u64
+//! NewGroupId:  (empty)
 //! ```
 //! Compare ops: equal 0, not equal 1, less 2, greater 3.
 //! Byte strings are a u32 length followed by the bytes; integers are
@@ -42,6 +43,7 @@ const TAG_LEASE_GRANT: u8 = 8;
 const TAG_LEASE_REVOKE: u8 = 9;
 const TAG_CLUSTER_ID: u8 = 10;
 const TAG_SPLIT: u8 = 11;
+const TAG_NEW_GROUP_ID: u8 = 12;
 const TXN_PUT: u8 = 1;
 const TXN_DELETE: u8 = 2;
 const TXN_GET: u8 = 3;
@@ -117,6 +119,9 @@ pub enum Command {
         at: Vec<u8>,
         child: u64,
     },
+    /// Takes the next unused raft group id from the group's counter (the
+    /// first group keeps the cluster's): what a split names its child.
+    NewGroupId,
 }
 
 /// What applying a command produced, returned to the proposer.
@@ -178,6 +183,10 @@ pub enum ApplyResult {
     /// Not applied: the split is not possible (`why`).
     SplitRefused {
         why: String,
+    },
+    /// Group id `id` is taken for a new group, and never given again.
+    GroupId {
+        id: u64,
     },
 }
 
@@ -351,6 +360,7 @@ impl Command {
                 put_bytes(out, at);
                 out.extend_from_slice(&child.to_le_bytes());
             }
+            Command::NewGroupId => out.push(TAG_NEW_GROUP_ID),
         }
     }
 
@@ -454,6 +464,7 @@ impl Proposal {
                 at: r.bytes()?,
                 child: r.u64()?,
             },
+            TAG_NEW_GROUP_ID => Command::NewGroupId,
             _ => return Err(DecodeError("unknown command tag")),
         };
         if !r.buf.is_empty() {
@@ -496,6 +507,7 @@ impl Command {
             Command::LeaseGrant { .. } | Command::LeaseRevoke { .. } => 16,
             Command::ClusterId { .. } => 8,
             Command::Split { at, .. } => at.len() + 12,
+            Command::NewGroupId => 0,
         }
     }
 }
@@ -716,6 +728,7 @@ mod tests {
             any::<u64>().prop_map(|id| Command::LeaseRevoke { id }),
             any::<u64>().prop_map(|id| Command::ClusterId { id }),
             (bytes(), any::<u64>()).prop_map(|(at, child)| Command::Split { at, child }),
+            Just(Command::NewGroupId),
         ]
     }
 

@@ -36,7 +36,8 @@ impl Command {
             Command::LeaseGrant { .. }
             | Command::LeaseRevoke { .. }
             | Command::ClusterId { .. }
-            | Command::Split { .. } => None,
+            | Command::Split { .. }
+            | Command::NewGroupId => None,
         }
     }
 
@@ -78,7 +79,22 @@ impl Command {
             Command::LeaseGrant { .. }
             | Command::LeaseRevoke { .. }
             | Command::ClusterId { .. }
-            | Command::Split { .. } => None,
+            | Command::Split { .. }
+            | Command::NewGroupId => None,
+        }
+    }
+
+    /// Whether the command puts a key under a lease, or under a TTL (which
+    /// grants one).
+    pub fn names_lease(&self) -> bool {
+        match self {
+            Command::PutLeased { .. } | Command::PutWithTtl { .. } => true,
+            Command::Txn(txn) => txn
+                .success
+                .iter()
+                .chain(&txn.failure)
+                .any(|op| matches!(op, TxnOp::Put { lease, .. } if *lease != 0)),
+            _ => false,
         }
     }
 }
@@ -161,5 +177,45 @@ mod tests {
             Command::LeaseRevoke { id: 1 }.key_outside(&span("x", None)),
             None
         );
+    }
+
+    #[test]
+    fn a_lease_is_named_by_leased_puts_and_ttls_only() {
+        // Proves: a leased put, a put with a TTL and a transaction putting a
+        // key under a lease name one; a plain put, a transaction without a
+        // leased put, and a revoke (which names no key) do not.
+        let leased = |lease: u64| {
+            Command::Txn(Txn {
+                compares: vec![],
+                success: vec![TxnOp::Get { key: "a".into() }],
+                failure: vec![TxnOp::Put {
+                    key: "b".into(),
+                    value: "v".into(),
+                    lease,
+                }],
+            })
+        };
+        assert!(leased(7).names_lease());
+        assert!(!leased(0).names_lease());
+        let key = Vec::from("k");
+        let value = Vec::from("v");
+        assert!(
+            Command::PutLeased {
+                key: key.clone(),
+                value: value.clone(),
+                lease: 3
+            }
+            .names_lease()
+        );
+        assert!(
+            Command::PutWithTtl {
+                key: key.clone(),
+                value: value.clone(),
+                ttl_ms: 1000
+            }
+            .names_lease()
+        );
+        assert!(!Command::Put { key, value }.names_lease());
+        assert!(!Command::LeaseRevoke { id: 3 }.names_lease());
     }
 }

@@ -7,6 +7,7 @@
 
 mod cluster_id;
 mod dedupe;
+mod group_ids;
 mod history;
 mod install;
 mod lease;
@@ -104,6 +105,7 @@ pub struct StateMachine {
     space_key: Vec<u8>,
     inherited_key: Vec<u8>,
     log_start_key: Vec<u8>,
+    next_group_key: Vec<u8>,
     cluster_id: cluster_id::ClusterIdCache,
     /// The keys the group serves (`crate::range`), read from the engine on
     /// first use and kept up to date by the apply rounds and installs.
@@ -148,6 +150,7 @@ impl StateMachine {
             space_key: keys::meta_key(group, "data_space"),
             inherited_key: keys::meta_key(group, "requests_inherited_until"),
             log_start_key: keys::meta_key(group, "log_start"),
+            next_group_key: keys::meta_key(group, "next_group_id"),
             cluster_id: cluster_id::ClusterIdCache::default(),
             span: RwLock::new(None),
             space: RwLock::new(None),
@@ -290,6 +293,7 @@ impl StateMachine {
         let mut overlay = Overlay::new();
         let mut leases = lease::LeaseRound::default();
         let mut named = cluster_id::ClusterIdRound::default();
+        let mut group_ids = group_ids::GroupIdRound::default();
         let mut span = self.span()?;
         let mut split_inputs = split::SplitInputs::default();
         let mut split = false;
@@ -429,6 +433,7 @@ impl StateMachine {
                 Command::ClusterId { id } => {
                     self.stage_cluster_id(changes.batch(), &mut named, *id)?
                 }
+                Command::NewGroupId => self.stage_new_group_id(changes.batch(), &mut group_ids)?,
                 Command::Split { at: key, child } => {
                     split_inputs.request_clock = requests.clock();
                     let result = self.stage_split(
@@ -439,7 +444,12 @@ impl StateMachine {
                         key,
                         *child,
                     )?;
-                    split |= matches!(result, ApplyResult::Split { .. });
+                    if let ApplyResult::Split { child } = result {
+                        split = true;
+                        // Watchers learn where their range may have left
+                        // this group's history.
+                        changes.record(at, ChangeKind::Split, key, &child.to_be_bytes());
+                    }
                     result
                 }
             };

@@ -149,6 +149,10 @@ impl Remembered {
                 v.push(11);
                 v.extend_from_slice(why.as_bytes());
             }
+            ApplyResult::GroupId { id } => {
+                v.push(12);
+                v.extend_from_slice(&id.to_be_bytes());
+            }
             ApplyResult::IdReused { .. }
             | ApplyResult::Replayed { .. }
             | ApplyResult::KeyNotInRange { .. } => {
@@ -213,6 +217,7 @@ impl Remembered {
             11 => ApplyResult::SplitRefused {
                 why: String::from_utf8_lossy(v.get(25..).unwrap_or_default()).into_owned(),
             },
+            12 => ApplyResult::GroupId { id: u64_at(25)? },
             _ => return Err(corrupt("unknown answer")),
         })
     }

@@ -31,6 +31,11 @@ const TRIM_PIECE_BYTES: usize = 4 << 20;
 pub enum ChangeKind {
     Put,
     Delete,
+    /// Not a change of a key: the group was split at `key` (the value is the
+    /// new group's id, 8 bytes big-endian), so the keys from there on are
+    /// another group's from this index on, and their changes after it are
+    /// in that group's history.
+    Split,
 }
 
 /// One put or delete in the history.
@@ -107,6 +112,7 @@ fn encode(kind: ChangeKind, key: &[u8], value: &[u8]) -> Vec<u8> {
     v.push(match kind {
         ChangeKind::Put => 1,
         ChangeKind::Delete => 2,
+        ChangeKind::Split => 3,
     });
     v.extend_from_slice(&(key.len() as u32).to_be_bytes());
     v.extend_from_slice(key);
@@ -122,6 +128,7 @@ fn decode(engine_key: &[u8], stored: &[u8]) -> Result<Change, EngineError> {
     let kind = match stored.first() {
         Some(1) => ChangeKind::Put,
         Some(2) => ChangeKind::Delete,
+        Some(3) => ChangeKind::Split,
         _ => return Err(corrupt("unknown kind")),
     };
     let key_len = stored

@@ -78,6 +78,7 @@ impl StateMachine {
         let cluster_id = source.stored_cluster_id()?;
         let (span, space) = (source.span()?, source.space()?);
         let inherited = source.engine.get(&source.inherited_key)?;
+        let next_group = source.engine.get(&source.next_group_key)?;
         drop(source);
         let mut done = WriteBatch::default();
         done.put(&self.span_key, &span.encode());
@@ -85,6 +86,10 @@ impl StateMachine {
         match &inherited {
             Some(until) => done.put(&self.inherited_key, until),
             None => done.delete(&self.inherited_key),
+        }
+        match &next_group {
+            Some(next) => done.put(&self.next_group_key, next),
+            None => done.delete(&self.next_group_key),
         }
         done.put(&self.applied_key, &info.index.to_be_bytes());
         done.put(&self.conf_key, &info.conf_state);

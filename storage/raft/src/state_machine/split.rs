@@ -123,6 +123,11 @@ impl StateMachine {
                 self.group
             ));
         }
+        // A view of the child, for the names of its keys.
+        let to = StateMachine::new(Arc::clone(&self.engine), child);
+        if to.applied_index()? > 0 {
+            return refused(format!("group {child} exists already"));
+        }
         let Some((left, right)) = span.split_at(at) else {
             return refused(format!(
                 "the split key {:?} is not strictly inside the range {span}",
@@ -142,8 +147,6 @@ impl StateMachine {
             None => self.request_clock()?,
         };
         let cluster_id = self.stored_cluster_id()?;
-        // A view of the child, for the names of its keys.
-        let to = StateMachine::new(Arc::clone(&self.engine), child);
         batch.put(&self.span_key, &left.encode());
         batch.put(&to.span_key, &right.encode());
         batch.put(&to.space_key, &self.space()?.to_be_bytes());

@@ -31,14 +31,19 @@ fn watch_response(node_id: u64, m: WatchMessage) -> WatchResponse {
     let events = match m {
         WatchMessage::Changes { changes, .. } => changes
             .into_iter()
-            .map(|c| WatchEvent {
-                kind: match c.kind {
+            .filter_map(|c| {
+                let kind = match c.kind {
                     Kind::Put => ChangeKind::Put,
                     Kind::Delete => ChangeKind::Delete,
-                } as i32,
-                key: c.key.into(),
-                value: c.value.into(),
-                index: c.index,
+                    // A watch ends at a split of its range (`crate::watch`).
+                    Kind::Split => return None,
+                };
+                Some(WatchEvent {
+                    kind: kind as i32,
+                    key: c.key.into(),
+                    value: c.value.into(),
+                    index: c.index,
+                })
             })
             .collect(),
         WatchMessage::Progress { .. } => Vec::new(),

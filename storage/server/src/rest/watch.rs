@@ -108,13 +108,18 @@ fn changes_body(node_id: u64, encoding: Encoding, index: u64, changes: &[Change]
     );
     let changes = changes
         .iter()
-        .map(|c| WatchChange {
-            kind: match c.kind {
+        .filter_map(|c| {
+            let kind = match c.kind {
                 ChangeKind::Put => ChangeType::Put,
                 ChangeKind::Delete => ChangeType::Delete,
-            },
-            key: encoding.encode(&c.key),
-            value: (c.kind == ChangeKind::Put).then(|| encoding.encode(&c.value)),
+                // A watch ends at a split of its range (`crate::watch`).
+                ChangeKind::Split => return None,
+            };
+            Some(WatchChange {
+                kind,
+                key: encoding.encode(&c.key),
+                value: (c.kind == ChangeKind::Put).then(|| encoding.encode(&c.value)),
+            })
         })
         .collect();
     WatchChanges {
