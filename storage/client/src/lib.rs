@@ -470,6 +470,24 @@ impl Client {
         Ok(r.into_inner().leader_id)
     }
 
+    /// Splits the range holding `key` at it: a new range serves the keys
+    /// from `key` on. Asking again for a key a range starts at splits
+    /// nothing and answers that range (`split` false).
+    pub async fn split_range(
+        &self,
+        key: impl Into<Bytes>,
+    ) -> Result<proto::SplitRangeResponse, ClientError> {
+        Ok(self
+            .cluster
+            .clone()
+            .split_range(proto::SplitRangeRequest {
+                key: key.into(),
+                child: 0,
+            })
+            .await?
+            .into_inner())
+    }
+
     /// The members and whether each votes.
     pub async fn members(&self) -> Result<Vec<proto::Member>, ClientError> {
         Ok(self

@@ -225,6 +225,13 @@ enum RangeCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Split the range holding KEY at KEY: a new range, with the same
+    /// members, serves the keys from KEY on (needs an admin token).
+    Split {
+        key: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -516,6 +523,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => {
             let st = client.status().await?;
             ranges(&st.ranges, json, &mut out)?;
+        }
+        Cmd::Range {
+            action: RangeCmd::Split { key, json },
+        } => {
+            let r = client.split_range(key.into_bytes()).await?;
+            if !json {
+                let what = if r.split {
+                    format!("split at index {}", r.index)
+                } else {
+                    "a range started there already; nothing split".into()
+                };
+                writeln!(out, "{what}")?;
+            }
+            ranges(r.range.as_slice(), json, &mut out)?;
         }
         Cmd::Status { json } => {
             let st = client.status().await?;

@@ -1,10 +1,12 @@
 //! The ranges a cluster reports (`GET /v1/cluster/status` `ranges`,
-//! `strata range list`): one raft group today, so one range over every key,
-//! with the group's voters, learners and leader as they change.
+//! `strata range list`): one range over every key until a split, with its
+//! group's voters, learners and leader as they change; and a range split
+//! off through the gateway (`strata range split`), served by every node.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use strata_client::{Client, ScanSelector, WatchSelector};
 use strata_harness::Cluster;
 
 async fn status(c: &Cluster) -> Value {
@@ -20,8 +22,14 @@ async fn status(c: &Cluster) -> Value {
 
 /// `strata range list` (with `args`) against the gateway; its output.
 fn range_list(c: &Cluster, args: &[&str]) -> String {
+    strata(c, &[&["range", "list"], args].concat())
+}
+
+/// The `strata` command line with `args` against the gateway, as admin;
+/// its output.
+fn strata(c: &Cluster, args: &[&str]) -> String {
     let out = std::process::Command::new(strata_harness::workspace_binary("strata").unwrap())
-        .args(["--endpoint", &c.gateway_url(), "range", "list"])
+        .args(["--endpoint", &c.gateway_url(), "--token", c.admin_token()])
         .args(args)
         .env_remove("STRATA_ENDPOINT")
         .output()
@@ -98,4 +106,174 @@ async fn the_one_range_follows_its_groups_members_and_leader() {
     })
     .await;
     assert!(after["voters"].as_array().unwrap().len() == 3, "{after}");
+}
+
+/// Waits until the status names `n` ranges, each with three voters and a
+/// leader; the ranges.
+async fn ranges_led(c: &Cluster, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = status(c).await;
+        let ranges = st["ranges"].as_array().cloned().unwrap_or_default();
+        let whole = |r: &Value| r["voters"].as_array().is_some_and(|v| v.len() == 3);
+        if ranges.len() == n && ranges.iter().all(|r| whole(r) && r["leader_id"] != 0) {
+            return ranges;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} led ranges within 30 s: {st}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every key under `k/` through `client`, page by page.
+async fn every_key(client: &Client) -> Vec<(String, String)> {
+    let (mut pairs, mut token) = (Vec::new(), Vec::new());
+    loop {
+        let page = client
+            .scan(ScanSelector::Prefix("k/".into()), 64, token, false)
+            .await
+            .unwrap();
+        pairs.extend(page.kvs.iter().map(|kv| {
+            (
+                String::from_utf8_lossy(&kv.key).into_owned(),
+                String::from_utf8_lossy(&kv.value).into_owned(),
+            )
+        }));
+        if page.next_page_token.is_empty() {
+            return pairs;
+        }
+        token = page.next_page_token;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_split_off_is_served_by_every_node_and_outlives_its_leader() {
+    // Proves: `strata range split` through the gateway splits the one
+    // range in two, each with the three voters and a leader; every node
+    // takes writes and linearizable reads of keys on both sides (sending
+    // each on to its range's leader); a scan through the gateway returns
+    // every key across the split in order; a watch of the new range's keys
+    // sees a write to them. After the new range's leader is killed, its
+    // keys take writes again through the gateway, and every acknowledged
+    // write reads back, from the restarted node too.
+    let mut c = Cluster::start(3).await.unwrap();
+    c.wait_gateway_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let gateway = c.admin_client().await.unwrap();
+    let mut want = std::collections::BTreeMap::new();
+    for i in 0..200 {
+        let (key, value) = (format!("k/{i:03}"), format!("v{i}"));
+        gateway.put(key.clone(), value.clone()).await.unwrap();
+        want.insert(key, value);
+    }
+
+    let out = strata(&c, &["range", "split", "k/100", "--json"]);
+    let split: Value = serde_json::from_str(&out).unwrap();
+    let child = split["ranges"][0]["id"].as_u64().unwrap();
+    assert_eq!(split["ranges"][0]["start"], "k/100", "{out}");
+    assert!(
+        strata(&c, &["range", "split", "k/100"]).contains("nothing split"),
+        "a second split at the same key splits nothing"
+    );
+    let ranges = ranges_led(&c, 2).await;
+    assert_eq!(
+        (ranges[0]["end"].clone(), ranges[1]["id"].clone()),
+        (Value::from("k/100"), Value::from(child))
+    );
+
+    // A watch of the new range's keys, from a write to them on.
+    let first = gateway.put("k/199", "watched").await.unwrap();
+    want.insert("k/199".into(), "watched".into());
+    let mut watch = gateway.watch(
+        WatchSelector::Range {
+            start: "k/100".into(),
+            end: "k/200".into(),
+        },
+        first.index,
+        None,
+    );
+    for id in c.node_ids() {
+        let node = Client::connect(&c.node_url(id))
+            .await
+            .unwrap()
+            .with_token(c.admin_token())
+            .unwrap();
+        for key in ["k/050", "k/150"] {
+            let value = format!("from node {id}");
+            node.put(key, value.clone()).await.unwrap();
+            assert_eq!(
+                node.get(key, false).await.unwrap().as_deref(),
+                Some(value.as_bytes()),
+                "node {id} reads its own write of {key}"
+            );
+            want.insert(key.to_string(), value);
+        }
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let m = tokio::time::timeout(Duration::from_secs(10), watch.next())
+            .await
+            .expect("a change within 10 s")
+            .unwrap();
+        seen.extend(m.events.iter().map(|e| {
+            (
+                String::from_utf8_lossy(&e.key).into_owned(),
+                String::from_utf8_lossy(&e.value).into_owned(),
+            )
+        }));
+    }
+    let nodes: Vec<_> = c
+        .node_ids()
+        .iter()
+        .map(|id| format!("from node {id}"))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("k/199".to_string(), "watched".to_string()),
+            ("k/150".to_string(), nodes[0].clone()),
+            ("k/150".to_string(), nodes[1].clone()),
+            ("k/150".to_string(), nodes[2].clone()),
+        ]
+    );
+    assert_eq!(every_key(&gateway).await, Vec::from_iter(want.clone()));
+
+    let leader = ranges_led(&c, 2).await[1]["leader_id"].as_u64().unwrap();
+    c.kill(leader).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut written = 0;
+    while written < 20 {
+        let (key, value) = (format!("k/1{written:02}"), format!("after {written}"));
+        match gateway.put(key.clone(), value.clone()).await {
+            Ok(_) => {
+                want.insert(key, value);
+                written += 1;
+            }
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no write to the new range in 20 s: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    c.start_node(leader).unwrap();
+    ranges_led(&c, 2).await;
+    assert_eq!(every_key(&gateway).await, Vec::from_iter(want.clone()));
+    let restarted = Client::connect(&c.node_url(leader))
+        .await
+        .unwrap()
+        .with_token(c.admin_token())
+        .unwrap();
+    for (key, value) in [("k/050", &want["k/050"]), ("k/100", &want["k/100"])] {
+        assert_eq!(
+            restarted.get(key, false).await.unwrap().as_deref(),
+            Some(value.as_bytes()),
+            "the restarted node reads {key}"
+        );
+    }
 }

@@ -2,14 +2,17 @@
 //! index and lease, as of one linearizable read, streamed in the backup
 //! format (`strata_proto::backup`) to `KV/Backup` and `GET /v1/backup`.
 //!
-//! The read barrier makes the state at least as new as every write
-//! acknowledged before the request; the engine view taken after it fixes
-//! one state, whose applied index the header names, however long the copy
-//! takes and whatever is written meanwhile. The pairs are read from that
+//! The read barriers (one per range, the ranges all hosted here) make the
+//! state at least as new as every write acknowledged before the request;
+//! the engine view taken after them fixes one state, whose newest applied
+//! index the header names, however long the copy takes and whatever is
+//! written meanwhile. The leases are the first range's, which keeps them;
+//! the pairs are every range's, in key order. The pairs are read from that
 //! view a page at a time on a blocking thread and sent in chunks of about
 //! a MiB; a client that stops reading holds the copy (and the view) until
 //! it reads again or goes away.
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -32,22 +35,30 @@ const CHUNKS_AHEAD: usize = 4;
 /// Starts a backup of the data as of a linearizable read: its chunks, in
 /// order, ending with an error if the copy failed.
 pub async fn start(core: &Core) -> Result<mpsc::Receiver<Result<Bytes, ApiError>>, ApiError> {
-    core.read_barrier(Consistency::Linearizable as i32).await?;
+    let storage = |e: EngineError| ApiError::new(ErrorCode::StorageFailed, e.to_string());
+    let ranges = core.groups().spans();
+    for (_, group) in &ranges {
+        core.read_barrier_in(group, Consistency::Linearizable as i32)
+            .await?;
+    }
     let state_machine = core.peer().state_machine().clone();
     let view = state_machine.read_view();
-    let index = state_machine
-        .applied_in(&view)
-        .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
+    let mut index = 0;
+    for (_, group) in &ranges {
+        index = index.max(group.state_machine().applied_in(&view).map_err(storage)?);
+    }
+    let ranges: Vec<Arc<StateMachine>> = ranges
+        .into_iter()
+        .map(|(_, group)| group.state_machine().clone())
+        .collect();
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let (tx, rx) = mpsc::channel(CHUNKS_AHEAD);
-    let cluster_id = state_machine
-        .cluster_id()
-        .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
+    let cluster_id = state_machine.cluster_id().map_err(storage)?;
     tokio::task::spawn_blocking(move || {
         let (writer, header) = BackupWriter::start(index, created, cluster_id);
-        if let Err(e) = copy(&state_machine, &view, writer, header, &tx) {
+        if let Err(e) = copy(&state_machine, &ranges, &view, writer, header, &tx) {
             let _ = tx.blocking_send(Err(ApiError::new(
                 ErrorCode::StorageFailed,
                 format!("the backup stopped: {e}"),
@@ -57,10 +68,12 @@ pub async fn start(core: &Core) -> Result<mpsc::Receiver<Result<Bytes, ApiError>
     Ok(rx)
 }
 
-/// Writes the leases and then the pairs `view` holds after `header`, in
-/// chunks; returns early (and fine) once the client went away.
+/// Writes the leases `first` keeps and then the pairs of every range in
+/// `ranges` (in key order) `view` holds after `header`, in chunks; returns
+/// early (and fine) once the client went away.
 fn copy(
-    state_machine: &StateMachine,
+    first: &StateMachine,
+    ranges: &[Arc<StateMachine>],
     view: &ReadPoint,
     mut writer: BackupWriter,
     mut chunk: Vec<u8>,
@@ -75,7 +88,7 @@ fn copy(
     };
     let mut after = None;
     loop {
-        let leases = state_machine.leases_at(view, after, PAGE_PAIRS)?;
+        let leases = first.leases_at(view, after, PAGE_PAIRS)?;
         for &(id, ttl_ms) in &leases {
             writer.lease(id, ttl_ms, &mut chunk);
             if !send_full(&mut chunk) {
@@ -87,9 +100,29 @@ fn copy(
             _ => break,
         }
     }
+    for range in ranges {
+        if !copy_pairs(range, view, &mut writer, &mut chunk, &send_full)? {
+            return Ok(());
+        }
+    }
+    chunk.extend(writer.finish());
+    let _ = tx.blocking_send(Ok(Bytes::from(chunk)));
+    Ok(())
+}
+
+/// Writes the pairs of `range` that `view` holds; false once the client went
+/// away.
+fn copy_pairs(
+    range: &StateMachine,
+    view: &ReadPoint,
+    writer: &mut BackupWriter,
+    chunk: &mut Vec<u8>,
+    send_full: &impl Fn(&mut Vec<u8>) -> bool,
+) -> Result<bool, EngineError> {
     let mut from = Vec::new();
     loop {
-        let pairs = state_machine.scan_versioned_at(view, &from, None, PAGE_PAIRS)?;
+        // The scan starts at the range's start at the earliest.
+        let pairs = range.scan_versioned_at(view, &from, None, PAGE_PAIRS)?;
         for (key, v) in &pairs {
             let pair = BackupPair {
                 key: key.clone(),
@@ -98,9 +131,9 @@ fn copy(
                 mod_index: v.mod_index,
                 lease: v.lease,
             };
-            writer.pair(&pair, &mut chunk);
-            if !send_full(&mut chunk) {
-                return Ok(());
+            writer.pair(&pair, chunk);
+            if !send_full(chunk) {
+                return Ok(false);
             }
         }
         match pairs.last() {
@@ -108,10 +141,7 @@ fn copy(
                 from = last.clone();
                 from.push(0);
             }
-            _ => break,
+            _ => return Ok(true),
         }
     }
-    chunk.extend(writer.finish());
-    let _ = tx.blocking_send(Ok(Bytes::from(chunk)));
-    Ok(())
 }

@@ -9,9 +9,8 @@
 //! child's replica beside it, where the split left its raft log
 //! (`StateMachine::log_start`).
 //!
-//! The API still serves the first group alone: the keys a split gives to
-//! another group are refused by the first (503, nothing applied) until
-//! requests are routed by key (docs/ranges.md).
+//! The service core asks the registry which group serves a key
+//! ([`Groups::serving`]) and sends each request to that group's leader.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use std::sync::Arc;
 use futures::future::select_all;
 use parking_lot::{Mutex, RwLock};
 use strata_engine::Engine;
-use strata_raft::{Peer, PeerHandle, StateMachine};
+use strata_raft::{KeySpan, Peer, PeerHandle, StateMachine};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -55,6 +54,36 @@ impl Groups {
         self.handles.read().keys().copied().collect()
     }
 
+    /// The group whose span holds `key`, as this node's replicas know the
+    /// spans (a replica behind a split still claims the keys it gave away
+    /// until it applies it; the group's leader refuses them then, and the
+    /// caller tries again). `None` while no group hosted here holds it: a
+    /// group just split off is started a moment after the split is applied.
+    ///
+    /// Should two spans known here both hold the key (a replica of a group
+    /// that has not applied a split yet, beside one of the group split off
+    /// it, made from a snapshot), the narrower one, which starts later, is
+    /// the newer.
+    pub fn serving(&self, key: &[u8]) -> Option<PeerHandle> {
+        self.spans()
+            .into_iter()
+            .filter(|(span, _)| span.contains(key))
+            .max_by(|a, b| a.0.start.cmp(&b.0.start))
+            .map(|(_, handle)| handle)
+    }
+
+    /// Every group hosted here with its span, in key order.
+    pub fn spans(&self) -> Vec<(KeySpan, PeerHandle)> {
+        let mut spans: Vec<_> = self
+            .handles
+            .read()
+            .values()
+            .filter_map(|h| Some((h.state_machine().span().ok()?, h.clone())))
+            .collect();
+        spans.sort_by(|a, b| a.0.start.cmp(&b.0.start));
+        spans
+    }
+
     /// Holds `handle` as its group's (a peer started elsewhere).
     #[cfg(test)]
     pub(crate) fn insert(&self, handle: PeerHandle) {
@@ -68,16 +97,19 @@ impl Groups {
         self.peers.lock().push(peer);
     }
 
-    /// Starts every group the engine holds that is not running here yet.
-    pub fn start_hosted(&self, engine: &Arc<Engine>, start: &StartGroup) -> anyhow::Result<()> {
+    /// Starts every group the engine holds that is not running here yet;
+    /// returns how many it started.
+    pub fn start_hosted(&self, engine: &Arc<Engine>, start: &StartGroup) -> anyhow::Result<usize> {
+        let mut started = 0;
         for group in StateMachine::groups_in(engine)? {
             if self.get(group).is_none() {
                 let peer = start(group)?;
                 tracing::info!(group, "started a raft group split off another");
                 self.add(group, peer);
+                started += 1;
             }
         }
-        Ok(())
+        Ok(started)
     }
 
     /// Stops the peers started here (their waiters are answered as their
@@ -107,8 +139,14 @@ pub fn follow_splits(
                 .filter_map(|g| groups.get(g))
                 .map(|h| h.state_machine().splits())
                 .collect();
-            if let Err(e) = groups.start_hosted(&engine, &start) {
-                tracing::error!(error = %e, "starting a group split off another failed");
+            match groups.start_hosted(&engine, &start) {
+                // A group started now is listened to from the next round
+                // on: look again (it may have split already).
+                Ok(started) if started > 0 => continue,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "starting a group split off another failed")
+                }
             }
             if notices.is_empty() {
                 return;

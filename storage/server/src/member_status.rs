@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{LocalStatusRequest, NodeStatus, RangeStatus, Role, StatusResponse};
+use strata_raft::{KeySpan, PeerHandle};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
@@ -55,7 +56,7 @@ pub async fn gather(core: &Core) -> StatusResponse {
     nodes.push(local);
     nodes.sort_by_key(|n| n.id);
     let (term, leader_id) = leader_of(&nodes);
-    let ranges = vec![whole_range(core, group_id, leader_id, term)];
+    let ranges = ranges(core, group_id, leader_id, term);
     StatusResponse {
         leader_id,
         term,
@@ -65,24 +66,41 @@ pub async fn gather(core: &Core) -> StatusResponse {
     }
 }
 
-/// The one range a node serves today: every key, by its raft group, with
-/// the group's voters and learners as this node's raft configuration has
-/// them (none while it knows none: a node that has just joined, not yet
-/// caught up, does not call every member a learner).
-fn whole_range(core: &Core, group_id: u64, leader_id: u64, term: u64) -> RangeStatus {
-    let st = core.peer().status();
+/// The ranges this node serves, in key order, each with its raft group's
+/// voters and learners as this node's replica of it has them (none while
+/// it knows none: a node that has just joined, not yet caught up, does not
+/// call every member a learner). The first group's leader and term are the
+/// cluster's (`leader_id`, `term`, from every member's account); another
+/// group's are as this node's replica knows them.
+fn ranges(core: &Core, first: u64, leader_id: u64, term: u64) -> Vec<RangeStatus> {
+    core.groups()
+        .spans()
+        .into_iter()
+        .map(|(span, group)| {
+            let mut range = range_status(span, &group);
+            if range.id == first {
+                (range.leader_id, range.term) = (leader_id, term);
+            }
+            range
+        })
+        .collect()
+}
+
+/// Range `span` of `group`, as this node's replica of the group knows it.
+pub(crate) fn range_status(span: KeySpan, group: &PeerHandle) -> RangeStatus {
+    let st = group.status();
     let sorted = |mut ids: Vec<u64>| {
         ids.sort_unstable();
         ids
     };
     RangeStatus {
-        id: group_id,
-        start: Default::default(),
-        end: Default::default(),
+        id: st.group_id,
+        start: span.start.into(),
+        end: span.end.unwrap_or_default().into(),
         voters: sorted(st.voters),
         learners: sorted(st.learners),
-        leader_id,
-        term,
+        leader_id: st.leader_id,
+        term: st.term,
     }
 }
 
@@ -98,6 +116,7 @@ fn local_cluster_id(nodes: &[NodeStatus], id: u64) -> u64 {
 /// leader; returns whether anything changed.
 fn with_local(status: &mut StatusResponse, local: NodeStatus) -> bool {
     let before = status.clone();
+    let first = local.group_id;
     status.cluster_id = local.cluster_id;
     match status.nodes.iter_mut().find(|n| n.id == local.id) {
         Some(n) => *n = local,
@@ -109,8 +128,8 @@ fn with_local(status: &mut StatusResponse, local: NodeStatus) -> bool {
     let (term, leader_id) = leader_of(&status.nodes);
     status.term = term;
     status.leader_id = leader_id;
-    // The one group's range follows its leader.
-    for range in &mut status.ranges {
+    // The first group's range follows its leader.
+    for range in status.ranges.iter_mut().filter(|r| r.id == first) {
         range.term = term;
         range.leader_id = leader_id;
     }
@@ -183,6 +202,7 @@ mod tests {
             term,
             leader_id,
             healthy: true,
+            group_id: 1,
             ..Default::default()
         }
     }

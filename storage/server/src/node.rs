@@ -206,6 +206,7 @@ impl Node {
         let core = Arc::new(
             Core::new(
                 handle.clone(),
+                groups.clone(),
                 channels,
                 config.limits.clone(),
                 config.timing.clone(),
@@ -260,7 +261,7 @@ impl Node {
         );
         let watches = Arc::new(Watches::new(
             config.id,
-            core.peer().state_machine().clone(),
+            crate::watch::ranges_of(groups.clone()),
             stopping.subscribe(),
         ));
         let state = AppState {

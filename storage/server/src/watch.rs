@@ -20,11 +20,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use strata_proto::v1::{WatchRequest, watch_request};
-use strata_raft::{Change, HistoryError, HistoryPosition, StateMachine};
+use strata_raft::{Change, ChangeKind, HistoryError, HistoryPosition, KeySpan, StateMachine};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::groups::Groups;
 use strata_raft::keys::prefix_end;
 
 /// The most changes, and bytes of keys and values, one history read takes.
@@ -114,12 +115,33 @@ impl WatchSpec {
     fn matches(&self, key: &[u8]) -> bool {
         key >= self.start.as_slice() && self.end.as_ref().is_none_or(|e| key < e.as_slice())
     }
+
+    /// Whether the watched keys reach `key` or past it (so that a split
+    /// there takes some of them to another group).
+    fn reaches(&self, key: &[u8]) -> bool {
+        self.end.as_ref().is_none_or(|e| e.as_slice() > key)
+    }
+}
+
+/// The ranges a node serves, with their groups' state machines: what
+/// [`Watches`] chooses a watch's group from.
+pub type Ranges = Box<dyn Fn() -> Vec<(KeySpan, Arc<StateMachine>)> + Send + Sync>;
+
+/// The ranges of the groups in `groups`.
+pub fn ranges_of(groups: Arc<Groups>) -> Ranges {
+    Box::new(move || {
+        groups
+            .spans()
+            .into_iter()
+            .map(|(span, group)| (span, group.state_machine().clone()))
+            .collect()
+    })
 }
 
 /// The watches of one node.
 pub struct Watches {
     node_id: u64,
-    state_machine: Arc<StateMachine>,
+    ranges: Ranges,
     stopping: watch::Receiver<bool>,
     open: Arc<AtomicUsize>,
 }
@@ -131,14 +153,10 @@ pub struct WatchStream {
 }
 
 impl Watches {
-    pub fn new(
-        node_id: u64,
-        state_machine: Arc<StateMachine>,
-        stopping: watch::Receiver<bool>,
-    ) -> Self {
+    pub fn new(node_id: u64, ranges: Ranges, stopping: watch::Receiver<bool>) -> Self {
         Watches {
             node_id,
-            state_machine,
+            ranges,
             stopping,
             open: Arc::new(AtomicUsize::new(0)),
         }
@@ -152,7 +170,8 @@ impl Watches {
     /// Starts a watch. A start index older than the history, and one
     /// watch too many, are refused here, before anything is sent.
     pub fn start(&self, spec: WatchSpec) -> Result<WatchStream, ApiError> {
-        if !self.state_machine.keeps_history() {
+        let state_machine = self.serving(&spec)?;
+        if !state_machine.keeps_history() {
             return Err(ApiError::unavailable(format!(
                 "node {} keeps no change history (--watch-history 0): watch on a node that does",
                 self.node_id
@@ -164,8 +183,7 @@ impl Watches {
                 self.node_id
             )));
         }
-        let (oldest, applied) = self
-            .state_machine
+        let (oldest, applied) = state_machine
             .history_bounds()
             .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
         let from = spec.from_index.unwrap_or(applied + 1);
@@ -182,8 +200,8 @@ impl Watches {
         }
         let (tx, messages) = mpsc::channel(SENT_AHEAD);
         let task = WatchTask {
-            state_machine: self.state_machine.clone(),
-            applied: self.state_machine.applied_changes(),
+            applied: state_machine.applied_changes(),
+            state_machine,
             stopping: self.stopping.clone(),
             spec,
             position: HistoryPosition::at(from),
@@ -199,6 +217,40 @@ impl Watches {
             node_id: self.node_id,
             messages,
         })
+    }
+}
+
+impl Watches {
+    /// The state machine of the group serving every key `spec` watches: a
+    /// watch reads one group's history, so one reaching keys of two groups
+    /// is refused.
+    fn serving(&self, spec: &WatchSpec) -> Result<Arc<StateMachine>, ApiError> {
+        let spans = (self.ranges)();
+        let covering = spans
+            .iter()
+            .filter(|(span, _)| span.covers(&spec.start, spec.end.as_deref()))
+            .max_by(|a, b| a.0.start.cmp(&b.0.start));
+        if let Some((_, state_machine)) = covering {
+            return Ok(state_machine.clone());
+        }
+        let splits: Vec<String> = spans
+            .iter()
+            .filter_map(|(span, _)| span.end.as_deref())
+            .filter(|end| spec.matches(end))
+            .map(|end| format!("{:?}", String::from_utf8_lossy(end)))
+            .collect();
+        if splits.is_empty() {
+            return Err(ApiError::unavailable(format!(
+                "the range holding the watched keys is not started on node {} yet (it was just \
+                 split off another); retry",
+                self.node_id
+            )));
+        }
+        Err(ApiError::invalid(format!(
+            "the watched keys are served by more than one range (split at {}): a watch follows \
+             one range; watch each part",
+            splits.join(", ")
+        )))
     }
 }
 
@@ -280,6 +332,12 @@ impl WatchTask {
             };
             let mut sent = false;
             for change in page.changes {
+                if change.kind == ChangeKind::Split {
+                    if self.spec.reaches(&change.key) {
+                        return self.left_at(&mut partial, &change).await;
+                    }
+                    continue;
+                }
                 // A change of a later index completes the one gathered.
                 if partial.first().is_some_and(|p| p.index != change.index) {
                     self.flush(&mut partial).await?;
@@ -336,6 +394,27 @@ impl WatchTask {
         }
     }
 
+    /// Ends the watch at the split `split` that took some of its keys to
+    /// another group: what came before is sent, then a progress message at
+    /// the split's index, so a client that watches again from the index
+    /// after the last it was sent (as on any UNAVAILABLE) resumes exactly
+    /// there, in the group now serving its keys.
+    async fn left_at(&self, partial: &mut Vec<Change>, split: &Change) -> Result<(), Ended> {
+        if !partial.is_empty() {
+            self.flush(partial).await?;
+        }
+        self.send(Ok(WatchMessage::Progress { index: split.index }))
+            .await?;
+        let e = ApiError::unavailable(format!(
+            "the watched range was split at key {:?} by raft index {}; watch again from index \
+             {} (one watch per range)",
+            String::from_utf8_lossy(&split.key),
+            split.index,
+            split.index + 1
+        ));
+        self.send(Err(e)).await
+    }
+
     /// Sends the changes gathered for one raft index.
     async fn flush(&self, partial: &mut Vec<Change>) -> Result<(), Ended> {
         let changes = std::mem::take(partial);
@@ -358,11 +437,21 @@ mod tests {
         Arc::new(StateMachine::new(engine, 1).with_history(history))
     }
 
+    /// The ranges of a node whose one group is `sm`'s.
+    fn one(sm: &Arc<StateMachine>) -> Ranges {
+        let sm = sm.clone();
+        Box::new(move || vec![(sm.span().unwrap(), sm.clone())])
+    }
+
     fn put(sm: &StateMachine, index: u64, key: &str) {
         let command = Command::Put {
             key: key.into(),
             value: format!("v{index}").into(),
         };
+        apply(sm, index, command);
+    }
+
+    fn apply(sm: &StateMachine, index: u64, command: Command) {
         let entry = Committed {
             index,
             proposal: Some(Proposal {
@@ -416,7 +505,7 @@ mod tests {
             put(&sm, i as u64 + 1, key);
         }
         let (_stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm.clone(), stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let mut s = watches.start(prefix("a/", 1, 0)).unwrap();
         let first = next(&mut s).await.unwrap();
         assert_eq!((first.index(), keys(&first)), (1, vec!["a/1".into()]));
@@ -440,6 +529,87 @@ mod tests {
         put(&sm, 6, "a/4");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(watches.open(), 0, "a dropped watch still runs");
+    }
+
+    // Proves: a watch whose keys a split takes (some or all of them) to
+    // another group ends at the split, after the changes before it and a
+    // progress message at its index, with UNAVAILABLE naming the index to
+    // watch again from; a watch of keys the group keeps goes on past it.
+    // Once split, a watch reaching keys of both groups is refused, and one
+    // of either side is served by the group that holds it.
+    #[tokio::test]
+    async fn a_watch_ends_where_a_split_takes_its_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let sm = state_machine(dir.path(), 1000);
+        put(&sm, 1, "a/1");
+        put(&sm, 2, "q/1");
+        let (_stop_tx, stopping) = watch::channel(false);
+        // Started before the split (the group then served every key).
+        let before = Watches::new(1, one(&sm), stopping.clone());
+        let mut all = before.start(prefix("", 1, 0)).unwrap();
+        let mut right = before.start(prefix("q/", 1, 0)).unwrap();
+        let mut left = before.start(prefix("a/", 1, 0)).unwrap();
+        apply(
+            &sm,
+            3,
+            Command::Split {
+                at: "m".into(),
+                child: 2,
+            },
+        );
+        put(&sm, 4, "a/2");
+        let child = Arc::new(StateMachine::new(sm.engine().clone(), 2).with_history(1000));
+        let ranges: Ranges = {
+            let (parent, child) = (sm.clone(), child.clone());
+            Box::new(move || {
+                vec![
+                    (parent.span().unwrap(), parent.clone()),
+                    (child.span().unwrap(), child.clone()),
+                ]
+            })
+        };
+        // The whole key space: the change before the split, then its end.
+        assert_eq!(keys(&next(&mut all).await.unwrap()), ["a/1"]);
+        assert_eq!(keys(&next(&mut all).await.unwrap()), ["q/1"]);
+        assert_eq!(
+            next(&mut all).await.unwrap(),
+            WatchMessage::Progress { index: 3 }
+        );
+        let ended = next(&mut all).await.unwrap_err();
+        assert_eq!(ended.code, ErrorCode::Unavailable);
+        assert!(ended.message.contains("from index 4"), "{}", ended.message);
+        // Keys all past the split key: the same end.
+        assert_eq!(keys(&next(&mut right).await.unwrap()), ["q/1"]);
+        assert_eq!(
+            next(&mut right).await.unwrap(),
+            WatchMessage::Progress { index: 3 }
+        );
+        assert!(next(&mut right).await.is_err());
+        // Keys the group keeps: on past the split.
+        assert_eq!(keys(&next(&mut left).await.unwrap()), ["a/1"]);
+        let after = next(&mut left).await.unwrap();
+        assert_eq!((after.index(), keys(&after)), (4, vec!["a/2".into()]));
+
+        let split = Watches::new(1, ranges, stopping);
+        let refused = split.start(prefix("", 0, 0)).err().unwrap();
+        assert_eq!(refused.code, ErrorCode::InvalidArgument);
+        assert!(refused.message.contains(r#""m""#), "{}", refused.message);
+        // Watching the child's keys again from the index after the split.
+        let mut resumed = split.start(prefix("q/", 4, 0)).unwrap();
+        assert_eq!(
+            next(&mut resumed).await.unwrap(),
+            WatchMessage::Progress { index: 3 }
+        );
+        apply(
+            &child,
+            4,
+            Command::Put {
+                key: "q/2".into(),
+                value: "v".into(),
+            },
+        );
+        let moved = next(&mut resumed).await.unwrap();
+        assert_eq!((moved.index(), keys(&moved)), (4, vec!["q/2".into()]));
     }
 
     // Proves that an entry whose changes span more than one history page
@@ -472,7 +642,7 @@ mod tests {
         .unwrap();
         put(&sm, 3, "k/last");
         let (_stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm.clone(), stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let mut s = watches.start(prefix("k/", 1, 0)).unwrap();
         let mut got = Vec::new();
         while let WatchMessage::Changes { index, changes } = next(&mut s).await.unwrap() {
@@ -497,7 +667,7 @@ mod tests {
             put(&sm, i, "k");
         }
         let (_stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm.clone(), stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let refused = watches.start(prefix("k", 2, 0)).err().unwrap();
         assert_eq!(refused.code, ErrorCode::Compacted);
         assert_eq!(refused.oldest_index, Some(6));
@@ -532,7 +702,7 @@ mod tests {
         let sm = state_machine(dir.path(), 100);
         put(&sm, 1, "k");
         let (stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm.clone(), stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let mut s = watches.start(prefix("k", 1, 0)).unwrap();
         assert_eq!(next(&mut s).await.unwrap().index(), 1);
         assert_eq!(
@@ -556,7 +726,7 @@ mod tests {
         let sm = state_machine(dir.path(), 0);
         put(&sm, 1, "k");
         let (_stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm, stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let refused = watches.start(prefix("k", 0, 0)).err().unwrap();
         assert_eq!(refused.code, ErrorCode::Unavailable);
         assert!(
@@ -574,7 +744,7 @@ mod tests {
         let sm = state_machine(dir.path(), 100);
         put(&sm, 1, "k");
         let (_stop_tx, stopping) = watch::channel(false);
-        let watches = Watches::new(1, sm.clone(), stopping);
+        let watches = Watches::new(1, one(&sm), stopping);
         let mut s = watches.start(prefix("other", 0, 100)).unwrap();
         for _ in 0..3 {
             assert_eq!(

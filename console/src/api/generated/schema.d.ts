@@ -324,6 +324,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/cluster/ranges/split": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Split a range
+         * @description Splits the range holding `key` in two at `key`: a new raft group, with
+         *     the same members, serves the keys from `key` on, and nothing is copied.
+         *     Answers once the new range is started on the answering node and knows a
+         *     leader (within the request timeout). A key a range starts at already
+         *     splits nothing and answers that range (`split: false`), so a retry is
+         *     harmless.
+         */
+        post: operations["splitRange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster/events": {
         parameters: {
             query?: never;
@@ -1891,6 +1916,32 @@ export interface components {
         SnapshotResult: {
             nodes: components["schemas"]["NodeSnapshot"][];
         };
+        /** @description Body of POST /v1/cluster/ranges/split. */
+        SplitRangeRequest: {
+            /**
+             * @description The first key of the new range (in `encoding`); not empty.
+             * @example m
+             */
+            key: string;
+            /** @description How `key` is written; `utf8` when absent. */
+            encoding?: components["schemas"]["Encoding"];
+        };
+        /** @description Result of POST /v1/cluster/ranges/split. */
+        SplitRangeResult: {
+            /**
+             * @description The range that starts at the key now: the new one, or the one that
+             *     started there already.
+             */
+            range: components["schemas"]["RangeStatus"];
+            /** @description False when a range started at the key already and nothing was split. */
+            split: boolean;
+            /**
+             * Format: int64
+             * @description The split's index in the raft log of the range it split; 0 when
+             *     nothing was split.
+             */
+            index: number;
+        };
         /** @description Result of GET /v1/leases/{id}. */
         TimeToLiveResult: {
             /** Format: int64 */
@@ -3108,6 +3159,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TransferLeaderResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+            504: components["responses"]["OutcomeUnknown"];
+        };
+    };
+    splitRange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SplitRangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The range that starts at the key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SplitRangeResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

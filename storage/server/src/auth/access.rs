@@ -57,6 +57,7 @@ const GRPC: &[(&str, Access)] = &[
         "/strata.v1.Cluster/RemoveMember",
         Access::Needs(Role::Admin),
     ),
+    ("/strata.v1.Cluster/SplitRange", Access::Needs(Role::Admin)),
     ("/strata.v1.Cluster/Compact", Access::Needs(Role::Admin)),
     ("/strata.v1.Cluster/Snapshot", Access::Needs(Role::Admin)),
     ("/strata.v1.Cluster/LocalStatus", Access::Internal),
@@ -220,6 +221,11 @@ mod tests {
             (
                 Method::POST,
                 "/v1/cluster/leader",
+                Access::Needs(Role::Admin),
+            ),
+            (
+                Method::POST,
+                "/v1/cluster/ranges/split",
                 Access::Needs(Role::Admin),
             ),
             (

@@ -1,9 +1,12 @@
 //! The service core: every KV operation, validated and routed once, behind
 //! both the REST and the gRPC front ends so their behaviour cannot drift.
 //!
-//! Writes are proposed on the leader. A follower forwards a write once to the
-//! leader over the pooled channel (`forward`); a forwarded request is never
-//! forwarded again. Reads are linearizable (ReadIndex) unless they ask for
+//! Every key is served by one raft group, the one whose range holds it
+//! (`crate::groups`): a request goes to the group serving its keys (`kv`),
+//! and a batch or transaction naming keys of more than one is refused.
+//! Writes are proposed on the group's leader. A follower forwards a write
+//! once to that leader over the pooled channel (`forward`); a forwarded
+//! request is never forwarded again. Reads are linearizable (ReadIndex) unless they ask for
 //! stale. Beside the KV operations (`kv`) live this node's own status
 //! (`status`) and leadership transfer (`transfer`); membership changes are
 //! in `crate::membership`.
@@ -11,6 +14,7 @@
 mod forward;
 mod kv;
 mod lease;
+mod split;
 mod status;
 mod transfer;
 
@@ -26,6 +30,7 @@ use tonic::transport::Channel;
 use crate::channels::MemberChannels;
 use crate::config::{Limits, Timing};
 use crate::error::{ApiError, ErrorCode};
+use crate::groups::Groups;
 use crate::lessor::Lessor;
 use crate::scan_views::ScanViews;
 use crate::validate;
@@ -44,7 +49,11 @@ pub enum Hop {
 
 pub struct Core {
     id: u64,
+    /// The first group's peer: it keeps the leases, the membership and the
+    /// cluster's name, and serves every key until a split.
     peer: PeerHandle,
+    /// Every group hosted here, the first among them.
+    groups: Arc<Groups>,
     channels: Arc<MemberChannels>,
     limits: Limits,
     timing: Timing,
@@ -111,6 +120,7 @@ pub(crate) enum Route {
 impl Core {
     pub fn new(
         peer: PeerHandle,
+        groups: Arc<Groups>,
         channels: Arc<MemberChannels>,
         limits: Limits,
         timing: Timing,
@@ -120,6 +130,7 @@ impl Core {
         Core {
             id: channels.self_id(),
             peer,
+            groups,
             channels,
             limits,
             timing,
@@ -164,8 +175,73 @@ impl Core {
         self.id
     }
 
+    /// The first group's peer.
     pub fn peer(&self) -> &PeerHandle {
         &self.peer
+    }
+
+    /// Every group this node hosts.
+    pub fn groups(&self) -> &Arc<Groups> {
+        &self.groups
+    }
+
+    /// The group serving `key` here.
+    pub(crate) fn group_of(&self, key: &[u8]) -> Result<PeerHandle, ApiError> {
+        self.groups.serving(key).ok_or_else(|| {
+            ApiError::unavailable(format!(
+                "the range holding key {:?} is not started on node {} yet (it was just split \
+                 off another); retry",
+                String::from_utf8_lossy(key),
+                self.id
+            ))
+        })
+    }
+
+    /// The group a write goes to: the one serving the first key it names
+    /// (the first group for a command naming none), which must serve every
+    /// key it names. Leases are kept by the first group, so a write under a
+    /// lease or a TTL is taken only for its keys.
+    pub(crate) fn group_for(&self, command: &Command) -> Result<PeerHandle, ApiError> {
+        let Some(anchor) = command.anchor() else {
+            return Ok(self.peer.clone());
+        };
+        let group = self.group_of(anchor)?;
+        let span = group
+            .state_machine()
+            .span()
+            .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
+        if let Some(key) = command.key_outside(&span) {
+            return Err(ApiError::invalid(format!(
+                "keys {:?} and {:?} are served by different ranges (this one ends at {:?}): \
+                 a batch or a transaction names keys of one range; nothing was applied",
+                String::from_utf8_lossy(anchor),
+                String::from_utf8_lossy(&key),
+                String::from_utf8_lossy(span.end.as_deref().unwrap_or_default())
+            )));
+        }
+        self.lease_kept_by(&group, anchor, command.names_lease())?;
+        Ok(group)
+    }
+
+    /// The group serving the one key a write names, `leased` when the write
+    /// puts it under a lease or a TTL.
+    pub(crate) fn group_for_key(&self, key: &[u8], leased: bool) -> Result<PeerHandle, ApiError> {
+        let group = self.group_of(key)?;
+        self.lease_kept_by(&group, key, leased)?;
+        Ok(group)
+    }
+
+    /// Refuses a write under a lease to a group other than the first,
+    /// which keeps the leases.
+    fn lease_kept_by(&self, group: &PeerHandle, key: &[u8], leased: bool) -> Result<(), ApiError> {
+        if leased && group.status().group_id != self.peer.status().group_id {
+            return Err(ApiError::invalid(format!(
+                "key {:?} is in a range split off the first, and leases (and TTLs, which grant \
+                 one) are kept by the first range only: nothing was applied",
+                String::from_utf8_lossy(key)
+            )));
+        }
+        Ok(())
     }
 
     pub fn channels(&self) -> &MemberChannels {
@@ -185,7 +261,12 @@ impl Core {
     }
 
     fn header(&self, index: u64) -> ResponseHeader {
-        let st = self.peer.status();
+        self.header_in(&self.peer, index)
+    }
+
+    /// A header at `index` of `group`, with its term and leader.
+    fn header_in(&self, group: &PeerHandle, index: u64) -> ResponseHeader {
+        let st = group.status();
         ResponseHeader {
             node_id: self.id,
             term: st.term,
@@ -198,18 +279,29 @@ impl Core {
     /// The header of a write's answer: at its index, or at the index of
     /// the first write under its request id when this one replays it.
     fn write_header(&self, w: &Written) -> ResponseHeader {
+        self.write_header_in(&self.peer, w)
+    }
+
+    fn write_header_in(&self, group: &PeerHandle, w: &Written) -> ResponseHeader {
         ResponseHeader {
             replayed: w.replayed,
-            ..self.header(w.index)
+            ..self.header_in(group, w.index)
         }
     }
 
+    /// Where a request for the first group goes.
     pub(crate) fn route(&self, hop: Hop) -> Result<Route, ApiError> {
-        let st = self.peer.status();
+        self.route_in(&self.peer, hop)
+    }
+
+    /// Where a request for `group` goes: here on its leader, else to the
+    /// member leading it (once).
+    pub(crate) fn route_in(&self, group: &PeerHandle, hop: Hop) -> Result<Route, ApiError> {
+        let st = group.status();
         if let Some(f) = st.failure {
             return Err(ApiError::storage(&f));
         }
-        if self.peer.draining() {
+        if group.draining() || self.peer.draining() {
             // The node is stopping: it neither proposes nor forwards, and
             // the gateway sends the request on to the leader.
             let leader = if st.leader_id == self.id {
@@ -242,6 +334,16 @@ impl Core {
     /// Proposes `command` carrying the client's `request_id` (empty: none)
     /// and waits for its outcome until the request's deadline.
     async fn propose(&self, command: Command, request_id: &str) -> Result<Written, ApiError> {
+        self.propose_in(&self.peer, command, request_id).await
+    }
+
+    /// [`propose`](Self::propose) on `group`.
+    async fn propose_in(
+        &self,
+        group: &PeerHandle,
+        command: Command,
+        request_id: &str,
+    ) -> Result<Written, ApiError> {
         let dedupe = validate::request_id(request_id)?.map(|id| {
             Dedupe::new(
                 id.as_bytes().to_vec(),
@@ -254,15 +356,16 @@ impl Core {
             Some(deadline) => deadline?,
             None => tokio::time::Instant::now() + self.timing.request_timeout(),
         };
-        let proposed = self.peer.propose_once(command, dedupe);
+        let proposed = group.propose_once(command, dedupe);
         match tokio::time::timeout_at(deadline, proposed).await {
             Ok(r) => {
                 let (index, result) = r.map_err(|e| self.propose_error(e, true))?;
                 Written::of(index, result, request_id)
             }
             Err(_) => {
-                let st = self.peer.status();
+                let st = group.status();
                 tracing::warn!(
+                    group = st.group_id,
                     timeout = ?self.timing.request_timeout(),
                     term = st.term,
                     commit = st.commit_index,

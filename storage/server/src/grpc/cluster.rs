@@ -51,6 +51,16 @@ impl Cluster for ClusterService {
         ))
     }
 
+    async fn split_range(
+        &self,
+        req: Request<SplitRangeRequest>,
+    ) -> Result<Response<SplitRangeResponse>, Status> {
+        let hop = hop(&req);
+        Ok(Response::new(
+            self.core.split_range(req.into_inner(), hop).await?,
+        ))
+    }
+
     async fn add_member(
         &self,
         req: Request<AddMemberRequest>,

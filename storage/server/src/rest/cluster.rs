@@ -20,14 +20,14 @@ use utoipa::IntoParams;
 use super::AppState;
 use super::body::{json_body, optional_json_body, query};
 use super::model::cluster::{
-    AddMemberRequest, ClusterStatus, Members, RaftEvent, TransferLeaderRequest,
-    TransferLeaderResult,
+    AddMemberRequest, ClusterStatus, Members, RaftEvent, RangeStatus, SplitRangeRequest,
+    SplitRangeResult, TransferLeaderRequest, TransferLeaderResult,
 };
 use super::model::snapshot::{SnapshotRequest, SnapshotResult};
 use super::model::stats::{ClusterStats, CompactRequest, CompactResult};
 use super::responses::{BadRequest, ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
 use crate::core::Hop;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::member_status::gather;
 use crate::membership::Change;
 
@@ -293,6 +293,49 @@ pub async fn transfer_leader(
     Ok(Json(TransferLeaderResult {
         leader_id: resp.leader_id,
         term: resp.term,
+    }))
+}
+
+/// Split a range
+///
+/// Splits the range holding `key` in two at `key`: a new raft group, with
+/// the same members, serves the keys from `key` on, and nothing is copied.
+/// Answers once the new range is started on the answering node and knows a
+/// leader (within the request timeout). A key a range starts at already
+/// splits nothing and answers that range (`split: false`), so a retry is
+/// harmless.
+#[utoipa::path(
+    post,
+    path = "/v1/cluster/ranges/split",
+    operation_id = "splitRange",
+    tag = "cluster",
+    request_body(content((SplitRangeRequest = "application/json"))),
+    responses(
+        (status = 200, description = "The range that starts at the key.", body = SplitRangeResult),
+        ChangeErrors,
+        JsonBodyErrors,
+    ),
+)]
+pub async fn split_range(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<SplitRangeResult>, ApiError> {
+    let j: SplitRangeRequest = json_body(&headers, body)?;
+    let req = pb::SplitRangeRequest {
+        key: j.encoding.decode(&j.key, "key")?.into(),
+        child: 0,
+    };
+    let resp = s.core.split_range(req, Hop::Client).await?;
+    let range = resp
+        .range
+        .as_ref()
+        .map(RangeStatus::from)
+        .ok_or_else(|| ApiError::new(ErrorCode::Internal, "a split answered no range"))?;
+    Ok(Json(SplitRangeResult {
+        range,
+        split: resp.split,
+        index: resp.index,
     }))
 }
 

@@ -73,6 +73,7 @@ fn routes(api: utoipa::openapi::OpenApi) -> OpenApiRouter<AppState> {
         .routes(routes!(cluster::status))
         .routes(routes!(cluster::members, cluster::add_member))
         .routes(routes!(cluster::transfer_leader))
+        .routes(routes!(cluster::split_range))
         .routes(routes!(cluster::events))
         .routes(routes!(health::leader))
         .routes(routes!(health::ready))

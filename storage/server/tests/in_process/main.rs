@@ -13,6 +13,7 @@ mod memcache;
 mod node;
 mod pagination;
 mod peer_net;
+mod ranges;
 mod request_ids;
 mod resp;
 mod router;

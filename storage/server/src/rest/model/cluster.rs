@@ -285,6 +285,32 @@ pub struct TransferLeaderResult {
     pub term: u64,
 }
 
+/// Body of POST /v1/cluster/ranges/split.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SplitRangeRequest {
+    /// The first key of the new range (in `encoding`); not empty.
+    #[schema(example = "m")]
+    pub key: String,
+    /// How `key` is written; `utf8` when absent.
+    #[serde(default)]
+    pub encoding: Encoding,
+}
+
+/// Result of POST /v1/cluster/ranges/split.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SplitRangeResult {
+    /// The range that starts at the key now: the new one, or the one that
+    /// started there already.
+    pub range: RangeStatus,
+    /// False when a range started at the key already and nothing was split.
+    pub split: bool,
+    /// The split's index in the raft log of the range it split; 0 when
+    /// nothing was split.
+    pub index: u64,
+}
+
 /// What a `raft` event reports, named as the raft crate names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventKind(RaftEventKind);
