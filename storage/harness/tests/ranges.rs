@@ -277,3 +277,117 @@ async fn a_range_split_off_is_served_by_every_node_and_outlives_its_leader() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_that_missed_a_split_gets_the_new_range_from_its_leader() {
+    // Proves: node 3, down while a range is split and the first range's log
+    // is compacted past the split, catches up on the first range from a
+    // snapshot (so never applies the split) and still comes to serve the
+    // new range: its leader's messages start a replica of it on node 3,
+    // which a snapshot fills with the keys written meanwhile (read back on
+    // node 3 from its own replica), and node 3's status lists both ranges.
+    // While the cluster has two ranges, a member is not added.
+    let mut c = Cluster::start(3).await.unwrap();
+    c.wait_gateway_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let gateway = c.admin_client().await.unwrap();
+    c.kill(3).unwrap();
+    let split = gateway.split_range("m").await.unwrap();
+    assert!(split.split);
+    for i in 0..50 {
+        gateway
+            .put(format!("z/{i:02}"), format!("v{i}"))
+            .await
+            .unwrap();
+    }
+    // Compacts the first range's log past the split on nodes 1 and 2 (a
+    // node that stopped answering holds no compaction back once the leader
+    // marks it inactive).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let compacted: Value = c
+            .http()
+            .post(format!("{}/v1/cluster/snapshot", c.gateway_url()))
+            .bearer_auth(c.admin_token())
+            .json(&serde_json::json!({ "node_ids": [1, 2] }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let past = compacted["nodes"].as_array().is_some_and(|nodes| {
+            nodes
+                .iter()
+                .all(|n| n["first_index_after"].as_u64() > Some(split.index))
+        });
+        if past {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the logs kept the split: {compacted}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    c.start_node(3).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // A stale read: node 3's own replica answers.
+        let read = match Client::connect(&c.node_url(3)).await {
+            Ok(node3) => node3
+                .with_token(c.admin_token())
+                .unwrap()
+                .get("z/49", true)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if matches!(&read, Ok(Some(v)) if v.as_ref() == b"v49") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 3 never held z/49: {read:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let own: Value = c
+        .http()
+        .get(format!("{}/v1/cluster/status", c.node_url(3)))
+        .bearer_auth(c.admin_token())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let starts: Vec<_> = own["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["start"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(starts, ["", "m"], "{own}");
+    assert!(
+        c.node_log(3).contains("started an empty replica"),
+        "node 3 started the new range from its leader's messages"
+    );
+
+    let added = c
+        .http()
+        .post(format!("{}/v1/cluster/members", c.gateway_url()))
+        .bearer_auth(c.admin_token())
+        .json(&serde_json::json!({ "id": 4, "address": "127.0.0.1:1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(added.status(), reqwest::StatusCode::BAD_REQUEST);
+    let refusal: Value = added.json().await.unwrap();
+    assert!(
+        refusal["message"].as_str().unwrap().contains("2 ranges"),
+        "{refusal}"
+    );
+}

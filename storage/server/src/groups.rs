@@ -9,6 +9,14 @@
 //! child's replica beside it, where the split left its raft log
 //! (`StateMachine::log_start`).
 //!
+//! A member whose replica of the parent caught up from a snapshot taken
+//! after the split never applies it, so never starts the child that way:
+//! the first raft message or snapshot for a group it does not host, of an
+//! id the cluster gave out (below the first group's counter, as this node
+//! knows it), starts an empty replica of it ([`Groups::adopt`]), which the
+//! group's leader then catches up from a snapshot, as it does a joining
+//! node.
+//!
 //! The service core asks the registry which group serves a key
 //! ([`Groups::serving`]) and sends each request to that group's leader.
 
@@ -23,25 +31,90 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Starts the peer of a group this node hosts, given its id.
-pub type StartGroup = Box<dyn Fn(u64) -> anyhow::Result<Peer> + Send + Sync>;
+pub type StartGroup = Arc<dyn Fn(u64) -> anyhow::Result<Peer> + Send + Sync>;
 
 /// The peers of the groups this node hosts.
-#[derive(Default)]
 pub struct Groups {
     handles: RwLock<BTreeMap<u64, PeerHandle>>,
     /// The peers started here (the first group's is the node's own).
     peers: Mutex<Vec<Peer>>,
+    first: PeerHandle,
+    /// How a group is started here; none: the registry starts nothing.
+    start: Option<StartGroup>,
+    /// Held while a group is started.
+    starting: Mutex<()>,
 }
 
 impl Groups {
     /// The registry, holding the first group's handle.
     pub fn new(first: PeerHandle) -> Self {
-        let groups = Groups::default();
-        groups
-            .handles
-            .write()
-            .insert(first.status().group_id, first);
-        groups
+        let mut handles = BTreeMap::new();
+        handles.insert(first.status().group_id, first.clone());
+        Groups {
+            handles: RwLock::new(handles),
+            peers: Mutex::default(),
+            first,
+            start: None,
+            starting: Mutex::default(),
+        }
+    }
+
+    /// The registry, starting groups with `start`.
+    pub fn with_start(first: PeerHandle, start: StartGroup) -> Self {
+        Groups {
+            start: Some(start),
+            ..Groups::new(first)
+        }
+    }
+
+    /// The handle of group `group`'s peer, starting an empty replica of it
+    /// first when this node does not host it and the cluster gave its id
+    /// out (a raft message or snapshot names it: the node missed the split
+    /// that made it). `None` for any other group.
+    pub fn adopt(&self, group: u64) -> Option<PeerHandle> {
+        if let Some(handle) = self.get(group) {
+            return Some(handle);
+        }
+        let start = self.start.as_ref()?;
+        let given = self.first.state_machine().next_group_id().ok()?;
+        if group == self.first.status().group_id || group >= given {
+            return None;
+        }
+        match self.start_once(group, start) {
+            Ok((handle, true)) => {
+                tracing::info!(
+                    group,
+                    "started an empty replica of a raft group a member's message names: \
+                     it catches up from the group's leader"
+                );
+                Some(handle)
+            }
+            Ok((handle, false)) => Some(handle),
+            Err(e) => {
+                tracing::error!(group, error = %e, "starting a replica of a raft group failed");
+                None
+            }
+        }
+    }
+
+    /// Starts group `group`'s peer unless it runs already (one start at a
+    /// time: two peers of one group must never run); its handle, and
+    /// whether this call started it.
+    fn start_once(&self, group: u64, start: &StartGroup) -> anyhow::Result<(PeerHandle, bool)> {
+        let _one = self.starting.lock();
+        if let Some(handle) = self.get(group) {
+            return Ok((handle, false));
+        }
+        let peer = start(group)?;
+        let handle = peer.handle();
+        self.handles.write().insert(group, handle.clone());
+        self.peers.lock().push(peer);
+        Ok((handle, true))
+    }
+
+    /// The first group's handle.
+    pub fn first(&self) -> &PeerHandle {
+        &self.first
     }
 
     /// The handle of group `group`'s peer, if this node hosts it.
@@ -92,20 +165,16 @@ impl Groups {
             .insert(handle.status().group_id, handle);
     }
 
-    fn add(&self, group: u64, peer: Peer) {
-        self.handles.write().insert(group, peer.handle());
-        self.peers.lock().push(peer);
-    }
-
     /// Starts every group the engine holds that is not running here yet;
     /// returns how many it started.
-    pub fn start_hosted(&self, engine: &Arc<Engine>, start: &StartGroup) -> anyhow::Result<usize> {
+    pub fn start_hosted(&self, engine: &Arc<Engine>) -> anyhow::Result<usize> {
+        let Some(start) = &self.start else {
+            return Ok(0);
+        };
         let mut started = 0;
         for group in StateMachine::groups_in(engine)? {
-            if self.get(group).is_none() {
-                let peer = start(group)?;
+            if self.get(group).is_none() && self.start_once(group, start)?.1 {
                 tracing::info!(group, "started a raft group split off another");
-                self.add(group, peer);
                 started += 1;
             }
         }
@@ -126,7 +195,6 @@ impl Groups {
 pub fn follow_splits(
     groups: Arc<Groups>,
     engine: Arc<Engine>,
-    start: StartGroup,
     mut stopping: watch::Receiver<bool>,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -139,7 +207,7 @@ pub fn follow_splits(
                 .filter_map(|g| groups.get(g))
                 .map(|h| h.state_machine().splits())
                 .collect();
-            match groups.start_hosted(&engine, &start) {
+            match groups.start_hosted(&engine) {
                 // A group started now is listened to from the next round
                 // on: look again (it may have split already).
                 Ok(started) if started > 0 => continue,

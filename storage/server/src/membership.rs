@@ -149,6 +149,14 @@ impl Core {
         let ch = match self.route(hop)? {
             Route::Leader(ch) => ch,
             Route::Here => {
+                let ranges = self.groups().ids().len();
+                if ranges > 1 {
+                    return Err(ApiError::invalid(format!(
+                        "the cluster serves its keys from {ranges} ranges, and members are \
+                         added, promoted or removed only while it has one: each range has its \
+                         own members, and moving ranges between nodes is not built yet"
+                    )));
+                }
                 let st = self.peer().status();
                 change.validate(&st)?;
                 let Some(successor) = change.successor(self.id(), &st) else {

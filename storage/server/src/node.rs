@@ -188,10 +188,10 @@ impl Node {
             .start(config.group_id, bootstrap_voters)
             .context("starting the raft peer")?;
         let handle = peer.handle();
-        let groups = Arc::new(Groups::new(handle.clone()));
-        let start_group: StartGroup = Box::new(move |group| parts.start(group, Vec::new()));
+        let start_group: StartGroup = Arc::new(move |group| parts.start(group, Vec::new()));
+        let groups = Arc::new(Groups::with_start(handle.clone(), start_group));
         groups
-            .start_hosted(&engine, &start_group)
+            .start_hosted(&engine)
             .context("starting the groups split off the first")?;
         let activity = Arc::new(ActivityLog::default());
         let history = Arc::new(RaftHistory::default());
@@ -221,12 +221,8 @@ impl Node {
         let canary_state = Arc::new(CanaryState::new(config.canary.enabled));
         let canary_metrics = metrics.canary.clone();
         let (stopping, stopping_rx) = watch::channel(false);
-        let splits_task = crate::groups::follow_splits(
-            groups.clone(),
-            engine.clone(),
-            start_group,
-            stopping.subscribe(),
-        );
+        let splits_task =
+            crate::groups::follow_splits(groups.clone(), engine.clone(), stopping.subscribe());
         let (cluster, watcher) =
             spawn_watch(core.clone(), CLUSTER_WATCH_PERIOD, stopping.subscribe());
         let stats = Arc::new(

@@ -87,7 +87,15 @@ pub async fn receive(
         return Err(invalid("a snapshot stream starts with its header"));
     };
     let group_id = header.group_id;
-    let peer = groups.get(group_id).ok_or_else(|| {
+    // Checked before the group is looked up: a snapshot for a group this
+    // node misses starts a replica of it.
+    if header.to_node != id {
+        return Err(invalid(format!(
+            "snapshot for node {} reached node {id}",
+            header.to_node
+        )));
+    }
+    let peer = groups.adopt(group_id).ok_or_else(|| {
         Status::not_found(format!("node {id} does not hold raft group {group_id}"))
     })?;
     let chunks = tokio_stream::iter([Ok(first)]).chain(chunks);

@@ -16,7 +16,7 @@ pub(super) struct GroupIdRound(Option<u64>);
 impl StateMachine {
     /// The next id the counter gives: above the group's own, and above
     /// every id it gave.
-    pub(super) fn next_group_id(&self) -> Result<u64, EngineError> {
+    pub fn next_group_id(&self) -> Result<u64, EngineError> {
         let floor = self.group.saturating_add(1);
         match self.engine.get(&self.next_group_key)? {
             None => Ok(floor),

@@ -102,18 +102,24 @@ impl RaftService {
 
     fn step_batch(&self, batch: &RaftBatch) -> Result<(), Status> {
         let stamp = stamp_of(batch);
-        let Some(peer) = self.groups.get(batch.group_id) else {
+        // Checked whole before a group is looked up (or started: a batch
+        // for a group this node misses starts a replica of it), against the
+        // cluster id every group of the cluster shares.
+        let messages = validate_batch(self.id, batch)?;
+        let ours = self
+            .groups
+            .first()
+            .state_machine()
+            .cluster_id()
+            .map_err(|e| Status::unavailable(format!("reading the cluster id: {e}")))?;
+        check_cluster(self.id, ours, batch)?;
+        let Some(peer) = self.groups.adopt(batch.group_id) else {
             return Err(Status::not_found(format!(
                 "node {} does not hold raft group {}",
                 self.id, batch.group_id
             )));
         };
-        let ours = peer
-            .state_machine()
-            .cluster_id()
-            .map_err(|e| Status::unavailable(format!("reading the cluster id: {e}")))?;
-        check_cluster(self.id, ours, batch)?;
-        for m in validate_batch(self.id, batch)? {
+        for m in messages {
             peer.step(m, stamp);
         }
         Ok(())
