@@ -391,3 +391,54 @@ async fn a_member_that_missed_a_split_gets_the_new_range_from_its_leader() {
         "{refusal}"
     );
 }
+
+/// `log` without its terminal colours.
+fn plain(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            // An escape sequence runs to its final letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_stopped_hands_over_the_range_split_off_it_leads() {
+    // Proves: a node stopped with SIGTERM while it leads the range split
+    // off hands that range's leadership to another voter before it exits
+    // (its log says so for that group, not only for the first), and the
+    // range's keys take writes through the gateway after it stopped.
+    let mut c = Cluster::start(3).await.unwrap();
+    c.wait_gateway_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let gateway = c.admin_client().await.unwrap();
+    let child = gateway.split_range("m").await.unwrap().range.unwrap().id;
+    let leader = ranges_led(&c, 2).await[1]["leader_id"].as_u64().unwrap();
+    c.stop(leader, Duration::from_secs(20)).await.unwrap();
+    let log = plain(&c.node_log(leader));
+    assert!(
+        log.lines()
+            .any(|l| l.contains("shutdown: leadership moved")
+                && l.contains(&format!("group={child}"))),
+        "node {leader} stopped leading group {child} without handing it over; logs in {}",
+        c.log_dir().display()
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(e) = gateway.put("z", "after the stop").await {
+        assert!(
+            Instant::now() < deadline,
+            "no write to the new range in 10 s: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -122,6 +122,11 @@ impl Groups {
         self.handles.read().get(&group).cloned()
     }
 
+    /// The handles of every group this node hosts, by id.
+    pub fn all(&self) -> Vec<PeerHandle> {
+        self.handles.read().values().cloned().collect()
+    }
+
     /// The ids of the groups this node hosts, ascending.
     pub fn ids(&self) -> Vec<u64> {
         self.handles.read().keys().copied().collect()

@@ -464,7 +464,7 @@ impl Node {
         // flight finish and hand leadership over. A member that lost its
         // state has stopped its raft peer already: nothing to drain.
         if stop.is_ok() {
-            crate::shutdown::drain_and_hand_over(core.peer(), &config.timing).await;
+            crate::shutdown::drain_and_hand_over(&core.groups().all(), &config.timing).await;
         }
         tracing::info!(
             grace_ms = SHUTDOWN_GRACE.as_millis() as u64,

@@ -1,8 +1,9 @@
 //! The first part of a graceful stop, while the node still serves: it
 //! refuses new requests (503, certainly not applied, which the gateway
-//! sends on to another node), lets the requests it took finish, and, if it
-//! leads, hands leadership to the voter whose log matches its own furthest
-//! and waits until that voter leads. Every step is bounded and logged; a
+//! sends on to another node), lets the requests it took finish, and, in
+//! each raft group it leads, hands leadership to the voter whose log
+//! matches its own furthest and waits until that voter leads (all groups
+//! at once). Every step is bounded and logged; a
 //! step that runs out of time leaves the rest to the stop itself, whose
 //! answers stay true (a write already in raft is answered "outcome
 //! unknown").
@@ -25,29 +26,40 @@ const REQUESTS_LIMIT: Duration = Duration::from_secs(1);
 const POLL: Duration = Duration::from_millis(5);
 
 /// Refuses new requests, lets those in flight finish, and hands leadership
-/// over if this node leads; returns once done or out of time.
-pub async fn drain_and_hand_over(peer: &PeerHandle, timing: &Timing) {
-    let id = peer.status().id;
-    peer.drain();
+/// over in each of `groups` this node leads; returns once done or out of
+/// time.
+pub async fn drain_and_hand_over(groups: &[PeerHandle], timing: &Timing) {
+    let Some(id) = groups.first().map(|g| g.status().id) else {
+        return;
+    };
+    for group in groups {
+        group.drain();
+    }
     tracing::info!(
         id,
         "shutdown: refusing new requests (503: not applied, sent on by the gateway)"
     );
-    finish_requests(peer).await;
-    hand_over(peer, timing).await;
+    finish_requests(groups).await;
+    futures::future::join_all(groups.iter().map(|group| hand_over(group, timing))).await;
 }
 
 /// Waits up to [`REQUESTS_LIMIT`] for the requests taken before the refusal.
-async fn finish_requests(peer: &PeerHandle) {
+async fn finish_requests(groups: &[PeerHandle]) {
+    let in_flight = || {
+        groups
+            .iter()
+            .map(PeerHandle::requests_in_flight)
+            .sum::<usize>()
+    };
     let started = Instant::now();
-    let finished = wait_until(REQUESTS_LIMIT, || peer.requests_in_flight() == 0).await;
+    let finished = wait_until(REQUESTS_LIMIT, || in_flight() == 0).await;
     let waited_ms = started.elapsed().as_millis() as u64;
     if finished {
         tracing::info!(waited_ms, "shutdown: requests in flight finished");
     } else {
         tracing::warn!(
             waited_ms,
-            left = peer.requests_in_flight(),
+            left = in_flight(),
             "shutdown: requests still in flight; writes among them will be answered as of unknown outcome"
         );
     }
@@ -57,19 +69,23 @@ async fn finish_requests(peer: &PeerHandle) {
 /// waits, for at most two of the longest election timeouts, until another
 /// node leads.
 async fn hand_over(peer: &PeerHandle, timing: &Timing) {
-    let id = peer.status().id;
+    let (id, group) = (peer.status().id, peer.status().group_id);
     let h = match peer.hand_over_leadership().await {
         Ok(Some(h)) => h,
         Ok(None) => {
-            tracing::info!("shutdown: not leading, or the only voter; nothing to hand over");
+            tracing::info!(
+                group,
+                "shutdown: not leading, or the only voter; nothing to hand over"
+            );
             return;
         }
         Err(e) => {
-            tracing::warn!(error = %e, "shutdown: cannot hand leadership over");
+            tracing::warn!(group, error = %e, "shutdown: cannot hand leadership over");
             return;
         }
     };
     tracing::info!(
+        group,
         to = h.to,
         match_index = h.match_index,
         last_index = h.last_index,
@@ -86,9 +102,10 @@ async fn hand_over(peer: &PeerHandle, timing: &Timing) {
     let waited_ms = started.elapsed().as_millis() as u64;
     let leader = peer.status().leader_id;
     if moved {
-        tracing::info!(leader, waited_ms, "shutdown: leadership moved");
+        tracing::info!(group, leader, waited_ms, "shutdown: leadership moved");
     } else {
         tracing::warn!(
+            group,
             leader,
             waited_ms,
             "shutdown: leadership did not move in time; stopping anyway"
