@@ -63,6 +63,36 @@ async function nodesEngine() {
   );
 }
 
+/**
+ * Prints, when the view falls short, what it shows beside what the nodes say: how old its
+ * latest stats frame is and which node gathered it, whether the stream is live, each card's
+ * member time and table count, its latest compaction rows, and each node's own engine numbers.
+ * (The view lagging the nodes under writes is open reliability finding 17.)
+ */
+async function diagnose(page, label) {
+  /* eslint-disable no-undef -- runs in the page */
+  const view = await page.evaluate(() => {
+    const nodes = document.querySelector('[data-testid="storage-nodes"]');
+    const attr = (el, name) => el?.getAttribute(name) ?? null;
+    return {
+      now: Date.now(),
+      receivedAt: Number(attr(nodes, 'data-received-at')),
+      answeredBy: attr(nodes, 'data-answered-by'),
+      stream: attr(document.querySelector('[data-testid="stream-status"]'), 'data-state'),
+      cards: [...document.querySelectorAll('[data-testid^="storage-node-"]')].map((c) => [
+        attr(c, 'data-testid'),
+        Number(attr(c, 'data-at')),
+        attr(c, 'data-tables'),
+      ]),
+      compactions: [...document.querySelectorAll('[data-testid="compaction"]')]
+        .map((r) => `${attr(r, 'data-node')}:${attr(r, 'data-state')}@${attr(r, 'data-at')}`)
+        .slice(-9),
+    };
+  });
+  /* eslint-enable no-undef */
+  console.error(`e2e storage: ${label}: the view ${JSON.stringify(view)}; the nodes ${JSON.stringify(await nodesEngine())}`);
+}
+
 /** Every node shows an entry of `testId` (flush, compaction) newer than `sinceMs`, done. */
 function everyNodeShows(page, testId, sinceMs, ids) {
   return page.waitForFunction(
@@ -100,7 +130,10 @@ try {
   t.check(ok === 300, `${ok} of 300 writes succeeded`);
   await everyNodeShows(page, 'flush', start, ids).then(
     () => t.pass(),
-    () => t.fail('not every node showed a flush after the writes'),
+    async () => {
+      t.fail('not every node showed a flush after the writes');
+      await diagnose(page, 'no flush on screen');
+    },
   );
 
   // The compaction needs input: Compact flushes each memtable first, then compacts level 0
@@ -173,7 +206,10 @@ try {
       t.pass();
       console.log(`e2e storage: every node's finished compaction on screen ${Date.now() - compactedAt} ms after the Actions view's answer`);
     },
-    () => t.fail('not every node showed the finished compaction'),
+    async () => {
+      t.fail('not every node showed the finished compaction');
+      await diagnose(page, 'no compaction on screen');
+    },
   );
   for (const id of ids) {
     const finished = await page
@@ -196,12 +232,14 @@ try {
     );
   }
   const after = await levelOne();
+  const changed = (id) => after[id].files >= 1 && after[id].bytes !== before[id].bytes;
   for (const id of ids) {
     t.check(
-      after[id].files >= 1 && after[id].bytes !== before[id].bytes,
+      changed(id),
       `node ${id} shows its new table in L1: ${JSON.stringify(before[id])} before, ${JSON.stringify(after[id])} after`,
     );
   }
+  if (!ids.every(changed)) await diagnose(page, 'level 1 unchanged on screen');
   await page.waitForTimeout(2500);
   await screenshot(page, 'storage');
   await checkNarrow(page, 'storage', t, [

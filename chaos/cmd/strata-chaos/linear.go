@@ -34,6 +34,8 @@ type linearOpts struct {
 	faults    string
 	interval  time.Duration
 	opTimeout time.Duration
+	// splitAt are the keys the key space is split at before the load.
+	splitAt string
 }
 
 // runResult is what one run did and found; it is written as result.json.
@@ -66,6 +68,9 @@ type runResult struct {
 	ReadMode  string `json:"read_mode"`
 	// Bank is what the bank workload did (nil: off).
 	Bank *bankReport `json:"bank,omitempty"`
+	// Ranges is how many ranges the cluster served at the end (with
+	// -split-at: one more than the keys split at).
+	Ranges int `json:"ranges"`
 	// Canary is what the nodes' own consistency canaries checked.
 	Canary canaryCounts `json:"canary"`
 }
@@ -88,6 +93,8 @@ func cmdLinear(args []string) int {
 		"sigterm-leader,sigterm-random,rolling-restart,slow-fsync,snapshot-race,max-size",
 		"nemesis faults (comma list, or none)")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "time between the start of two faults")
+	fs.StringVar(&o.splitAt, "split-at", "", "keys to split the key space at before the load, comma-separated "+
+		"(e.g. ctr/,list/,reg/: each workload's keys in a range of their own); the membership change fault is left out then")
 	fs.DurationVar(&o.opTimeout, "op-timeout", 6*time.Second, "client timeout per operation (then ambiguous)")
 	o.parse(fs, args)
 	if o.grpcClients < 0 {
@@ -99,11 +106,18 @@ func cmdLinear(args []string) int {
 	if o.readMode != "safe" && o.readMode != "lease" {
 		fatalf("-read-mode must be safe or lease, not %q", o.readMode)
 	}
+	if len(splitKeys(o.splitAt)) > 0 {
+		// Members are not changed while a cluster has more than one range.
+		o.faults = withoutFault(o.faults, "membership-change")
+	}
 	if o.bankAccounts == 1 || o.bankAccounts < 0 {
 		fatalf("-bank-accounts must be 0 (off) or at least 2, not %d", o.bankAccounts)
 	}
 	fmt.Printf("strata-chaos linear: %d run(s) of %v, %d clients (%d gRPC, %d REST), read mode %s, faults %s; run dir %s\n",
 		o.runs, o.duration, o.clients, o.grpcClients, o.clients-o.grpcClients, o.readMode, o.faults, o.runDir)
+	if keys := splitKeys(o.splitAt); len(keys) > 0 {
+		fmt.Printf("  the key space is split at %q before the load of each run\n", keys)
+	}
 	failed, duplicates, settled, unsettled := 0, 0, int64(0), int64(0)
 	transfers, audits := int64(0), int64(0)
 	var results []runResult
@@ -123,6 +137,7 @@ func cmdLinear(args []string) int {
 		fmt.Printf("run %d seed %d: %s — %d ops %v via %v, faults %d (%d snapshot catch-ups, %d voters replaced), linearizable %s, %d duplicates, %d unknown outcomes settled by request id, %d not (%.0f s)\n",
 			i, r.Seed, status, r.Ops, r.Outcomes, r.Via, len(r.Faults), r.SnapshotCatchUps, r.VotersReplaced, r.Verdict,
 			r.Duplicates, r.Settled, r.Unsettled, r.DurationSec)
+		fmt.Printf("  ranges: %d\n", r.Ranges)
 		fmt.Printf("  canary: %s\n", r.Canary)
 		fmt.Printf("  bank: %s\n", r.Bank)
 		for _, f := range r.Faults {
@@ -188,6 +203,7 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 			w.bank = nil
 		}
 	}
+	res.Violations = append(res.Violations, splitAt(cl, splitKeys(o.splitAt))...)
 	for c := 0; c < o.clients; c++ {
 		var store kvStore = kv
 		if c < o.grpcClients {
@@ -223,6 +239,10 @@ func (o *linearOpts) run(i int, seed int64) runResult {
 	state, err := cl.WaitConverged(30 * time.Second)
 	if err != nil {
 		res.Violations = append(res.Violations, "nodes did not converge after healing: "+err.Error())
+	}
+	res.Ranges = rangeCount(cl)
+	if want := len(splitKeys(o.splitAt)) + 1; res.Ranges != want {
+		res.Violations = append(res.Violations, fmt.Sprintf("the cluster serves %d ranges at the end, not %d", res.Ranges, want))
 	}
 	final := o.finalReads(kv, w)
 	if w.bank != nil {

@@ -150,12 +150,20 @@ impl Groups {
             .map(|(_, handle)| handle)
     }
 
-    /// Every group hosted here with its span, in key order.
+    /// Every group hosted here with its span, in key order. A replica
+    /// started empty ([`adopt`](Self::adopt)) holds no span until its
+    /// snapshot is installed (an empty state reads as the whole key space):
+    /// it is left out until then. The first group is always in.
     pub fn spans(&self) -> Vec<(KeySpan, PeerHandle)> {
+        let first = self.first.status().group_id;
         let mut spans: Vec<_> = self
             .handles
             .read()
             .values()
+            .filter(|h| {
+                let st = h.status();
+                st.group_id == first || st.applied_index > 0
+            })
             .filter_map(|h| Some((h.state_machine().span().ok()?, h.clone())))
             .collect();
         spans.sort_by(|a, b| a.0.start.cmp(&b.0.start));
@@ -236,4 +244,65 @@ pub fn follow_splits(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use strata_engine::{Engine, Options, WalMode};
+    use strata_raft::{Command, Message, PeerConfig, Transport};
+
+    use super::*;
+
+    /// A single-voter group has no one to send to.
+    struct Nowhere;
+
+    impl Transport for Nowhere {
+        fn send(&self, _messages: Vec<Message>) {}
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_replica_started_empty_serves_no_key_until_it_holds_a_state() {
+        // Proves: beside the first group (serving every key), a replica of
+        // another group started empty, as one a member's message starts, is
+        // not taken for the group serving any key (its empty state would
+        // read as the whole key space), nor listed among the spans.
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            wal: WalMode::Disabled,
+            ..Options::default()
+        };
+        let engine = Arc::new(Engine::open(dir.path().join("engine"), options).unwrap());
+        let start = |group: u64, voters: Vec<u64>| {
+            let sm = Arc::new(StateMachine::new(engine.clone(), group));
+            let config =
+                PeerConfig::new(1, group, voters, dir.path().join(format!("raft-{group}")));
+            Peer::start(config, sm, Nowhere).unwrap()
+        };
+        let first = start(1, vec![1]);
+        let handle = first.handle();
+        while handle.status().leader_id != 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        handle
+            .propose(Command::Put {
+                key: "k".into(),
+                value: "v".into(),
+            })
+            .await
+            .unwrap();
+        let empty = start(7, Vec::new());
+        let groups = Groups::new(handle.clone());
+        groups.insert(empty.handle());
+        for key in [&b""[..], b"k", b"zzz"] {
+            assert_eq!(groups.serving(key).map(|h| h.status().group_id), Some(1));
+        }
+        let listed: Vec<u64> = groups
+            .spans()
+            .iter()
+            .map(|(_, h)| h.status().group_id)
+            .collect();
+        assert_eq!(listed, [1]);
+    }
 }

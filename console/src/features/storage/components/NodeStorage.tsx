@@ -34,7 +34,13 @@ export function NodeStorage({ member }: NodeStorageProps) {
   const other = flushesAndStalls(stats.engine_activity).slice(0, 4);
   const tables = engine.levels.reduce((sum, l) => sum + l.files, 0);
   return (
-    <article className={styles.node} data-testid={`storage-node-${member.id}`} data-reachable="true" data-tables={tables}>
+    <article
+      className={styles.node}
+      data-testid={`storage-node-${member.id}`}
+      data-reachable="true"
+      data-tables={tables}
+      data-at={member.at_ms}
+    >
       <header className={styles.nodeHeader}>
         <h3 className={styles.nodeTitle}>node {member.id}</h3>
         <span className={styles.muted}>

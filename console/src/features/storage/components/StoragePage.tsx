@@ -37,7 +37,12 @@ export function StoragePage({ stream }: StoragePageProps) {
           <Panel title="Compaction bytes written" aside={`per second · updated ${formatClock(latest.receivedAtMs)}`}>
             <CompactionChart points={points} nodeIds={ids} />
           </Panel>
-          <div className={`${styles.nodes} ${live.stream === 'live' ? '' : styles.stale}`}>
+          <div
+            className={`${styles.nodes} ${live.stream === 'live' ? '' : styles.stale}`}
+            data-testid="storage-nodes"
+            data-received-at={latest.receivedAtMs}
+            data-answered-by={latest.stats.answered_by}
+          >
             {members.map((m) => (
               <NodeStorage key={m.id} member={m} />
             ))}

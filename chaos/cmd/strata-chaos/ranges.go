@@ -1,0 +1,89 @@
+package main
+
+// Ranges under chaos: with -split-at, a run splits the key space at the
+// given keys before its load starts (POST /v1/cluster/ranges/split), so
+// that its clients' keys are served by several raft groups, each with its
+// own leader, while the nemesis strikes. Each workload family keeps its
+// keys in one range (a batch or transaction over two ranges is refused).
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/strata/chaos/cluster"
+)
+
+// splitKeys parses -split-at: the keys, in the order given; none for "".
+func splitKeys(list string) []string {
+	var keys []string
+	for _, k := range strings.Split(list, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// withoutFault is the comma list faults without the fault kind name.
+func withoutFault(faults, name string) string {
+	var kept []string
+	for _, f := range strings.Split(faults, ",") {
+		if f = strings.TrimSpace(f); f != "" && f != name {
+			kept = append(kept, f)
+		}
+	}
+	return strings.Join(kept, ",")
+}
+
+// splitAt splits the range holding each key at it, through the gateway,
+// as admin; the refusals, as problems. A 503 or 504 is asked again for up
+// to 10 s (a split asked again at the same key splits nothing).
+func splitAt(cl *cluster.Cluster, keys []string) []string {
+	var problems []string
+	for _, key := range keys {
+		body, _ := json.Marshal(map[string]string{"key": key})
+		var st int
+		var msg string
+		waitFor(10*time.Second, func() bool {
+			req, _ := http.NewRequest(http.MethodPost, cl.GatewayURL()+"/v1/cluster/ranges/split", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			cl.Authorize(req)
+			resp, err := cl.HTTP.Do(req)
+			if err != nil {
+				st, msg = 0, err.Error()
+				return false
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			st, msg = resp.StatusCode, truncate(b.String(), 160)
+			return st != 503 && st != 504
+		})
+		if st != 200 {
+			problems = append(problems, fmt.Sprintf("split at %q: %d %s", key, st, msg))
+		}
+	}
+	return problems
+}
+
+// rangeCount is how many ranges the cluster's status lists (0: unknown).
+func rangeCount(cl *cluster.Cluster) int {
+	req, _ := http.NewRequest(http.MethodGet, cl.GatewayURL()+"/v1/cluster/status", nil)
+	cl.Authorize(req)
+	resp, err := cl.HTTP.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Ranges []json.RawMessage `json:"ranges"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return 0
+	}
+	return len(st.Ranges)
+}
