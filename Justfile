@@ -303,8 +303,9 @@ test-e2e: console-build
 # token, remove a member (the Cluster view shows it gone) and add it back as a learner, promote it,
 # snapshot every member. Load: the k6 smoke run from the view, both the nodes' and k6's figures
 # above zero, k6's checks passing with the starter's token, the run's state pushed over one
-# stream, and the run ending by itself.)
-# The console's Keys, Actions and Load views in Debian's Chromium against a real cluster with its load runner.
+# stream, and the run ending by itself. Ranges, last: a split from the Actions view, both ranges
+# led in the Cluster view, a key past the split written and read back, a second press splitting nothing.)
+# The console's Keys, Actions, Load and range views in Debian's Chromium against a real cluster with its load runner.
 test-e2e-ops: console-build setup-k6
     #!/usr/bin/env bash
     set -euo pipefail

@@ -4,6 +4,8 @@ import type {
   CompactResult,
   SnapshotRequest,
   SnapshotResult,
+  SplitRangeRequest,
+  SplitRangeResult,
   TransferLeaderRequest,
   TransferLeaderResult,
 } from './types';
@@ -23,4 +25,10 @@ export function compact(nodeIds: number[]): Promise<CompactResult> {
 export function snapshot(nodeIds: number[]): Promise<SnapshotResult> {
   const body: SnapshotRequest = { node_ids: nodeIds };
   return sendJson<SnapshotResult>('POST', '/v1/cluster/snapshot', body);
+}
+
+/** POST /v1/cluster/ranges/split: the range holding `key` splits there. */
+export function splitRange(key: string): Promise<SplitRangeResult> {
+  const body: SplitRangeRequest = { key, encoding: 'utf8' };
+  return sendJson<SplitRangeResult>('POST', '/v1/cluster/ranges/split', body);
 }

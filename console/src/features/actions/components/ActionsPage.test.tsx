@@ -1,6 +1,7 @@
 import { act, fireEvent, screen, waitFor, within } from '@testing-library/react';
 import { MockEventSource } from '../../../test/MockEventSource';
 import recorded from '../../../test/recorded/actions.json';
+import ranges from '../../../test/recorded/ranges.json';
 import auth from '../../../test/recorded/auth.json';
 import { TOKEN_KEY } from '../../../lib/credential';
 import { makeToken } from '../../../test/tokens';
@@ -136,6 +137,28 @@ describe('ActionsPage', () => {
     fireEvent.click(within(form).getByRole('button', { name: 'Transfer leadership' }));
     expect(await within(form).findByTestId('transfer-ok')).toHaveTextContent('Node 2 leads, in term 7.');
     expect(api.requests('POST')[0]?.body).toEqual({ target_id: 2 });
+  });
+
+  it('splits a range at a key and says what the split did, also when it did nothing', async () => {
+    // The answers were recorded from a real cluster split at "m", then asked again.
+    const answers = [ranges.split, ranges.splitAgain];
+    const api = start([{ method: 'POST', url: '/v1/cluster/ranges/split', answer: () => answers.shift() ?? ranges.splitAgain }]);
+    await screen.findByTestId('member-row-1');
+    const form = screen.getByTestId('split-form');
+    const button = within(form).getByRole('button', { name: 'Split range' });
+    expect(button).toBeDisabled();
+    fireEvent.change(within(form).getByRole('textbox', { name: 'Split at key' }), { target: { value: 'm' } });
+    fireEvent.click(button);
+    const ok = await within(form).findByTestId('split-ok');
+    expect(ok).toHaveTextContent('Range 2 now serves the keys from m on (split at index 26), led by node 1.');
+    expect(ok).toHaveAttribute('data-split', 'true');
+    expect(api.requests('POST')[0]?.body).toEqual({ key: 'm', encoding: 'utf8' });
+
+    fireEvent.click(button);
+    await waitFor(() => {
+      expect(within(form).getByTestId('split-ok')).toHaveTextContent('Range 2 starts at m already: nothing was split.');
+    });
+    expect(within(form).getByTestId('split-ok')).toHaveAttribute('data-split', 'false');
   });
 
   it('triggers a snapshot and a compaction and lists each member’s outcome', async () => {

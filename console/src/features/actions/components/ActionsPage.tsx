@@ -12,9 +12,10 @@ import { AdminNeeded } from './AdminNeeded';
 import { MaintenanceForm } from './MaintenanceForm';
 import { MembersTable } from './MembersTable';
 import { MembershipForm } from './MembershipForm';
+import { SplitForm } from './SplitForm';
 import { TransferForm } from './TransferForm';
 
-/** Operator actions: leadership, membership, compaction and snapshots. */
+/** Operator actions: leadership, membership, compaction and snapshots, range splits. */
 export function ActionsPage() {
   const members = useQuery(membersQuery);
   const live = useLiveStatus();
@@ -64,6 +65,11 @@ export function ActionsPage() {
           </Panel>
           <Panel title="Compaction and snapshots">
             <MaintenanceForm members={list} />
+          </Panel>
+        </div>
+        <div className={styles.columns}>
+          <Panel title="Ranges">
+            <SplitForm />
           </Panel>
         </div>
       </>
