@@ -41,8 +41,9 @@ pub struct Groups {
     first: PeerHandle,
     /// How a group is started here; none: the registry starts nothing.
     start: Option<StartGroup>,
-    /// Held while a group is started.
-    starting: Mutex<()>,
+    /// Held while a group is started; true once the registry stopped (no
+    /// group is started after that).
+    starting: Mutex<bool>,
 }
 
 impl Groups {
@@ -55,7 +56,7 @@ impl Groups {
             peers: Mutex::default(),
             first,
             start: None,
-            starting: Mutex::default(),
+            starting: Mutex::new(false),
         }
     }
 
@@ -76,6 +77,9 @@ impl Groups {
             return Some(handle);
         }
         let start = self.start.as_ref()?;
+        if *self.starting.lock() {
+            return None;
+        }
         let given = self.first.state_machine().next_group_id().ok()?;
         if group == self.first.status().group_id || group >= given {
             return None;
@@ -101,10 +105,14 @@ impl Groups {
     /// time: two peers of one group must never run); its handle, and
     /// whether this call started it.
     fn start_once(&self, group: u64, start: &StartGroup) -> anyhow::Result<(PeerHandle, bool)> {
-        let _one = self.starting.lock();
+        let stopped = self.starting.lock();
         if let Some(handle) = self.get(group) {
             return Ok((handle, false));
         }
+        anyhow::ensure!(
+            !*stopped,
+            "the node is stopping: group {group} is not started"
+        );
         let peer = start(group)?;
         let handle = peer.handle();
         self.handles.write().insert(group, handle.clone());
@@ -197,6 +205,7 @@ impl Groups {
     /// Stops the peers started here (their waiters are answered as their
     /// drivers stop).
     pub fn stop(&self) {
+        *self.starting.lock() = true;
         self.handles.write().clear();
         let peers = std::mem::take(&mut *self.peers.lock());
         drop(peers);

@@ -170,7 +170,21 @@ impl Watches {
     /// Starts a watch. A start index older than the history, and one
     /// watch too many, are refused here, before anything is sent.
     pub fn start(&self, spec: WatchSpec) -> Result<WatchStream, ApiError> {
-        let state_machine = self.serving(&spec)?;
+        // The group is chosen, then its history's bounds read, then the
+        // group looked at again: a split applied in between took the keys
+        // to another group, whose history is then the one to read (a split
+        // applied later is met in the history as the watch reads it).
+        let mut tries = 0;
+        let (state_machine, oldest, applied) = loop {
+            let state_machine = self.serving(&spec)?;
+            let (oldest, applied) = state_machine
+                .history_bounds()
+                .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
+            tries += 1;
+            if covers(&state_machine, &spec) || tries == 3 {
+                break (state_machine, oldest, applied);
+            }
+        };
         if !state_machine.keeps_history() {
             return Err(ApiError::unavailable(format!(
                 "node {} keeps no change history (--watch-history 0): watch on a node that does",
@@ -183,9 +197,6 @@ impl Watches {
                 self.node_id
             )));
         }
-        let (oldest, applied) = state_machine
-            .history_bounds()
-            .map_err(|e| ApiError::new(ErrorCode::StorageFailed, e.to_string()))?;
         let from = spec.from_index.unwrap_or(applied + 1);
         if from < oldest {
             return Err(compacted(oldest));
@@ -263,6 +274,13 @@ impl Drop for OpenWatch {
     }
 }
 
+/// Whether `state_machine`'s group serves every key `spec` watches.
+fn covers(state_machine: &StateMachine, spec: &WatchSpec) -> bool {
+    state_machine
+        .span()
+        .is_ok_and(|span| span.covers(&spec.start, spec.end.as_deref()))
+}
+
 fn compacted(oldest: u64) -> ApiError {
     ApiError::compacted(
         oldest,
@@ -312,6 +330,7 @@ impl WatchTask {
         let mut quiet_since = Instant::now();
         loop {
             self.applied.borrow_and_update();
+            let covered = covers(&self.state_machine, &self.spec);
             let page = match self
                 .state_machine
                 .history(self.position, PAGE_CHANGES, PAGE_BYTES)
@@ -330,6 +349,20 @@ impl WatchTask {
             } else {
                 page.next.index
             };
+            let split_here = |c: &Change| c.kind == ChangeKind::Split && self.spec.reaches(&c.key);
+            if !covered && page.complete && !page.changes.iter().any(split_here) {
+                // The group gave some of the watched keys away before this
+                // page was read, and the history from the watch's position
+                // on holds no split of them: the split came before that
+                // position (a watch started past it, on a replica that had
+                // not applied it yet). Nothing more is sent from here.
+                let e = ApiError::unavailable(format!(
+                    "the watched range was split before index {}; watch again (one watch \
+                     per range)",
+                    self.position.index
+                ));
+                return self.send(Err(e)).await;
+            }
             let mut sent = false;
             for change in page.changes {
                 if change.kind == ChangeKind::Split {
@@ -590,7 +623,8 @@ mod tests {
         let after = next(&mut left).await.unwrap();
         assert_eq!((after.index(), keys(&after)), (4, vec!["a/2".into()]));
 
-        let split = Watches::new(1, ranges, stopping);
+        let split = Watches::new(1, ranges, stopping.clone());
+        let stopping_after = stopping;
         let refused = split.start(prefix("", 0, 0)).err().unwrap();
         assert_eq!(refused.code, ErrorCode::InvalidArgument);
         assert!(refused.message.contains(r#""m""#), "{}", refused.message);
@@ -610,6 +644,36 @@ mod tests {
         );
         let moved = next(&mut resumed).await.unwrap();
         assert_eq!((moved.index(), keys(&moved)), (4, vec!["q/2".into()]));
+
+        // A node whose map of ranges still has the parent serving every key
+        // (a replica behind the split), asked for a watch from past the
+        // split: the parent's history from there holds no split, and the
+        // watch of the keys it gave away ends rather than go quiet; one of
+        // the keys it kept goes on.
+        let stale: Ranges = {
+            let parent = sm.clone();
+            Box::new(move || vec![(KeySpan::all(), parent.clone())])
+        };
+        let behind = Watches::new(1, stale, stopping_after);
+        let mut gone = behind.start(prefix("q/", 5, 0)).unwrap();
+        let ended = next(&mut gone).await.unwrap_err();
+        assert_eq!(ended.code, ErrorCode::Unavailable);
+        assert!(
+            ended.message.contains("before index 5"),
+            "{}",
+            ended.message
+        );
+        let mut kept = behind.start(prefix("a/", 5, 0)).unwrap();
+        put(&sm, 5, "a/3");
+        let mut more = next(&mut kept).await.unwrap();
+        if let WatchMessage::Progress { .. } = more {
+            more = next(&mut kept).await.unwrap();
+        }
+        assert_eq!(
+            (more.index(), keys(&more)),
+            (5, vec!["a/3".into()]),
+            "{more:?}"
+        );
     }
 
     // Proves that an entry whose changes span more than one history page

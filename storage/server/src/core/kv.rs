@@ -316,10 +316,14 @@ impl Core {
                 self.scan_views.release(id);
             }
             // This range's part is read: on to the next range, when the
-            // scan reaches past this one's end.
+            // scan reaches past this one's end. (A split applied since the
+            // range was looked up may have ended it before the cursor: then
+            // the cursor stays, and the range now holding it is looked up.)
             match span.end {
                 Some(range_end) if end.as_deref().is_none_or(|e| range_end.as_slice() < e) => {
-                    cursor = range_end;
+                    if range_end > cursor {
+                        cursor = range_end;
+                    }
                 }
                 _ => break Bytes::new(),
             }

@@ -6,8 +6,9 @@
 //! and a batch or transaction naming keys of more than one is refused.
 //! Writes are proposed on the group's leader. A follower forwards a write
 //! once to that leader over the pooled channel (`forward`); a forwarded
-//! request is never forwarded again. Reads are linearizable (ReadIndex) unless they ask for
-//! stale. Beside the KV operations (`kv`) live this node's own status
+//! request is never forwarded again. Reads are linearizable (ReadIndex, on
+//! the group serving the key) unless they ask for stale. Beside the KV
+//! operations (`kv`) live range splits (`split`), this node's own status
 //! (`status`) and leadership transfer (`transfer`); membership changes are
 //! in `crate::membership`.
 
