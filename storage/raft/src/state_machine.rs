@@ -440,6 +440,7 @@ impl StateMachine {
                         changes.batch(),
                         &mut span,
                         &split_inputs,
+                        &leases,
                         at,
                         key,
                         *child,

@@ -38,6 +38,11 @@ impl LeaseRound {
     pub(super) fn attach(&mut self, id: u64, key: &[u8]) {
         self.attached.entry(id).or_default().push(key.to_vec());
     }
+
+    /// Every key this round put under a lease.
+    pub(super) fn attached_keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.attached.values().flatten().map(Vec::as_slice)
+    }
 }
 
 fn ttl_of(id: u64, stored: &[u8]) -> Result<u64, EngineError> {

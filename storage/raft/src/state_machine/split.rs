@@ -16,10 +16,10 @@
 //! from the split on: a retry of such a write, sent to the child, is
 //! answered there, and the child sweeps them once they have all expired.
 //!
-//! Still the parent's after a split: the leases it granted, with the keys
-//! put under them. A lease's keys in the child's span are not deleted when
-//! the lease ends in the parent: nothing proposes a split until leases
-//! move with their keys.
+//! Leases stay with the group that granted them, and a lease's end deletes
+//! only the keys in its group's span: so a split is refused while a key
+//! under a lease lies past the split key (it would outlive its lease), and
+//! the node takes no lease on a key outside the first group's span.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use std::sync::Arc;
 use strata_engine::{Engine, EngineError, WriteBatch};
 
 use super::StateMachine;
+use super::lease::LeaseRound;
 use crate::command::ApplyResult;
 use crate::keys;
 use crate::range::KeySpan;
@@ -49,7 +50,57 @@ pub(super) struct SplitInputs {
 /// which each start the group where they applied the split.
 pub const CHILD_LOG_TERM: u64 = 1;
 
+/// Lease members read at a time while a split looks for leased keys.
+const LEASED_PAGE: usize = 1024;
+
 impl StateMachine {
+    /// A key under a lease that `right` (the span a split would give
+    /// away) holds, as the round left them: one put under a lease by an
+    /// earlier entry of the round, or one listed under a lease in the
+    /// engine whose record names that lease (a key taken off its lease
+    /// earlier in the round still reads as leased: the split is then
+    /// refused when it need not be, never the other way).
+    fn leased_key_in(
+        &self,
+        round: &LeaseRound,
+        right: &KeySpan,
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        if let Some(key) = round.attached_keys().find(|k| right.contains(k)) {
+            return Ok(Some(key.to_vec()));
+        }
+        let (mut from, end) = keys::lease_members_all(self.group);
+        loop {
+            let page = self.engine.scan(
+                Bound::Included(&from[..]),
+                Bound::Excluded(&end[..]),
+                LEASED_PAGE,
+            )?;
+            for (k, _) in &page {
+                let key = keys::lease_member(k);
+                // The list may still name a key put again since without
+                // the lease: only a key whose record names it counts.
+                let lease = k
+                    .get(9..17)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes);
+                if right.contains(key)
+                    && self
+                        .get_versioned(key)?
+                        .is_some_and(|v| Some(v.lease) == lease)
+                {
+                    return Ok(Some(key.to_vec()));
+                }
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == LEASED_PAGE => {
+                    from = last.clone();
+                    from.push(0);
+                }
+                _ => return Ok(None),
+            }
+        }
+    }
+
     /// Where the raft log of a group split off another starts, `(index,
     /// term)`, until the log is started there ([`clear_log_start`]
     /// (Self::clear_log_start)).
@@ -107,11 +158,13 @@ impl StateMachine {
     /// Stages, into `batch`, the split of `span` (the group's, as the round
     /// left it, narrowed here) at `at` into group `child`, by the entry at
     /// `index`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn stage_split(
         &self,
         batch: &mut WriteBatch,
         span: &mut KeySpan,
         inputs: &SplitInputs,
+        leases: &LeaseRound,
         index: u64,
         at: &[u8],
         child: u64,
@@ -134,6 +187,14 @@ impl StateMachine {
                 String::from_utf8_lossy(at)
             ));
         };
+        if let Some(key) = self.leased_key_in(leases, &right)? {
+            return refused(format!(
+                "key {:?} is under a lease and lies past the split key: a lease deletes only \
+                 the keys of its own range, so split where no leased key lies past, or once \
+                 those leases have ended",
+                String::from_utf8_lossy(&key)
+            ));
+        }
         let conf_state = match &inputs.conf_state {
             Some(c) => c.clone(),
             None => self.conf_state()?.unwrap_or_default(),
@@ -367,6 +428,44 @@ mod tests {
             (&b"child"[..], 17, 29)
         );
         assert_eq!(parent.get(b"c").unwrap().unwrap(), b"parent");
+    }
+
+    #[test]
+    fn a_split_that_would_leave_a_leased_key_past_it_is_refused() {
+        // Proves: a key under a lease past the split key, listed in the
+        // engine or put under one earlier in the same round, has the split
+        // refused, naming the key; leased keys before the split key do not;
+        // once the key is put again without a lease, the split is applied;
+        // a split into a group id that exists already is refused.
+        let ttl = |k: &str| Command::PutWithTtl {
+            key: k.into(),
+            value: "v".into(),
+            ttl_ms: 60_000,
+        };
+        let refused = |r: &ApplyResult, key: &str| matches!(r, ApplyResult::SplitRefused { why } if why.contains(&format!("{key:?}")));
+        let dir = tempfile::tempdir().unwrap();
+        let sm = open(dir.path(), 1);
+        sm.apply(&[committed(1, ttl("q")), committed(2, ttl("a"))])
+            .unwrap();
+        let out = sm.apply(&[committed(3, split("m", 2))]).unwrap();
+        assert!(refused(&out[0].result, "q"), "{:?}", out[0].result);
+        let out = sm
+            .apply(&[
+                committed(4, put("q", "plain")),
+                committed(5, ttl("r")),
+                committed(6, split("m", 2)),
+            ])
+            .unwrap();
+        assert!(refused(&out[2].result, "r"), "{:?}", out[2].result);
+        sm.apply(&[committed(7, put("r", "plain"))]).unwrap();
+        let out = sm.apply(&[committed(8, split("m", 2))]).unwrap();
+        assert_eq!(out[0].result, ApplyResult::Split { child: 2 });
+        let out = sm.apply(&[committed(9, split("f", 2))]).unwrap();
+        assert!(
+            matches!(&out[0].result, ApplyResult::SplitRefused { why } if why.contains("exists already")),
+            "{:?}",
+            out[0].result
+        );
     }
 
     #[test]
