@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -80,16 +81,19 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	return false
 }
 
-// post sends a membership request through the gateway with the admin
-// token, retrying the retryable answers (503, and 504 for a change that
-// may or may not have happened: the caller checks the outcome) for up to
-// 10 s.
-func post(cl *cluster.Cluster, path string) (int, string) {
+// post sends an admin request (membership changes, range splits) through
+// the gateway with the admin token and `body` as JSON (none when nil),
+// sending it again while the answer is one of `again` (or no answer came),
+// for up to 10 s; the last status and the start of its body.
+func post(cl *cluster.Cluster, path string, body []byte, again ...int) (int, string) {
 	var st int
 	var msg string
 	waitFor(10*time.Second, func() bool {
-		req, _ := http.NewRequest(http.MethodPost, cl.GatewayURL()+path, bytes.NewReader(nil))
-		cl.Authorize(req) // membership changes need the admin role
+		req, _ := http.NewRequest(http.MethodPost, cl.GatewayURL()+path, bytes.NewReader(body))
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		cl.Authorize(req)
 		resp, err := cl.HTTP.Do(req)
 		if err != nil {
 			st, msg = 0, err.Error()
@@ -99,7 +103,7 @@ func post(cl *cluster.Cluster, path string) (int, string) {
 		var b bytes.Buffer
 		_, _ = b.ReadFrom(resp.Body)
 		st, msg = resp.StatusCode, truncate(b.String(), 160)
-		return st != 503
+		return !slices.Contains(again, st)
 	})
 	return st, msg
 }
@@ -146,7 +150,7 @@ func (n *nemesis) replaceVoter() (func(), string) {
 		s, ok := localStatus(n.cl, id)
 		return ok && leaderCommit > 0 && s.Applied >= leaderCommit
 	})
-	st, msg := post(n.cl, fmt.Sprintf("/v1/cluster/members/%d/promote?replace=%d", id, old))
+	st, msg := post(n.cl, fmt.Sprintf("/v1/cluster/members/%d/promote?replace=%d", id, old), nil, 503)
 	// The joint configuration is left by a second entry: wait for it.
 	var after map[int]bool
 	waitFor(10*time.Second, func() bool {

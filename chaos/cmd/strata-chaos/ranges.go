@@ -7,12 +7,10 @@ package main
 // keys in one range (a batch or transaction over two ranges is refused).
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/strata/chaos/cluster"
 )
@@ -46,24 +44,7 @@ func splitAt(cl *cluster.Cluster, keys []string) []string {
 	var problems []string
 	for _, key := range keys {
 		body, _ := json.Marshal(map[string]string{"key": key})
-		var st int
-		var msg string
-		waitFor(10*time.Second, func() bool {
-			req, _ := http.NewRequest(http.MethodPost, cl.GatewayURL()+"/v1/cluster/ranges/split", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			cl.Authorize(req)
-			resp, err := cl.HTTP.Do(req)
-			if err != nil {
-				st, msg = 0, err.Error()
-				return false
-			}
-			defer resp.Body.Close()
-			var b bytes.Buffer
-			_, _ = b.ReadFrom(resp.Body)
-			st, msg = resp.StatusCode, truncate(b.String(), 160)
-			return st != 503 && st != 504
-		})
-		if st != 200 {
+		if st, msg := post(cl, "/v1/cluster/ranges/split", body, 503, 504); st != 200 {
 			problems = append(problems, fmt.Sprintf("split at %q: %d %s", key, st, msg))
 		}
 	}
