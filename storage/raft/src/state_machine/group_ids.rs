@@ -64,21 +64,9 @@ mod tests {
 
     use strata_engine::{Engine, Options};
 
-    use crate::command::{ApplyResult, Command, Proposal};
-    use crate::state_machine::{Committed, StateMachine};
-
-    fn committed(index: u64, command: Command) -> Committed {
-        Committed {
-            index,
-            proposal: Some(Proposal {
-                request_id: index,
-                command,
-                dedupe: None,
-            }),
-            conf_state: None,
-            members: None,
-        }
-    }
+    use crate::command::{ApplyResult, Command};
+    use crate::state_machine::StateMachine;
+    use crate::state_machine::split::tests::committed;
 
     #[test]
     fn ids_are_given_once_in_order_within_a_round_and_after_a_restart() {

@@ -231,7 +231,7 @@ impl StateMachine {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
@@ -244,7 +244,8 @@ mod tests {
     use crate::state_machine::{Committed, StateMachine};
     use crate::txn::{Txn, TxnOp};
 
-    fn committed(index: u64, command: Command) -> Committed {
+    /// `command` committed at `index`, without a request id.
+    pub(in crate::state_machine) fn committed(index: u64, command: Command) -> Committed {
         Committed {
             index,
             proposal: Some(Proposal {
