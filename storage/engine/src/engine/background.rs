@@ -100,9 +100,19 @@ fn flush_step(inner: &Inner) -> Result<bool> {
 
 /// Runs one compaction (the one asked for, if any); `Ok(false)` when none
 /// is due.
+///
+/// The requests are read before the view: a request is answered only by a
+/// step whose view holds every table that existed when it was made (the
+/// one its own flush wrote among them). Read the other way round, a step
+/// could pick from a view older than the request and answer it without
+/// touching those tables.
 fn compaction_step(inner: &Inner) -> Result<bool> {
+    let asked = {
+        let bg = inner.bg.lock();
+        (bg.compactions_asked > bg.compactions_answered).then_some(bg.compactions_asked)
+    };
     let view = inner.read_view();
-    let force = inner.bg.lock().manual_compaction;
+    let force = asked.is_some();
     let task = pick_compaction(&view.version.layout(), &inner.opts.level_limits(), force);
     let did_work = match task {
         Some(task) => {
@@ -111,8 +121,9 @@ fn compaction_step(inner: &Inner) -> Result<bool> {
         }
         None => false,
     };
-    if force {
-        inner.bg.lock().manual_compaction = false;
+    if let Some(asked) = asked {
+        let mut bg = inner.bg.lock();
+        bg.compactions_answered = bg.compactions_answered.max(asked);
         inner.bg_done.notify_all();
     }
     Ok(did_work)

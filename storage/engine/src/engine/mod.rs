@@ -101,7 +101,11 @@ pub(crate) struct BgState {
     pub(crate) shutdown: bool,
     pub(crate) wake_flush: bool,
     pub(crate) wake_compaction: bool,
-    pub(crate) manual_compaction: bool,
+    /// Compactions of L0 asked for since open (`Engine::compact`).
+    pub(crate) compactions_asked: u64,
+    /// Of those, how many a compaction step has answered: every request up
+    /// to this one saw a step whose view was read after it was made.
+    pub(crate) compactions_answered: u64,
 }
 
 pub(crate) struct PoisonCause {
