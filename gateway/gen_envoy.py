@@ -467,19 +467,31 @@ def rest_route(match: dict, cluster: str) -> dict:
     }
 
 
+STREAM_RETRY = "connect-failure,refused-stream,retriable-headers"
+
+
 def stream_route(match: dict) -> dict:
     """An endless response (Server-Sent Events, a gRPC server stream) from any live node. No route
     timeout and no idle timeout (the node sends a keep-alive or progress message every 10 s
     anyway), and no retry once it has started: a client resumes a watch itself, from the last index
-    it was sent."""
+    it was sent. Before it starts, a node that refuses it for the gateway to retry (a removed node
+    asked for the cluster's events) is left for another node."""
     return {
         "match": match,
         "route": {
             "cluster": "nodes_any",
             "timeout": "0s",
             "idle_timeout": "0s",
-            "retry_policy": {"retry_on": "connect-failure,refused-stream", "num_retries": 3,
-                             "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"}},
+            "retry_policy": {
+                "retry_on": STREAM_RETRY, "num_retries": 3,
+                "retry_back_off": {"base_interval": "0.025s", "max_interval": "0.25s"},
+                "retriable_headers": [{"name": GATEWAY_RETRY_HEADER, "string_match": {"exact": "true"}}],
+                "retry_host_predicate": [{
+                    "name": "envoy.retry_host_predicates.previous_hosts",
+                    "typed_config": {"@type": "type.googleapis.com/envoy.extensions.retry.host."
+                                              "previous_hosts.v3.PreviousHostsPredicate"}}],
+                "host_selection_retry_max_attempts": 3,
+            },
         },
     }
 

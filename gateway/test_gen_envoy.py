@@ -451,15 +451,20 @@ class Routing(unittest.TestCase):
 
     def test_stream_routes_never_time_out_nor_retry_once_started(self):
         # Proves the endless responses (the cluster's events, REST and gRPC watches) have no
-        # timeout, and are tried again only when no connection was made: a started watch that
-        # breaks is resumed by its client from the last index it was sent.
+        # timeout, and are tried again only when no connection was made or a node refused them
+        # for the gateway to retry, on another node: a started watch that breaks is resumed by
+        # its client from the last index it was sent.
         for path, grpc in (("/v1/cluster/events", False), ("/v1/watch", False),
                            ("/strata.v1.KV/Watch", True), ("/v1/backup", False),
                            ("/strata.v1.KV/Backup", True)):
             with self.subTest(path=path):
                 r = route_for(self.config, path, grpc)["route"]
                 self.assertEqual((r["timeout"], r["idle_timeout"]), ("0s", "0s"))
-                self.assertEqual(r["retry_policy"]["retry_on"], "connect-failure,refused-stream")
+                policy = r["retry_policy"]
+                self.assertEqual(policy["retry_on"], "connect-failure,refused-stream,retriable-headers")
+                self.assertEqual(policy["retriable_headers"][0]["name"], "x-strata-gateway-retry")
+                self.assertEqual(policy["retry_host_predicate"][0]["name"],
+                                 "envoy.retry_host_predicates.previous_hosts")
 
     def test_tracer_is_always_on_and_exports_only_to_a_collector(self):
         # Proves every config starts or continues traces (so the nodes always get a traceparent), and

@@ -216,3 +216,110 @@ async fn replacing_or_removing_the_leader_hands_leadership_over_first() {
         assert!(!c.node_log(id).contains("panicked"), "node {id} panicked");
     }
 }
+
+/// The first `event: status` of an event stream, read within 5 s.
+async fn first_status(resp: &mut reqwest::Response) -> Value {
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(at) = text.find("event: status\ndata: ") {
+            let rest = &text[at + "event: status\ndata: ".len()..];
+            if let Some(end) = rest.find('\n') {
+                return serde_json::from_str(&rest[..end]).unwrap();
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, resp.chunk())
+            .await
+            .expect("a status event within 5 s")
+            .unwrap()
+            .expect("the stream ended before its first status event");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_node_that_still_runs_refuses_to_speak_for_the_cluster() {
+    // Proves: a node that applied its own removal, and runs on, no longer
+    // answers for the cluster: it ends the event stream it was serving,
+    // answers the status, the stats and the member list 503 UNAVAILABLE
+    // ("ask another node") over REST and gRPC, and a stream opened through
+    // the gateway comes from a member. Before, it went on serving its last
+    // view, in which it was still listed.
+    let c = Cluster::start(3).await.unwrap();
+    let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let gone = c.node_ids().into_iter().find(|id| *id != leader).unwrap();
+    let mut stream = c
+        .http()
+        .get(format!("{}/v1/cluster/events", c.node_url(gone)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    first_status(&mut stream).await;
+
+    let r = delete(&c, &format!("/v1/cluster/members/{gone}")).await;
+    assert_eq!(r.status(), StatusCode::OK, "{}", r.text().await.unwrap());
+
+    // The stream it was serving ends (status events come at least every
+    // second, so within a few of the removal).
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while stream.chunk().await.ok().flatten().is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "node {gone}'s event stream still runs 10 s after its removal"
+    );
+
+    for path in ["status", "stats", "members", "events"] {
+        let r = c
+            .http()
+            .get(format!("{}/v1/cluster/{path}", c.node_url(gone)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert_eq!(r.headers()["x-strata-gateway-retry"], "true", "{path}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["code"], "UNAVAILABLE", "{path}: {body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("node {gone} was removed")),
+            "{path}: {message}"
+        );
+    }
+    let grpc = strata_client::Client::connect(&c.node_url(gone))
+        .await
+        .unwrap();
+    for refused in [
+        grpc.status().await.map(|_| ()).unwrap_err(),
+        grpc.members().await.map(|_| ()).unwrap_err(),
+    ] {
+        match refused {
+            strata_client::ClientError::Status(s) => {
+                assert_eq!(s.code(), tonic::Code::Unavailable, "{s:?}")
+            }
+            other => panic!("{other}"),
+        }
+    }
+
+    // Through the gateway, every new stream is a member's.
+    for _ in 0..10 {
+        let mut s = c
+            .http()
+            .get(format!("{}/v1/cluster/events", c.gateway_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(s.status(), StatusCode::OK);
+        let status = first_status(&mut s).await;
+        let listed: Vec<u64> = status["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["id"].as_u64().unwrap())
+            .collect();
+        assert!(!listed.contains(&gone), "{status}");
+    }
+}

@@ -4,6 +4,7 @@
 use strata_proto::v1 as pb;
 
 use super::Core;
+use crate::error::ApiError;
 
 impl Core {
     /// This node's own view of its group; unhealthy when its raft storage
@@ -41,5 +42,25 @@ impl Core {
             leaving: st.leaving.contains(&self.id),
             cluster_id: self.peer.state_machine().cluster_id().unwrap_or(0),
         }
+    }
+
+    /// Refuses to speak for the cluster once this node has applied a
+    /// configuration that leaves it out: it was removed, hears of no change
+    /// after that one, and would go on showing its last view. UNAVAILABLE,
+    /// so a client (or the gateway) asks another node. A node that has
+    /// applied no configuration yet (one joining) is not refused.
+    pub fn refuse_if_removed(&self) -> Result<(), ApiError> {
+        let st = self.peer.status();
+        if st.voters.is_empty() && st.learners.is_empty() {
+            return Ok(());
+        }
+        if st.voters.contains(&self.id) || st.learners.contains(&self.id) {
+            return Ok(());
+        }
+        Err(ApiError::unavailable(format!(
+            "node {} was removed from the cluster (the configuration it applied last has voters \
+             {:?} and learners {:?}), so its view of the cluster is out of date; ask another node",
+            self.id, st.voters, st.learners
+        )))
     }
 }

@@ -31,6 +31,7 @@ impl Cluster for ClusterService {
         &self,
         _req: Request<StatusRequest>,
     ) -> Result<Response<StatusResponse>, Status> {
+        self.core.refuse_if_removed()?;
         Ok(Response::new(gather(&self.core).await))
     }
 
@@ -102,6 +103,7 @@ impl Cluster for ClusterService {
         &self,
         _req: Request<MembersRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
+        self.core.refuse_if_removed()?;
         Ok(Response::new(MembersResponse {
             members: self.core.members(),
         }))

@@ -47,8 +47,9 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
         StatusErrors,
     ),
 )]
-pub async fn status(State(s): State<AppState>) -> Json<ClusterStatus> {
-    Json(ClusterStatus::from(&gather(&s.core).await))
+pub async fn status(State(s): State<AppState>) -> Result<Json<ClusterStatus>, ApiError> {
+    s.core.refuse_if_removed()?;
+    Ok(Json(ClusterStatus::from(&gather(&s.core).await)))
 }
 
 /// Every member's numbers: the same values its `/metrics` page shows
@@ -70,8 +71,9 @@ pub async fn status(State(s): State<AppState>) -> Json<ClusterStatus> {
         StatusErrors,
     ),
 )]
-pub async fn stats(State(s): State<AppState>) -> Json<ClusterStats> {
-    Json(crate::stats::gather(&s.core, &s.stats).await)
+pub async fn stats(State(s): State<AppState>) -> Result<Json<ClusterStats>, ApiError> {
+    s.core.refuse_if_removed()?;
+    Ok(Json(crate::stats::gather(&s.core, &s.stats).await))
 }
 
 /// Flush and compact level 0 into level 1
@@ -153,8 +155,9 @@ pub async fn snapshot(
         StatusErrors,
     ),
 )]
-pub async fn members(State(s): State<AppState>) -> Json<Members> {
-    Json(Members::from(s.core.members().as_slice()))
+pub async fn members(State(s): State<AppState>) -> Result<Json<Members>, ApiError> {
+    s.core.refuse_if_removed()?;
+    Ok(Json(Members::from(s.core.members().as_slice())))
 }
 
 /// Add a node as a learner
@@ -384,7 +387,9 @@ fn raft_event(e: &strata_raft::RaftEvent) -> Event {
 )]
 pub async fn events(
     State(s): State<AppState>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    s.core.refuse_if_removed()?;
+    let core = s.core.clone();
     let (tx, rx) = mpsc::channel::<Event>(64);
     let mut status_rx = s.cluster.clone();
     let mut raft_rx = s.core.peer().subscribe();
@@ -417,11 +422,16 @@ pub async fn events(
                     }
                 }
             };
+            // A node that finds itself removed ends the stream: the
+            // client's next one reaches a member.
+            if core.refuse_if_removed().is_err() {
+                return;
+            }
             if tx.send(event).await.is_err() {
                 return;
             }
         }
     });
     let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(10))))
 }
