@@ -514,8 +514,9 @@ def routes(console=CONSOLE_ON_NODES) -> list[dict]:
         {"match": {"prefix": "/strata.v1.Raft/"},
          "direct_response": {"status": 404, "body": {"inline_string": "the raft transport is internal"}}},
         # So are the calls members make on each other (Cluster/LocalStatus, LocalStats,
-        # LocalCompact, LocalSnapshot), which the nodes do not check: a client asks any node for the
-        # cluster-wide call (Status, Compact, ...), which checks its role.
+        # LocalCompact, LocalSnapshot, LocalTransferLeader), which the nodes do not check: a
+        # client asks any node for the cluster-wide call (Status, Compact, ...), which checks its
+        # role.
         {"match": {"prefix": "/strata.v1.Cluster/Local"},
          "direct_response": {"status": 404, "body": {"inline_string": "members' own calls are internal"}}},
         # And the endpoint discovery the nodes serve this gateway (--eds), which they do not check

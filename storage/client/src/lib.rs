@@ -460,12 +460,23 @@ impl Client {
         Watcher::new(self.kv.clone(), selector, from_index, progress)
     }
 
-    /// Hands leadership to `target_id`; returns the leader afterwards.
+    /// Hands the first range's leadership to `target_id`; returns the
+    /// leader afterwards.
     pub async fn transfer_leader(&self, target_id: u64) -> Result<u64, ClientError> {
+        self.transfer_range_leader(0, target_id).await
+    }
+
+    /// Hands the leadership of range `range` (its id in the status; 0 for
+    /// the first) to `target_id`; returns the leader afterwards.
+    pub async fn transfer_range_leader(
+        &self,
+        range: u64,
+        target_id: u64,
+    ) -> Result<u64, ClientError> {
         let r = self
             .cluster
             .clone()
-            .transfer_leader(proto::TransferLeaderRequest { target_id })
+            .transfer_leader(proto::TransferLeaderRequest { target_id, range })
             .await?;
         Ok(r.into_inner().leader_id)
     }

@@ -304,7 +304,13 @@ enum SnapshotCmd {
 #[derive(Subcommand)]
 enum LeaderCmd {
     /// Hand leadership to another voter and wait until it leads.
-    Transfer { node_id: u64 },
+    Transfer {
+        node_id: u64,
+        /// The range whose leadership moves (its id in `strata range
+        /// list`); the first range when absent.
+        #[arg(long, default_value_t = 0)]
+        range: u64,
+    },
 }
 
 #[tokio::main]
@@ -513,9 +519,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Cmd::Leader {
-            action: LeaderCmd::Transfer { node_id },
+            action: LeaderCmd::Transfer { node_id, range },
         } => {
-            let leader = client.transfer_leader(node_id).await?;
+            let leader = client.transfer_range_leader(range, node_id).await?;
             writeln!(out, "leader is now node {leader}")?;
         }
         Cmd::Range {

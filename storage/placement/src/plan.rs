@@ -51,6 +51,22 @@ impl Load {
         nodes
     }
 
+    /// Whether a node holding `most` and one holding `least` are further
+    /// apart than `tolerance` allows: one is off the mean by more than
+    /// the tolerance, or, where the tolerance is less than one (a small
+    /// mean: 5 % of 2 leaderships), the two are more than one apart.
+    fn uneven(&self, most: usize, least: usize, tolerance: f64) -> bool {
+        if most <= least + 1 {
+            return false;
+        }
+        self.mean() * tolerance < 1.0 || self.over(most, tolerance) || under(self, least, tolerance)
+    }
+
+    fn mean(&self) -> f64 {
+        let total: usize = self.0.values().sum();
+        total as f64 / self.0.len().max(1) as f64
+    }
+
     /// Whether `count` is above what the mean allows.
     fn over(&self, count: usize, tolerance: f64) -> bool {
         let total: usize = self.0.values().sum();
@@ -146,10 +162,7 @@ impl Planner {
             };
             let from_count = replicas.get(from);
             let least = order.first().map_or(0, |&n| replicas.get(n));
-            if from_count <= least + 1
-                || (!replicas.over(from_count, self.tolerance)
-                    && !under(replicas, least, self.tolerance))
-            {
+            if !replicas.uneven(from_count, least, self.tolerance) {
                 return;
             }
             // A range here (not its leader's replica, not changed this
@@ -198,10 +211,7 @@ impl Planner {
             };
             let from_count = leaders.get(from);
             let least = order.first().map_or(0, |&n| leaders.get(n));
-            if from_count <= least + 1
-                || (!leaders.over(from_count, self.tolerance)
-                    && !under(&leaders, least, self.tolerance))
-            {
+            if !leaders.uneven(from_count, least, self.tolerance) {
                 return;
             }
             let candidate = led.get(&from).into_iter().flatten().find_map(|&range| {
@@ -234,7 +244,45 @@ impl Planner {
 
 /// Whether `count` is below what the mean allows.
 fn under(load: &Load, count: usize, tolerance: f64) -> bool {
-    let total: usize = load.0.values().sum();
-    let mean = total as f64 / load.0.len().max(1) as f64;
+    let mean = load.mean();
     (count as f64) < (mean * (1.0 - tolerance)).min(mean.ceil() - 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::RangeState;
+
+    fn view(leaders: &[u64]) -> ClusterView {
+        ClusterView {
+            nodes: [1, 2, 3].into(),
+            ranges: leaders
+                .iter()
+                .enumerate()
+                .map(|(i, &leader)| {
+                    let state = RangeState {
+                        replicas: [1, 2, 3].into(),
+                        leader,
+                        bytes: 1,
+                    };
+                    (i as u64 + 1, state)
+                })
+                .collect(),
+        }
+    }
+
+    // Six ranges on three nodes: 3, 2 and 1 leaderships are each within
+    // one of the mean, yet one move makes them 2, 2 and 2.
+    #[test]
+    fn a_small_cluster_evens_leaders_out_to_one_apart() {
+        let planner = Planner::default();
+        let moves = planner.plan(&view(&[1, 1, 1, 2, 2, 3]));
+        assert_eq!(moves.len(), 1, "{moves:?}");
+        assert!(
+            matches!(moves[0], Action::TransferLeader { to: 3, .. }),
+            "{moves:?}"
+        );
+        assert!(planner.plan(&view(&[1, 1, 2, 2, 3, 3])).is_empty());
+        assert!(planner.plan(&view(&[1, 1, 2, 3])).is_empty());
+    }
 }

@@ -118,6 +118,11 @@ pub struct NodeConfig {
     /// the stats and the console).
     #[arg(long, env = "STRATA_SLOW_REQUEST_MS", default_value_t = 100)]
     pub slow_request_ms: u64,
+    /// How often the first range's leader looks whether some node leads
+    /// more ranges than its share, and moves leaderships to even them out
+    /// (at most two a round); 0 turns it off.
+    #[arg(long, env = "STRATA_BALANCE_EVERY_MS", default_value_t = 5000)]
+    pub balance_every_ms: u64,
     /// Where a trace can be seen, `{trace_id}` standing for its id: with
     /// Jaeger, `http://127.0.0.1:16686/trace/{trace_id}` (its UI) or
     /// `http://127.0.0.1:16686/api/traces/{trace_id}` (its query API). A
@@ -376,6 +381,7 @@ impl NodeConfig {
             console_dir: None,
             gateway_admin: None,
             slow_request_ms: 100,
+            balance_every_ms: 5000,
             trace_link: None,
             auth_jwks: None,
             tls_cert: None,

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod backup;
+pub mod balance;
 pub mod canary;
 pub mod channels;
 pub mod cluster_name;

@@ -167,6 +167,7 @@ impl Core {
                 // that stays, then let that node apply the change.
                 let req = TransferLeaderRequest {
                     target_id: successor,
+                    range: 0,
                 };
                 self.transfer_leader(req, Hop::Client).await?;
                 match self.route(Hop::Client)? {

@@ -84,6 +84,7 @@ pub struct Node {
     lessor_task: JoinHandle<()>,
     /// Names the cluster if it has no id yet (`crate::cluster_name`).
     naming_task: JoinHandle<()>,
+    balance_task: JoinHandle<()>,
     /// Keeps the gateway's endpoints (`crate::eds`) current.
     eds_task: JoinHandle<()>,
     /// The consistency canary, when `--canary` runs it.
@@ -255,6 +256,11 @@ impl Node {
             core.request_timeout(),
             stopping.subscribe(),
         );
+        let balance_task = crate::balance::spawn(
+            core.clone(),
+            Duration::from_millis(config.balance_every_ms),
+            stopping.subscribe(),
+        );
         let watches = Arc::new(Watches::new(
             config.id,
             crate::watch::ranges_of(groups.clone()),
@@ -331,6 +337,7 @@ impl Node {
             stats_task,
             lessor_task,
             naming_task,
+            balance_task,
             eds_task,
             canary,
         })
@@ -391,6 +398,7 @@ impl Node {
             stats_task,
             lessor_task,
             naming_task,
+            balance_task,
             eds_task,
             canary,
         } = self;
@@ -495,6 +503,7 @@ impl Node {
         let _ = stats_task.await;
         let _ = lessor_task.await;
         let _ = naming_task.await;
+        let _ = balance_task.await;
         let _ = eds_task.await;
         let _ = splits_task.await;
         if let Some(joining) = joining {

@@ -313,9 +313,11 @@ export interface paths {
         put?: never;
         /**
          * Hand leadership to another voter
-         * @description Asks the leader (a follower forwards the request once) to transfer
-         *     leadership to `target_id` and waits until that node leads. Writes
-         *     arriving during the transfer get 503 and are safe to retry.
+         * @description Asks the leader of the range (a follower forwards the request once) to
+         *     transfer its leadership to `target_id` and waits until that node leads.
+         *     `range` names the range (as the status lists them); the first when
+         *     absent. Writes arriving during the transfer get 503 and are safe to
+         *     retry. 404 for a range the answering node does not host.
          */
         post: operations["transferLeader"];
         delete?: never;
@@ -847,7 +849,7 @@ export interface components {
             nodes: components["schemas"]["NodeStatus"][];
             /**
              * @description The ranges of keys and the raft groups serving them, in key order.
-             *     The cluster runs one raft group today: one range, every key.
+             *     A cluster starts with one range over every key; a split adds one.
              */
             ranges: components["schemas"]["RangeStatus"][];
         };
@@ -1995,6 +1997,12 @@ export interface components {
              * @description Id of the voter that should lead.
              */
             target_id: number;
+            /**
+             * Format: int64
+             * @description The range whose leadership moves (its `id` in the status's
+             *     `ranges`); the first range when absent or 0.
+             */
+            range?: number;
         };
         /** @description Result of POST /v1/cluster/leader: the target leads now. */
         TransferLeaderResult: {
@@ -2002,6 +2010,11 @@ export interface components {
             leader_id: number;
             /** Format: int64 */
             term: number;
+            /**
+             * Format: int64
+             * @description The range whose leadership moved.
+             */
+            range: number;
         };
         /**
          * @description One condition of a transaction: `key`, an `op` (default `equal`) and
@@ -3164,6 +3177,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];

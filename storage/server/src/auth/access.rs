@@ -64,6 +64,7 @@ const GRPC: &[(&str, Access)] = &[
     ("/strata.v1.Cluster/LocalStats", Access::Internal),
     ("/strata.v1.Cluster/LocalCompact", Access::Internal),
     ("/strata.v1.Cluster/LocalSnapshot", Access::Internal),
+    ("/strata.v1.Cluster/LocalTransferLeader", Access::Internal),
 ];
 
 /// What `method path` needs.

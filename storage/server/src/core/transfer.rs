@@ -8,12 +8,14 @@ use strata_proto::v1::{TransferLeaderRequest, TransferLeaderResponse};
 
 use super::{Core, Hop, Route};
 use crate::error::ApiError;
+use strata_raft::PeerHandle;
 
 /// How often the leader's status is checked while leadership moves.
 const POLL: Duration = Duration::from_millis(5);
 
 impl Core {
-    /// Hands leadership to `target` and waits until it leads.
+    /// Hands the leadership of `req.range` (the first range when 0) to
+    /// `target` and waits until it leads.
     pub async fn transfer_leader(
         &self,
         req: TransferLeaderRequest,
@@ -23,38 +25,55 @@ impl Core {
         if !self.channels.members().contains_key(&target) {
             return Err(ApiError::invalid(format!("node {target} is not a member")));
         }
-        match self.route(hop)? {
+        let group = self.range_by_id(req.range)?;
+        match self.route_in(&group, hop)? {
             Route::Leader(leader) => {
                 let transfer =
                     |ch, r| async move { ClusterClient::new(ch).transfer_leader(r).await };
                 self.forward(leader, req, transfer).await
             }
             Route::Here => {
-                self.peer
+                group
                     .transfer_leader(target)
                     .await
                     .map_err(|e| self.propose_error(e, false))?;
-                self.await_leader(target).await
+                self.await_leader(&group, target).await
             }
         }
     }
 
-    /// Polls this node's status until `target` leads, for at most the
-    /// request timeout; a refusal names whoever leads instead.
-    async fn await_leader(&self, target: u64) -> Result<TransferLeaderResponse, ApiError> {
+    /// The group serving range `id` here (the first for 0); NOT_FOUND when
+    /// this node hosts no such range.
+    pub(crate) fn range_by_id(&self, id: u64) -> Result<PeerHandle, ApiError> {
+        if id == 0 {
+            return Ok(self.groups.first().clone());
+        }
+        self.groups
+            .get(id)
+            .ok_or_else(|| ApiError::not_found(format!("node {} hosts no range {id}", self.id)))
+    }
+
+    /// Polls this node's status of `group` until `target` leads it, for at
+    /// most the request timeout; a refusal names whoever leads instead.
+    async fn await_leader(
+        &self,
+        group: &PeerHandle,
+        target: u64,
+    ) -> Result<TransferLeaderResponse, ApiError> {
         let deadline = tokio::time::Instant::now() + self.timing.request_timeout();
         loop {
-            let st = self.peer.status();
+            let st = group.status();
             if st.leader_id == target {
                 return Ok(TransferLeaderResponse {
                     leader_id: target,
                     term: st.term,
+                    range: st.group_id,
                 });
             }
             if tokio::time::Instant::now() > deadline {
                 return Err(ApiError::unavailable(format!(
-                    "leadership did not move to node {target} in time; the leader is {}",
-                    st.leader_id
+                    "leadership of range {} did not move to node {target} in time; the leader is {}",
+                    st.group_id, st.leader_id
                 ))
                 .with_leader(st.leader_id, self.channels.address(st.leader_id)));
             }

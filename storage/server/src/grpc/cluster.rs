@@ -7,7 +7,7 @@ use strata_proto::v1::*;
 use tonic::{Request, Response, Status};
 
 use super::hop;
-use crate::core::Core;
+use crate::core::{Core, Hop};
 use crate::log_snapshot;
 use crate::member_status::gather;
 use crate::membership::Change;
@@ -49,6 +49,18 @@ impl Cluster for ClusterService {
         let hop = hop(&req);
         Ok(Response::new(
             self.core.transfer_leader(req.into_inner(), hop).await?,
+        ))
+    }
+
+    async fn local_transfer_leader(
+        &self,
+        req: Request<TransferLeaderRequest>,
+    ) -> Result<Response<TransferLeaderResponse>, Status> {
+        // Never sent on: a node that does not lead the range says so.
+        Ok(Response::new(
+            self.core
+                .transfer_leader(req.into_inner(), Hop::Forwarded)
+                .await?,
         ))
     }
 

@@ -268,9 +268,11 @@ async fn change_members(s: &AppState, change: Change) -> Result<Json<Members>, A
 
 /// Hand leadership to another voter
 ///
-/// Asks the leader (a follower forwards the request once) to transfer
-/// leadership to `target_id` and waits until that node leads. Writes
-/// arriving during the transfer get 503 and are safe to retry.
+/// Asks the leader of the range (a follower forwards the request once) to
+/// transfer its leadership to `target_id` and waits until that node leads.
+/// `range` names the range (as the status lists them); the first when
+/// absent. Writes arriving during the transfer get 503 and are safe to
+/// retry. 404 for a range the answering node does not host.
 #[utoipa::path(
     post,
     path = "/v1/cluster/leader",
@@ -279,6 +281,7 @@ async fn change_members(s: &AppState, change: Change) -> Result<Json<Members>, A
     request_body(content((TransferLeaderRequest = "application/json"))),
     responses(
         (status = 200, description = "The target leads now.", body = TransferLeaderResult),
+        (status = 404, response = NotFound),
         ChangeErrors,
         JsonBodyErrors,
     ),
@@ -291,11 +294,13 @@ pub async fn transfer_leader(
     let j: TransferLeaderRequest = json_body(&headers, body)?;
     let req = pb::TransferLeaderRequest {
         target_id: j.target_id,
+        range: j.range,
     };
     let resp = s.core.transfer_leader(req, Hop::Client).await?;
     Ok(Json(TransferLeaderResult {
         leader_id: resp.leader_id,
         term: resp.term,
+        range: resp.range,
     }))
 }
 

@@ -169,7 +169,7 @@ pub struct ClusterStatus {
     /// `healthy: false`, `role: unknown` and an `error`.
     pub nodes: Vec<NodeStatus>,
     /// The ranges of keys and the raft groups serving them, in key order.
-    /// The cluster runs one raft group today: one range, every key.
+    /// A cluster starts with one range over every key; a split adds one.
     pub ranges: Vec<RangeStatus>,
 }
 
@@ -275,6 +275,10 @@ pub struct AddMemberRequest {
 pub struct TransferLeaderRequest {
     /// Id of the voter that should lead.
     pub target_id: u64,
+    /// The range whose leadership moves (its `id` in the status's
+    /// `ranges`); the first range when absent or 0.
+    #[serde(default)]
+    pub range: u64,
 }
 
 /// Result of POST /v1/cluster/leader: the target leads now.
@@ -283,6 +287,8 @@ pub struct TransferLeaderRequest {
 pub struct TransferLeaderResult {
     pub leader_id: u64,
     pub term: u64,
+    /// The range whose leadership moved.
+    pub range: u64,
 }
 
 /// Body of POST /v1/cluster/ranges/split.
