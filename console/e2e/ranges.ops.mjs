@@ -3,8 +3,9 @@
 // key and presses Split range; the view says which range now serves the keys from there
 // (a new one, with a leader), the Cluster view lists both ranges with their leaders, a key
 // past the split is written and read back through the gateway, and pressing again splits
-// nothing (the view says so). Last of the ops checks: a cluster with two ranges takes no
-// member change.
+// nothing (the view says so). A Cluster view open in another tab through it all tells of
+// the split in its Range activity as it happens. Last of the ops checks: a cluster with
+// two ranges takes no member change.
 // Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (the admin token's
 // file), E2E_SCREENSHOT_DIR (optional).
 import { base, checkNarrow, fetchWithToken, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';
@@ -18,10 +19,15 @@ async function status() {
 
 const browser = await launch();
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
   await page.goto(`${base}/#/actions`, { waitUntil: 'domcontentloaded' });
   await signInThroughForm(page);
   const before = (await status()).ranges.length;
+  // Watching from the start: a second tab on the Cluster view (same sign-in).
+  const watching = await context.newPage();
+  await watching.goto(`${base}/#/cluster`, { waitUntil: 'domcontentloaded' });
+  await watching.locator('[data-testid="stream-status"][data-state="live"]').waitFor({ timeout: 15000 });
 
   const form = page.getByTestId('split-form');
   await form.waitFor({ timeout: 15000 });
@@ -42,6 +48,13 @@ try {
     return st.ranges.length === before + 1 && st.ranges.every((r) => r.leader_id !== 0) ? st : null;
   }, 15000);
   t.check(after !== null, `the status lists ${before + 1} ranges, each led: ${JSON.stringify(after?.ranges ?? null)}`);
+
+  const told = watching.locator(`[data-testid="range-event"][data-kind="split"][data-range="${id}"]`);
+  await told.waitFor({ timeout: 15000 }).catch(() => {});
+  const toldText = (await told.textContent().catch(() => '')) ?? '';
+  t.check(toldText.includes(`Range ${id} split`) && toldText.includes(SPLIT_KEY), `the Cluster view open meanwhile told of the split: "${toldText}"`);
+  await screenshot(watching, 'ranges-activity');
+  await watching.close();
 
   await page.goto(`${base}/#/cluster`, { waitUntil: 'domcontentloaded' });
   const row = page.getByTestId(`range-row-${id}`);

@@ -2,6 +2,7 @@
 //! leaderships away from a node that leads more than its share.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -49,6 +50,33 @@ fn strata(c: &Cluster, args: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The `event: range` events of one event stream through the gateway,
+/// gathered in the background from now on.
+async fn range_events(c: &Cluster) -> Arc<Mutex<Vec<Value>>> {
+    let mut resp = reqwest::get(format!("{}/v1/cluster/events", c.gateway_url()))
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let into = seen.clone();
+    tokio::spawn(async move {
+        let mut text = String::new();
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = text.find("\n\n") {
+                let frame: String = text.drain(..end + 2).collect();
+                if let Some(data) = frame.strip_prefix("event: range\ndata: ") {
+                    into.lock()
+                        .unwrap()
+                        .push(serde_json::from_str(data.trim()).unwrap());
+                }
+            }
+        }
+    });
+    seen
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaders_piled_on_one_node_are_spread_across_the_nodes() {
     // Proves: six ranges whose leaderships were all moved to node 1
@@ -60,6 +88,7 @@ async fn leaders_piled_on_one_node_are_spread_across_the_nodes() {
         .await
         .unwrap();
     c.wait_leader(Duration::from_secs(10)).await.unwrap();
+    let events = range_events(&c).await;
     for key in SPLITS {
         let (ok, out) = strata(&c, &["range", "split", key]);
         assert!(ok, "splitting at {key}: {out}");
@@ -114,6 +143,28 @@ async fn leaders_piled_on_one_node_are_spread_across_the_nodes() {
     assert!(
         moves >= 4,
         "{moves} moves logged for six ranges piled on one node"
+    );
+
+    // The event stream told of each split and of the moves as they
+    // happened.
+    let seen = events.lock().unwrap().clone();
+    let split_at: Vec<&str> = seen
+        .iter()
+        .filter(|e| e["kind"] == "split")
+        .map(|e| e["start"].as_str().unwrap())
+        .collect();
+    assert_eq!(split_at, SPLITS, "{seen:?}");
+    let to_one = seen
+        .iter()
+        .filter(|e| e["kind"] == "leader_changed" && e["leader_id"] == 1)
+        .count();
+    let away = seen
+        .iter()
+        .filter(|e| e["kind"] == "leader_changed" && e["leader_id"] != 1)
+        .count();
+    assert!(
+        to_one >= SPLITS.len() && away >= 4,
+        "{to_one} range leaderships to node 1 and {away} away from it: {seen:?}"
     );
 
     // Every range takes a write and answers it.

@@ -102,6 +102,8 @@ pub struct HandOver {
 pub struct RaftEvent {
     pub kind: RaftEventKind,
     pub node_id: u64,
+    /// The raft group (range) the event is about.
+    pub group_id: u64,
     pub term: u64,
     pub leader_id: u64,
     pub role: Role,
@@ -159,6 +161,7 @@ impl RaftEvent {
         RaftEvent {
             kind,
             node_id: status.id,
+            group_id: status.group_id,
             term: status.term,
             leader_id: status.leader_id,
             role: status.role,

@@ -158,6 +158,7 @@ mod tests {
         RaftEvent {
             kind,
             node_id: 1,
+            group_id: 1,
             term: 7,
             leader_id,
             role: Role::Follower,

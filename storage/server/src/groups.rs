@@ -27,11 +27,25 @@ use futures::future::select_all;
 use parking_lot::{Mutex, RwLock};
 use strata_engine::Engine;
 use strata_raft::{KeySpan, Peer, PeerHandle, StateMachine};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
 /// Starts the peer of a group this node hosts, given its id.
 pub type StartGroup = Arc<dyn Fn(u64) -> anyhow::Result<Peer> + Send + Sync>;
+
+/// A range split off another, as this node started its replica of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitNotice {
+    /// The new range's group.
+    pub child: u64,
+    /// The group it was split off (0 when no group hosted here ends where
+    /// the new one starts).
+    pub parent: u64,
+    /// The keys the new range serves.
+    pub span: KeySpan,
+    /// When this node started it, Unix time in milliseconds.
+    pub at_ms: u64,
+}
 
 /// The peers of the groups this node hosts.
 pub struct Groups {
@@ -44,6 +58,10 @@ pub struct Groups {
     /// Held while a group is started; true once the registry stopped (no
     /// group is started after that).
     starting: Mutex<bool>,
+    /// How many groups were started or held here: changes with each.
+    added: watch::Sender<usize>,
+    /// Each range split off one hosted here, as it is started.
+    splits: broadcast::Sender<SplitNotice>,
 }
 
 impl Groups {
@@ -57,7 +75,44 @@ impl Groups {
             first,
             start: None,
             starting: Mutex::new(false),
+            added: watch::Sender::new(1),
+            splits: broadcast::Sender::new(64),
         }
+    }
+
+    /// Changes whenever a group is started or held here (its handle is in
+    /// [`all`](Self::all) by then).
+    pub fn added(&self) -> watch::Receiver<usize> {
+        self.added.subscribe()
+    }
+
+    /// The ranges split off a group hosted here, each as its replica is
+    /// started here.
+    pub fn split_notices(&self) -> broadcast::Receiver<SplitNotice> {
+        self.splits.subscribe()
+    }
+
+    /// Tells the split notices' listeners of group `child`, just started
+    /// after a split.
+    fn announce_split(&self, child: u64) {
+        let Some(span) = self.get(child).and_then(|h| h.state_machine().span().ok()) else {
+            return;
+        };
+        let parent = self
+            .spans()
+            .into_iter()
+            .find(|(s, _)| s.end.as_deref() == Some(&span.start[..]))
+            .map_or(0, |(_, h)| h.status().group_id);
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        // No listener is not an error: nobody watches the events.
+        let _ = self.splits.send(SplitNotice {
+            child,
+            parent,
+            span,
+            at_ms,
+        });
     }
 
     /// The registry, starting groups with `start`.
@@ -117,6 +172,7 @@ impl Groups {
         let handle = peer.handle();
         self.handles.write().insert(group, handle.clone());
         self.peers.lock().push(peer);
+        self.added.send_modify(|n| *n += 1);
         Ok((handle, true))
     }
 
@@ -184,19 +240,20 @@ impl Groups {
         self.handles
             .write()
             .insert(handle.status().group_id, handle);
+        self.added.send_modify(|n| *n += 1);
     }
 
     /// Starts every group the engine holds that is not running here yet;
-    /// returns how many it started.
-    pub fn start_hosted(&self, engine: &Arc<Engine>) -> anyhow::Result<usize> {
+    /// returns the ones it started.
+    pub fn start_hosted(&self, engine: &Arc<Engine>) -> anyhow::Result<Vec<u64>> {
         let Some(start) = &self.start else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
-        let mut started = 0;
+        let mut started = Vec::new();
         for group in StateMachine::groups_in(engine)? {
             if self.get(group).is_none() && self.start_once(group, start)?.1 {
                 tracing::info!(group, "started a raft group split off another");
-                started += 1;
+                started.push(group);
             }
         }
         Ok(started)
@@ -231,8 +288,15 @@ pub fn follow_splits(
                 .collect();
             match groups.start_hosted(&engine) {
                 // A group started now is listened to from the next round
-                // on: look again (it may have split already).
-                Ok(started) if started > 0 => continue,
+                // on: look again (it may have split already). The node
+                // started the groups it held before this runs, so each one
+                // started here was just split off.
+                Ok(started) if !started.is_empty() => {
+                    for child in started {
+                        groups.announce_split(child);
+                    }
+                    continue;
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::error!(error = %e, "starting a group split off another failed")

@@ -30,6 +30,7 @@ pub mod memcache;
 pub mod metrics;
 pub mod node;
 pub mod peer_net;
+pub mod range_events;
 pub mod request_span;
 pub mod resp;
 pub mod rest;

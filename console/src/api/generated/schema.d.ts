@@ -368,6 +368,9 @@ export interface paths {
          *       changes.
          *     - `event: stats`, `data:` a ClusterStats (as GET /v1/cluster/stats):
          *       every member's numbers, about every 1 s from 1 s after connecting.
+         *     - `event: range`, `data:` a RangeEvent: a range split off another, and
+         *       every range's new leaders (elections, hand-overs, and the moves that
+         *       even out the leaders per node), as the answering node sees them.
          *     - A keep-alive comment line (`: ...`) every 10 s.
          */
         get: operations["clusterEvents"];
@@ -1689,6 +1692,53 @@ export interface components {
             /** @description On the leader: every other member's progress; empty elsewhere. */
             members: components["schemas"]["MemberProgress"][];
         };
+        /** @description An event of one range, as the reporting node saw it. */
+        RangeEvent: {
+            kind: components["schemas"]["RangeEventKind"];
+            /**
+             * Format: int64
+             * @description The range (its raft group's id, as the status's `ranges` list it).
+             */
+            range: number;
+            /**
+             * Format: int64
+             * @description The node reporting the event.
+             */
+            node_id: number;
+            /**
+             * Format: int64
+             * @description For `leader_changed`: the new leader.
+             */
+            leader_id: number;
+            /**
+             * Format: int64
+             * @description For `leader_changed`: the range's term after the change.
+             */
+            term: number;
+            /**
+             * Format: int64
+             * @description For `split`: the range it was split off; 0 when unknown.
+             */
+            parent: number;
+            /** @description For `split`: the first key the new range serves (in `encoding`). */
+            start: string;
+            /**
+             * @description For `split`: the key past the last one it serves; empty past the
+             *     last key.
+             */
+            end: string;
+            encoding: components["schemas"]["Encoding"];
+            /**
+             * Format: int64
+             * @description When the reporting node saw it, Unix time in milliseconds.
+             */
+            at_ms: number;
+        };
+        /**
+         * @description What happened to a range.
+         * @enum {string}
+         */
+        RangeEventKind: "split" | "leader_changed";
         /** @description One range of keys and the raft group that serves it. */
         RangeStatus: {
             /**

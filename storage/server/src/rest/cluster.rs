@@ -23,6 +23,7 @@ use super::model::cluster::{
     AddMemberRequest, ClusterStatus, Members, RaftEvent, RangeStatus, SplitRangeRequest,
     SplitRangeResult, TransferLeaderRequest, TransferLeaderResult,
 };
+use super::model::range_event::RangeEvent;
 use super::model::snapshot::{SnapshotRequest, SnapshotResult};
 use super::model::stats::{ClusterStats, CompactRequest, CompactResult};
 use super::responses::{BadRequest, ChangeErrors, JsonBodyErrors, NotFound, StatusErrors};
@@ -30,6 +31,7 @@ use crate::core::Hop;
 use crate::error::{ApiError, ErrorCode};
 use crate::member_status::gather;
 use crate::membership::Change;
+use crate::range_events::RangeEvents;
 
 /// Status events go out at least this often even when nothing changed.
 const STATUS_EVERY: Duration = Duration::from_secs(1);
@@ -357,6 +359,11 @@ fn stats_event(stats: &ClusterStats) -> Event {
     Event::default().event("stats").data(data)
 }
 
+fn range_event(e: &RangeEvent) -> Event {
+    let data = serde_json::to_string(e).unwrap_or_default();
+    Event::default().event("range").data(data)
+}
+
 fn raft_event(e: &strata_raft::RaftEvent) -> Event {
     let data = serde_json::to_string(&RaftEvent::from(e)).unwrap_or_default();
     Event::default().event("raft").data(data)
@@ -372,6 +379,9 @@ fn raft_event(e: &strata_raft::RaftEvent) -> Event {
 ///   changes.
 /// - `event: stats`, `data:` a ClusterStats (as GET /v1/cluster/stats):
 ///   every member's numbers, about every 1 s from 1 s after connecting.
+/// - `event: range`, `data:` a RangeEvent: a range split off another, and
+///   every range's new leaders (elections, hand-overs, and the moves that
+///   even out the leaders per node), as the answering node sees them.
 /// - A keep-alive comment line (`: ...`) every 10 s.
 #[utoipa::path(
     get,
@@ -387,6 +397,7 @@ fn raft_event(e: &strata_raft::RaftEvent) -> Event {
             "status": "#/components/schemas/ClusterStatus",
             "raft": "#/components/schemas/RaftEvent",
             "stats": "#/components/schemas/ClusterStats",
+            "range": "#/components/schemas/RangeEvent",
         })),
     ),
 )]
@@ -399,6 +410,7 @@ pub async fn events(
     let mut status_rx = s.cluster.clone();
     let mut raft_rx = s.core.peer().subscribe();
     let mut stats_rx = s.stats_feed.subscribe();
+    let mut ranges = RangeEvents::new(s.core.groups().clone(), s.core.id());
     tokio::spawn(async move {
         let initial = status_event(&status_rx.borrow_and_update());
         if tx.send(initial).await.is_err() {
@@ -418,6 +430,10 @@ pub async fn events(
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = every.tick() => status_event(&status_rx.borrow()),
+                range = ranges.next() => match range {
+                    Some(e) => range_event(&e),
+                    None => return,
+                },
                 changed = stats_rx.changed() => {
                     if changed.is_err() { return; }
                     let stats = stats_rx.borrow_and_update().clone();

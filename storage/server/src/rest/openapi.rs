@@ -21,6 +21,7 @@ use utoipa::{OpenApi, PartialSchema, ToSchema};
 use super::model::cluster::RaftEvent;
 use super::model::kv::ResponseHeader;
 use super::model::kv_request::ConsistencyParam;
+use super::model::range_event::RangeEvent;
 use super::model::watch::{WatchChanges, WatchProgress};
 use super::responses;
 use crate::auth::Access;
@@ -51,6 +52,7 @@ use crate::error::{ErrorBody, ErrorCode};
         ErrorBody,
         ResponseHeader,
         RaftEvent,
+        RangeEvent,
         ConsistencyParam,
         WatchChanges,
         WatchProgress

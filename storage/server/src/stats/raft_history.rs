@@ -61,6 +61,7 @@ mod tests {
         RaftEvent {
             kind,
             node_id: 2,
+            group_id: 1,
             term,
             leader_id: 0,
             role: Role::Candidate,

@@ -5,3 +5,4 @@ export const CLUSTER_EVENTS_URL = '/v1/cluster/events';
 export const STATUS_EVENT = 'status';
 export const RAFT_EVENT = 'raft';
 export const STATS_EVENT = 'stats';
+export const RANGE_EVENT = 'range';

@@ -1,4 +1,12 @@
-import type { ClusterStatus, NodeRole, NodeStatus, RaftEvent, RaftEventKind, RangeStatus } from '../../../api/types';
+import type {
+  ClusterStatus,
+  NodeRole,
+  NodeStatus,
+  RaftEvent,
+  RaftEventKind,
+  RangeEvent,
+  RangeStatus,
+} from '../../../api/types';
 
 // The live view must survive a half-written or unexpected frame without crashing the
 // page, so every payload that arrives over the wire is checked against the contract
@@ -143,6 +151,32 @@ function parseJson(data: string): unknown {
 /** The `data:` of an SSE `status` event, or null when it is not a valid ClusterStatus. */
 export function parseStatusEventData(data: string): ClusterStatus | null {
   return parseClusterStatus(parseJson(data));
+}
+
+/** A RangeEvent (SSE `range`), or null when malformed. */
+export function parseRangeEvent(value: unknown): RangeEvent | null {
+  if (!isObject(value)) return null;
+  const { kind, range, node_id, leader_id, term, parent, start, end, encoding, at_ms } = value;
+  if (
+    (kind !== 'split' && kind !== 'leader_changed') ||
+    !isCount(range) ||
+    !isCount(node_id) ||
+    !isCount(leader_id) ||
+    !isCount(term) ||
+    !isCount(parent) ||
+    typeof start !== 'string' ||
+    typeof end !== 'string' ||
+    (encoding !== 'utf8' && encoding !== 'base64') ||
+    !isCount(at_ms)
+  ) {
+    return null;
+  }
+  return { kind, range, node_id, leader_id, term, parent, start, end, encoding, at_ms };
+}
+
+/** The `data:` of an SSE `range` event, or null when it is not a valid RangeEvent. */
+export function parseRangeEventData(data: string): RangeEvent | null {
+  return parseRangeEvent(parseJson(data));
 }
 
 /** The `data:` of an SSE `raft` event, or null when it is not a valid RaftEvent. */

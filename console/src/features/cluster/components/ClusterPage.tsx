@@ -9,6 +9,7 @@ import { CanaryPanel } from './CanaryPanel';
 import { MembershipTable } from './MembershipTable';
 import { NodeDetails } from './NodeDetails';
 import { RaftEventList } from './RaftEventList';
+import { RangeActivity } from './RangeActivity';
 import { RangesTable } from './RangesTable';
 
 interface ClusterPageProps {
@@ -76,6 +77,13 @@ export function ClusterPage({ events }: ClusterPageProps) {
         ) : (
           <p className={styles.placeholder}>No status yet.</p>
         )}
+      </Panel>
+
+      <Panel
+        title="Range activity"
+        aside={live.rangeEvents.length > 0 ? `last ${live.rangeEvents.length}` : 'splits and range leaders'}
+      >
+        <RangeActivity events={live.rangeEvents} />
       </Panel>
 
       <Panel title="Replication and nodes" aside="from the nodes' stats, about every second">

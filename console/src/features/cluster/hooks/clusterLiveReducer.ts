@@ -1,7 +1,9 @@
-import type { ClusterStats, ClusterStatus, RaftEvent } from '../../../api/types';
+import type { ClusterStats, ClusterStatus, RaftEvent, RangeEvent } from '../../../api/types';
 
 /** How many raft events the view keeps; older ones fall off the end. */
 export const MAX_RAFT_EVENTS = 20;
+/** How many range events (splits, new range leaders) the view keeps. */
+export const MAX_RANGE_EVENTS = 20;
 
 /**
  * - `connecting`: first connection, nothing received yet.
@@ -19,6 +21,8 @@ export interface ClusterLiveState {
   statusReceivedAtMs: number | null;
   /** Raft events in arrival order, oldest first, at most MAX_RAFT_EVENTS. */
   raftEvents: RaftEvent[];
+  /** Range events (splits, new range leaders) in arrival order, oldest first. */
+  rangeEvents: RangeEvent[];
   stream: StreamState;
   /** Why the stream was last lost; cleared when it is live again. */
   streamError: string | null;
@@ -31,6 +35,7 @@ export interface ClusterLiveState {
 export type ClusterLiveAction =
   | { type: 'stream-status'; status: ClusterStatus; receivedAtMs: number }
   | { type: 'raft-event'; event: RaftEvent }
+  | { type: 'range-event'; event: RangeEvent }
   | { type: 'stream-lost'; reason: string }
   | { type: 'snapshot'; status: ClusterStatus; receivedAtMs: number }
   | { type: 'stats'; stats: ClusterStats }
@@ -41,6 +46,7 @@ export const initialClusterLiveState: ClusterLiveState = {
   statusSource: null,
   statusReceivedAtMs: null,
   raftEvents: [],
+  rangeEvents: [],
   stream: 'connecting',
   streamError: null,
   malformedFrames: 0,
@@ -54,6 +60,17 @@ function sameEvent(a: RaftEvent, b: RaftEvent): boolean {
     a.term === b.term &&
     a.leader_id === b.leader_id &&
     a.role === b.role &&
+    a.at_ms === b.at_ms
+  );
+}
+
+function sameRangeEvent(a: RangeEvent, b: RangeEvent): boolean {
+  return (
+    a.kind === b.kind &&
+    a.range === b.range &&
+    a.node_id === b.node_id &&
+    a.leader_id === b.leader_id &&
+    a.term === b.term &&
     a.at_ms === b.at_ms
   );
 }
@@ -75,6 +92,11 @@ export function clusterLiveReducer(state: ClusterLiveState, action: ClusterLiveA
       if (state.raftEvents.some((known) => sameEvent(known, action.event))) return state;
       const raftEvents = [...state.raftEvents, action.event].slice(-MAX_RAFT_EVENTS);
       return { ...state, raftEvents };
+    }
+    case 'range-event': {
+      if (state.rangeEvents.some((known) => sameRangeEvent(known, action.event))) return state;
+      const rangeEvents = [...state.rangeEvents, action.event].slice(-MAX_RANGE_EVENTS);
+      return { ...state, rangeEvents };
     }
     case 'stream-lost':
       return { ...state, stream: 'reconnecting', streamError: action.reason };

@@ -2,9 +2,9 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useReducer } from 'react';
 import { followEventStream } from '../../../lib/followEventStream';
 import { parseStatsData } from '../../../lib/statsStream';
-import { CLUSTER_EVENTS_URL, RAFT_EVENT, STATS_EVENT, STATUS_EVENT } from '../api/clusterEvents';
+import { CLUSTER_EVENTS_URL, RAFT_EVENT, RANGE_EVENT, STATS_EVENT, STATUS_EVENT } from '../api/clusterEvents';
 import { clusterStatusQuery } from '../api/clusterStatus';
-import { parseRaftEventData, parseStatusEventData } from '../api/payloads';
+import { parseRaftEventData, parseRangeEventData, parseStatusEventData } from '../api/payloads';
 import { clusterLiveReducer, initialClusterLiveState, type ClusterLiveState } from './clusterLiveReducer';
 
 export interface ClusterEventsOptions {
@@ -62,6 +62,10 @@ export function useClusterEvents(options: ClusterEventsOptions = {}): ClusterLiv
         [RAFT_EVENT]: (data) => {
           const raftEvent = parseRaftEventData(data);
           dispatch(raftEvent ? { type: 'raft-event', event: raftEvent } : { type: 'malformed-frame' });
+        },
+        [RANGE_EVENT]: (data) => {
+          const rangeEvent = parseRangeEventData(data);
+          dispatch(rangeEvent ? { type: 'range-event', event: rangeEvent } : { type: 'malformed-frame' });
         },
         [STATS_EVENT]: (data) => {
           const stats = parseStatsData(data);

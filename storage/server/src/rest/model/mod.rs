@@ -8,6 +8,7 @@ pub mod health;
 pub mod kv;
 pub mod kv_request;
 pub mod lease;
+pub mod range_event;
 pub mod snapshot;
 pub mod stats;
 pub mod txn;
