@@ -1,6 +1,6 @@
 // Runs the Keys, Leases, transaction, Actions, Load and range split checks one after
 // another (each even when an earlier one failed) and fails when any failed; the split is
-// last (a cluster with two ranges takes no member change). Env: as each check's.
+// last (it leaves the cluster with two ranges). Env: as each check's.
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -4,8 +4,8 @@
 // (a new one, with a leader), the Cluster view lists both ranges with their leaders, a key
 // past the split is written and read back through the gateway, and pressing again splits
 // nothing (the view says so). A Cluster view open in another tab through it all tells of
-// the split in its Range activity as it happens. Last of the ops checks: a cluster with
-// two ranges takes no member change.
+// the split in its Range activity as it happens. Last of the ops checks: it leaves the
+// cluster with two ranges.
 // Env: STRATA_URL (the gateway serving the console), STRATA_TOKEN_FILE (the admin token's
 // file), E2E_SCREENSHOT_DIR (optional).
 import { base, checkNarrow, fetchWithToken, launch, screenshot, signInThroughForm, tally, until } from './ops-lib.mjs';

@@ -106,10 +106,6 @@ func cmdLinear(args []string) int {
 	if o.readMode != "safe" && o.readMode != "lease" {
 		fatalf("-read-mode must be safe or lease, not %q", o.readMode)
 	}
-	if len(splitKeys(o.splitAt)) > 0 {
-		// Members are not changed while a cluster has more than one range.
-		o.faults = withoutFault(o.faults, "membership-change")
-	}
 	if o.bankAccounts == 1 || o.bankAccounts < 0 {
 		fatalf("-bank-accounts must be 0 (off) or at least 2, not %d", o.bankAccounts)
 	}

@@ -26,17 +26,6 @@ func splitKeys(list string) []string {
 	return keys
 }
 
-// withoutFault is the comma list faults without the fault kind name.
-func withoutFault(faults, name string) string {
-	var kept []string
-	for _, f := range strings.Split(faults, ",") {
-		if f = strings.TrimSpace(f); f != "" && f != name {
-			kept = append(kept, f)
-		}
-	}
-	return strings.Join(kept, ",")
-}
-
 // splitAt splits the range holding each key at it, through the gateway,
 // as admin; the refusals, as problems. A 503 or 504 is asked again for up
 // to 10 s (a split asked again at the same key splits nothing).

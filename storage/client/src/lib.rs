@@ -519,6 +519,7 @@ impl Client {
         let req = proto::AddMemberRequest {
             id,
             address: address.to_string(),
+            range: 0,
         };
         Ok(self
             .cluster
@@ -536,7 +537,11 @@ impl Client {
         id: u64,
         replace_id: u64,
     ) -> Result<Vec<proto::Member>, ClientError> {
-        let req = proto::PromoteMemberRequest { id, replace_id };
+        let req = proto::PromoteMemberRequest {
+            id,
+            replace_id,
+            range: 0,
+        };
         Ok(self
             .cluster
             .clone()
@@ -548,7 +553,7 @@ impl Client {
 
     /// Removes a member; returns the members afterwards.
     pub async fn remove_member(&self, id: u64) -> Result<Vec<proto::Member>, ClientError> {
-        let req = proto::RemoveMemberRequest { id };
+        let req = proto::RemoveMemberRequest { id, range: 0 };
         Ok(self
             .cluster
             .clone()

@@ -28,6 +28,7 @@ pub async fn join(core: Arc<Core>, advertise: String) {
             let mut req = tonic::Request::new(AddMemberRequest {
                 id,
                 address: advertise.clone(),
+                range: 0,
             });
             // Adding a member needs the admin role: the node's own token.
             if let Some(value) = core.own_credential()

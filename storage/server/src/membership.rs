@@ -1,6 +1,8 @@
 //! Membership changes: add a learner, promote it, remove a member. Each is
-//! one raft configuration change, proposed on the leader (a follower
-//! forwards the request once) and answered after it is applied.
+//! one raft configuration change in each range, proposed on the range's
+//! leader (a follower forwards the request once) and answered after it is
+//! applied in every range; the first range's leader makes the change range
+//! after range.
 
 use strata_proto::v1::cluster_client::ClusterClient;
 use strata_proto::v1::{
@@ -8,7 +10,8 @@ use strata_proto::v1::{
     TransferLeaderRequest,
 };
 use strata_raft::{
-    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Members, PeerStatus,
+    ConfChangeSingle, ConfChangeTransition, ConfChangeType, ConfChangeV2, Members, PeerHandle,
+    PeerStatus,
 };
 use tonic::transport::Channel;
 
@@ -19,6 +22,7 @@ use crate::error::ApiError;
 const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// A requested change, checked against the current configuration.
+#[derive(Debug, Clone)]
 pub enum Change {
     Add {
         id: u64,
@@ -39,6 +43,19 @@ pub enum Change {
 }
 
 impl Change {
+    /// Whether `st`'s configuration is already what the change would make
+    /// it.
+    fn in_effect(&self, st: &PeerStatus) -> bool {
+        let is_member = |id: &u64| st.voters.contains(id) || st.learners.contains(id);
+        let votes = |id: &u64| st.voters.contains(id) && !st.leaving.contains(id);
+        match self {
+            Change::Add { id, .. } => is_member(id),
+            Change::Promote { id } => votes(id),
+            Change::Replace { old, id } => votes(id) && !st.voters.contains(old),
+            Change::Remove { id } => !is_member(id),
+        }
+    }
+
     fn validate(&self, st: &PeerStatus) -> Result<(), ApiError> {
         let is_member = |id: &u64| st.voters.contains(id) || st.learners.contains(id);
         match self {
@@ -138,7 +155,13 @@ impl Core {
             .collect()
     }
 
-    /// Applies one membership change and returns the members afterwards.
+    /// Applies one membership change in every range and returns the
+    /// members afterwards. The first range's leader makes it, one range
+    /// after another: a node joins the first range first (which tells it
+    /// the ranges there are) and leaves it last (until then it is still a
+    /// member, and answers for the cluster). A range where the change is in
+    /// effect already is passed over, so a change that failed part of the
+    /// way is finished by asking again.
     pub async fn change_members(
         &self,
         change: Change,
@@ -146,31 +169,77 @@ impl Core {
     ) -> Result<MembersResponse, ApiError> {
         // Checked on the leader only: a follower's view of the
         // configuration may lag the leader's by a moment.
-        let ch = match self.route(hop)? {
+        if let Route::Leader(ch) = self.route(hop)? {
+            return self.forward_change(ch, change, 0).await;
+        }
+        let mut ranges = self.groups().all();
+        let first = self.peer().status().group_id;
+        // The first range first, or last for a removal.
+        let removal = matches!(change, Change::Remove { .. });
+        ranges.sort_by_key(|g| (g.status().group_id == first) == removal);
+        let pending: Vec<_> = ranges
+            .into_iter()
+            .filter(|g| !change.in_effect(&g.status()))
+            .collect();
+        if pending.is_empty() {
+            // Nothing to do anywhere: the change names a member that is
+            // already so (or no member); say which.
+            change.validate(&self.peer().status())?;
+        }
+        for group in pending {
+            self.change_range_members(&group, change.clone(), Hop::Client)
+                .await?;
+        }
+        Ok(MembersResponse {
+            members: self.members(),
+        })
+    }
+
+    /// Applies `change` in range `range` only (every range for 0).
+    pub async fn change_members_in(
+        &self,
+        change: Change,
+        range: u64,
+        hop: Hop,
+    ) -> Result<MembersResponse, ApiError> {
+        if range == 0 {
+            return self.change_members(change, hop).await;
+        }
+        let group = self.range_by_id(range)?;
+        self.change_range_members(&group, change, hop).await
+    }
+
+    /// Applies `change` in `group`'s configuration, on its leader (sent on
+    /// once); done at once when it is in effect there already.
+    async fn change_range_members(
+        &self,
+        group: &PeerHandle,
+        change: Change,
+        hop: Hop,
+    ) -> Result<MembersResponse, ApiError> {
+        let range = group.status().group_id;
+        let ch = match self.route_in(group, hop)? {
             Route::Leader(ch) => ch,
             Route::Here => {
-                let ranges = self.groups().ids().len();
-                if ranges > 1 {
-                    return Err(ApiError::invalid(format!(
-                        "the cluster serves its keys from {ranges} ranges, and members are \
-                         added, promoted or removed only while it has one: each range has its \
-                         own members, and moving ranges between nodes is not built yet"
-                    )));
+                let st = group.status();
+                if change.in_effect(&st) {
+                    return Ok(MembersResponse {
+                        members: self.members(),
+                    });
                 }
-                let st = self.peer().status();
                 change.validate(&st)?;
                 let Some(successor) = change.successor(self.id(), &st) else {
-                    return self.apply_change(change).await;
+                    return self.apply_change(group, change).await;
                 };
                 // A leader must not remove itself: raft-rs would lead a
                 // group it is no longer part of. Hand leadership to a voter
                 // that stays, then let that node apply the change.
                 let req = TransferLeaderRequest {
                     target_id: successor,
-                    range: 0,
+                    range,
                 };
                 self.transfer_leader(req, Hop::Client).await?;
-                match self.route(Hop::Client)? {
+                match self.route_in(group, Hop::Client)? {
                     Route::Leader(ch) => ch,
                     Route::Here => {
                         return Err(ApiError::unavailable(
@@ -180,14 +249,19 @@ impl Core {
                 }
             }
         };
-        self.forward_change(ch, change).await
+        self.forward_change(ch, change, range).await
     }
 
-    /// Proposes the change here, on the leader, and waits until it is applied.
-    async fn apply_change(&self, change: Change) -> Result<MembersResponse, ApiError> {
+    /// Proposes the change in `group` here, on its leader, and waits until
+    /// it is applied.
+    async fn apply_change(
+        &self,
+        group: &PeerHandle,
+        change: Change,
+    ) -> Result<MembersResponse, ApiError> {
         let deadline = tokio::time::Instant::now() + self.request_timeout();
         let outcome = loop {
-            let wait = self.peer().change_members(change.conf_change());
+            let wait = group.change_members(change.conf_change());
             match tokio::time::timeout_at(deadline, wait).await {
                 // Not applied (a new leader has not yet applied its log, or
                 // an earlier change is still pending): safe to try again.
@@ -204,8 +278,7 @@ impl Core {
                 // The status the answer lists is published after the
                 // apply that resolved the wait: list the new configuration,
                 // not the one before it.
-                while self.peer().status().applied_index < index
-                    && tokio::time::Instant::now() < deadline
+                while group.status().applied_index < index && tokio::time::Instant::now() < deadline
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                 }
@@ -221,33 +294,40 @@ impl Core {
         }
     }
 
-    /// Sends the change to the leader at `leader`, marked as forwarded.
+    /// Sends the change in `range` (every range for 0) to the leader at
+    /// `leader`, marked as forwarded.
     async fn forward_change(
         &self,
         leader: Channel,
         change: Change,
+        range: u64,
     ) -> Result<MembersResponse, ApiError> {
         let promote = |ch, r| async move { ClusterClient::new(ch).promote_member(r).await };
         match change {
             Change::Add { id, address } => {
                 let add = |ch, r| async move { ClusterClient::new(ch).add_member(r).await };
-                self.forward(leader, AddMemberRequest { id, address }, add)
-                    .await
+                let req = AddMemberRequest { id, address, range };
+                self.forward(leader, req, add).await
             }
             Change::Promote { id } => {
-                let req = PromoteMemberRequest { id, replace_id: 0 };
+                let req = PromoteMemberRequest {
+                    id,
+                    replace_id: 0,
+                    range,
+                };
                 self.forward(leader, req, promote).await
             }
             Change::Replace { old, id } => {
                 let req = PromoteMemberRequest {
                     id,
                     replace_id: old,
+                    range,
                 };
                 self.forward(leader, req, promote).await
             }
             Change::Remove { id } => {
                 let remove = |ch, r| async move { ClusterClient::new(ch).remove_member(r).await };
-                self.forward(leader, RemoveMemberRequest { id }, remove)
+                self.forward(leader, RemoveMemberRequest { id, range }, remove)
                     .await
             }
         }

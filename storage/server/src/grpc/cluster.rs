@@ -79,11 +79,10 @@ impl Cluster for ClusterService {
         req: Request<AddMemberRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
         let hop = hop(&req);
-        let AddMemberRequest { id, address } = req.into_inner();
+        let AddMemberRequest { id, address, range } = req.into_inner();
+        let change = Change::Add { id, address };
         Ok(Response::new(
-            self.core
-                .change_members(Change::Add { id, address }, hop)
-                .await?,
+            self.core.change_members_in(change, range, hop).await?,
         ))
     }
 
@@ -92,12 +91,18 @@ impl Cluster for ClusterService {
         req: Request<PromoteMemberRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
         let hop = hop(&req);
-        let PromoteMemberRequest { id, replace_id } = req.into_inner();
+        let PromoteMemberRequest {
+            id,
+            replace_id,
+            range,
+        } = req.into_inner();
         let change = match replace_id {
             0 => Change::Promote { id },
             old => Change::Replace { old, id },
         };
-        Ok(Response::new(self.core.change_members(change, hop).await?))
+        Ok(Response::new(
+            self.core.change_members_in(change, range, hop).await?,
+        ))
     }
 
     async fn remove_member(
@@ -105,9 +110,11 @@ impl Cluster for ClusterService {
         req: Request<RemoveMemberRequest>,
     ) -> Result<Response<MembersResponse>, Status> {
         let hop = hop(&req);
-        let id = req.into_inner().id;
+        let RemoveMemberRequest { id, range } = req.into_inner();
         Ok(Response::new(
-            self.core.change_members(Change::Remove { id }, hop).await?,
+            self.core
+                .change_members_in(Change::Remove { id }, range, hop)
+                .await?,
         ))
     }
 

@@ -53,8 +53,8 @@ export function SplitForm() {
         </button>
       </div>
       <p className={controls.hint}>
-        The new range starts at the key. Ranges are not merged again, and while the cluster has more than one,
-        members are neither added nor removed.
+        The new range starts at the key, with the same members; a member added or removed later is added to or
+        removed from every range. Ranges are not merged again.
       </p>
       {split.isError && <ErrorNote error={split.error} action="Split" />}
       {split.isSuccess && (
