@@ -72,7 +72,7 @@ impl Lane {
 }
 
 pub struct GrpcTransport {
-    queues: Mutex<HashMap<(u64, Lane), mpsc::Sender<Message>>>,
+    queues: Mutex<HashMap<(u64, Lane), mpsc::Sender<Stamped>>>,
     channels: Arc<MemberChannels>,
     group_id: u64,
     peer: Arc<OnceLock<PeerHandle>>,
@@ -106,7 +106,7 @@ impl GrpcTransport {
     }
 
     /// The queue of `lane` to `to`, starting its sender task on first use.
-    fn queue(&self, to: u64, lane: Lane) -> Option<mpsc::Sender<Message>> {
+    fn queue(&self, to: u64, lane: Lane) -> Option<mpsc::Sender<Stamped>> {
         let mut queues = self.queues.lock();
         if let Some(q) = queues.get(&(to, lane))
             && !q.is_closed()
@@ -167,10 +167,28 @@ impl Transport for GrpcTransport {
                 continue;
             }
             if let Some(q) = self.queue(m.to, Lane::of(&m)) {
-                let _ = q.try_send(m);
+                // Stamped as it is handed over, with what the peer knew
+                // when it made the message (see `Stamped`).
+                let stamp = self
+                    .peer
+                    .get()
+                    .map_or_else(Stamp::default, |p| p.stamp_to(m.to));
+                let _ = q.try_send(Stamped { message: m, stamp });
             }
         }
     }
+}
+
+/// A message and the stamp its batch carries: what the peer knew of
+/// itself and the receiver when it handed the message over. Taken any
+/// later (when the batch leaves), a message the leader made from what a
+/// member acknowledged in an earlier life (a heartbeat's commit) could
+/// leave under the member's new life, which the leader learned of
+/// meanwhile: the member would read it as its new life being counted for
+/// entries it does not hold, and stop as having lost state.
+struct Stamped {
+    message: Message,
+    stamp: Stamp,
 }
 
 /// Sends everything queued for one peer, on one long-lived stream at a
@@ -178,7 +196,7 @@ impl Transport for GrpcTransport {
 /// or stalls tells raft the peer is unreachable; the next message opens a
 /// new one after a short pause.
 async fn pump(
-    mut rx: mpsc::Receiver<Message>,
+    mut rx: mpsc::Receiver<Stamped>,
     client: RaftClient<tonic::transport::Channel>,
     header: BatchHeader,
     peer: Arc<OnceLock<PeerHandle>>,
@@ -187,22 +205,7 @@ async fn pump(
         let (batches, stream) = mpsc::channel(STREAM_BUFFER);
         let mut client = client.clone();
         let call = async move { client.stream(ReceiverStream::new(stream)).await };
-        // Each batch is stamped with what the peer knows as it leaves.
-        let stamp = || {
-            peer.get()
-                .map_or_else(Stamp::default, |p| p.stamp_to(header.to))
-        };
-        match feed(
-            first,
-            &mut rx,
-            &batches,
-            call,
-            header,
-            &stamp,
-            STALL_TIMEOUT,
-        )
-        .await
-        {
+        match feed(first, &mut rx, &batches, call, header, STALL_TIMEOUT).await {
             Ended::QueueClosed => return,
             Ended::Failed(reason) => {
                 tracing::debug!(to = header.to, reason, "raft stream ended");
@@ -236,12 +239,11 @@ enum Ended {
 /// RPC, whose answer only comes when the stream ends; it is polled alongside
 /// so that a failure shows at once.
 async fn feed(
-    first: Message,
-    rx: &mut mpsc::Receiver<Message>,
+    first: Stamped,
+    rx: &mut mpsc::Receiver<Stamped>,
     batches: &mpsc::Sender<RaftBatch>,
     call: impl Future<Output = Result<tonic::Response<RaftAck>, tonic::Status>>,
     header: BatchHeader,
-    stamp: &(dyn Fn() -> Stamp + Sync),
     stall: Duration,
 ) -> Ended {
     let ended = |answer: Result<tonic::Response<RaftAck>, tonic::Status>| match answer {
@@ -250,19 +252,19 @@ async fn feed(
     };
     tokio::pin!(call);
     // A message taken from the queue but left for the next batch.
-    let mut next = Some(encode(&first));
+    let mut next = Some(encoded(&first));
     loop {
         let first = match next.take() {
             Some(m) => m,
             None => tokio::select! {
                 m = rx.recv() => match m {
-                    Some(m) => encode(&m),
+                    Some(m) => encoded(&m),
                     None => return Ended::QueueClosed,
                 },
                 answer = &mut call => return ended(answer),
             },
         };
-        let (batch, left) = collect_batch(first, rx, header, stamp());
+        let (batch, left) = collect_batch(first, rx, header);
         next = left;
         let batch = match batches.try_send(batch) {
             Ok(()) => continue,
@@ -284,27 +286,31 @@ async fn feed(
     }
 }
 
-fn encode(m: &Message) -> Bytes {
-    Bytes::from(strata_raft::encode_message(m))
+/// A message encoded, with its stamp.
+fn encoded(m: &Stamped) -> (Bytes, Stamp) {
+    (
+        Bytes::from(strata_raft::encode_message(&m.message)),
+        m.stamp,
+    )
 }
 
-/// `first` (encoded) and whatever else is already queued, up to a batch's
-/// limits in messages and bytes; a message taken that would pass the byte
-/// limit is returned to start the next batch.
+/// `first` (encoded, with its stamp) and whatever else is already queued
+/// under the same stamp, up to a batch's limits in messages and bytes; a
+/// message taken that would pass the byte limit, or that carries another
+/// stamp, is returned to start the next batch.
 fn collect_batch(
-    first: Bytes,
-    rx: &mut mpsc::Receiver<Message>,
+    (first, stamp): (Bytes, Stamp),
+    rx: &mut mpsc::Receiver<Stamped>,
     header: BatchHeader,
-    stamp: Stamp,
-) -> (RaftBatch, Option<Bytes>) {
+) -> (RaftBatch, Option<(Bytes, Stamp)>) {
     let mut bytes = first.len();
     let mut messages = vec![first];
     let mut left = None;
     while messages.len() < MAX_BATCH_MESSAGES {
         let Ok(m) = rx.try_recv() else { break };
-        let m = encode(&m);
-        if bytes + m.len() > MAX_BATCH_BYTES {
-            left = Some(m);
+        let (m, its_stamp) = encoded(&m);
+        if its_stamp != stamp || bytes + m.len() > MAX_BATCH_BYTES {
+            left = Some((m, its_stamp));
             break;
         }
         bytes += m.len();
@@ -353,6 +359,11 @@ mod tests {
         }
     }
 
+    /// `m` as handed over under `stamp`.
+    fn stamped(m: Message, stamp: Stamp) -> Stamped {
+        Stamped { message: m, stamp }
+    }
+
     type Answer = Result<tonic::Response<RaftAck>, tonic::Status>;
 
     #[tokio::test]
@@ -363,16 +374,15 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
         for i in 2..=4 {
-            tx.try_send(message(i)).unwrap();
+            tx.try_send(stamped(message(i), STAMP)).unwrap();
         }
         let feeding = tokio::spawn(async move {
             let ended = feed(
-                message(1),
+                stamped(message(1), STAMP),
                 &mut rx,
                 &batches,
                 pending::<Answer>(),
                 HEADER,
-                &|| STAMP,
                 STALL_TIMEOUT,
             )
             .await;
@@ -397,12 +407,62 @@ mod tests {
             .map(|b| strata_raft::decode_message(b).unwrap().index)
             .collect();
         assert_eq!(indexes, vec![1, 2, 3, 4]);
-        tx.send(message(5)).await.unwrap();
+        tx.send(stamped(message(5), STAMP)).await.unwrap();
         let second = out.recv().await.unwrap();
         assert_eq!(second.messages.len(), 1);
         drop(tx);
         let (ended, _batches) = feeding.await.unwrap();
         assert_eq!(ended, Ended::QueueClosed);
+    }
+
+    #[tokio::test]
+    async fn a_message_leaves_with_the_stamp_it_was_handed_over_with() {
+        // Proves: a message queued before the peer learned of the
+        // receiver's new life leaves stamped with the old life, even when
+        // its batch is put together after, and a message queued after
+        // leaves with the new life in a batch of its own; the order holds.
+        // (Stamped as its batch left, the first went out under the new
+        // life: a heartbeat carrying the old life's commit then read as the
+        // new life being counted for entries it does not hold.)
+        let old_life = Stamp {
+            to_incarnation: 22,
+            ..STAMP
+        };
+        let new_life = Stamp {
+            to_incarnation: 23,
+            vouched: false,
+            ..STAMP
+        };
+        let (tx, mut rx) = mpsc::channel(16);
+        let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
+        tx.try_send(stamped(message(2), old_life)).unwrap();
+        tx.try_send(stamped(message(3), new_life)).unwrap();
+        tx.try_send(stamped(message(4), new_life)).unwrap();
+        let feeding = tokio::spawn(async move {
+            feed(
+                stamped(message(1), old_life),
+                &mut rx,
+                &batches,
+                pending::<Answer>(),
+                HEADER,
+                STALL_TIMEOUT,
+            )
+            .await
+        });
+        let indexes = |b: &RaftBatch| -> Vec<u64> {
+            b.messages
+                .iter()
+                .map(|m| strata_raft::decode_message(m).unwrap().index)
+                .collect()
+        };
+        let first = out.recv().await.unwrap();
+        assert_eq!((indexes(&first), first.to_incarnation), (vec![1, 2], 22));
+        assert!(first.vouched);
+        let second = out.recv().await.unwrap();
+        assert_eq!((indexes(&second), second.to_incarnation), (vec![3, 4], 23));
+        assert!(!second.vouched);
+        drop(tx);
+        assert_eq!(feeding.await.unwrap(), Ended::QueueClosed);
     }
 
     /// An append carrying one entry of `entry_bytes`.
@@ -428,16 +488,15 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
         for i in 2..=4 {
-            tx.try_send(append(i, 16 << 20)).unwrap();
+            tx.try_send(stamped(append(i, 16 << 20), STAMP)).unwrap();
         }
         let feeding = tokio::spawn(async move {
             feed(
-                append(1, 16 << 20),
+                stamped(append(1, 16 << 20), STAMP),
                 &mut rx,
                 &batches,
                 pending::<Answer>(),
                 HEADER,
-                &Stamp::default,
                 STALL_TIMEOUT,
             )
             .await
@@ -503,12 +562,11 @@ mod tests {
         let (batches, _out) = mpsc::channel(STREAM_BUFFER);
         let refused = async { Err(tonic::Status::invalid_argument("batch addressed to node 7")) };
         let ended = feed(
-            message(1),
+            stamped(message(1), STAMP),
             &mut rx,
             &batches,
             refused,
             HEADER,
-            &Stamp::default,
             STALL_TIMEOUT,
         )
         .await;
@@ -518,12 +576,11 @@ mod tests {
         assert!(reason.contains("node 7"), "{reason}");
         let closed = async { Ok(tonic::Response::new(RaftAck {})) };
         let ended = feed(
-            message(1),
+            stamped(message(1), STAMP),
             &mut rx,
             &batches,
             closed,
             HEADER,
-            &Stamp::default,
             STALL_TIMEOUT,
         )
         .await;
@@ -540,16 +597,15 @@ mod tests {
         let (_tx, mut rx) = mpsc::channel(16);
         let (batches, _out) = mpsc::channel(1);
         // The stream's buffer is already full.
-        let (full, _) = collect_batch(encode(&message(1)), &mut rx, HEADER, Stamp::default());
+        let (full, _) = collect_batch(encoded(&stamped(message(1), STAMP)), &mut rx, HEADER);
         batches.try_send(full).unwrap();
         let stall = Duration::from_millis(50);
         let feeding = feed(
-            message(2),
+            stamped(message(2), STAMP),
             &mut rx,
             &batches,
             pending::<Answer>(),
             HEADER,
-            &Stamp::default,
             stall,
         );
         let ended = tokio::time::timeout(Duration::from_secs(30), feeding)
