@@ -158,8 +158,9 @@ impl Core {
     /// Applies one membership change in every range and returns the
     /// members afterwards. The first range's leader makes it, one range
     /// after another: a node joins the first range first (which tells it
-    /// the ranges there are) and leaves it last (until then it is still a
-    /// member, and answers for the cluster). A range where the change is in
+    /// the ranges there are) and leaves it last, by removal or replacement
+    /// (until then it is still a member: it answers for the cluster, and
+    /// its address is known to send it another range's change it leads). A range where the change is in
     /// effect already is passed over, so a change that failed part of the
     /// way is finished by asking again.
     pub async fn change_members(
@@ -174,8 +175,11 @@ impl Core {
         }
         let mut ranges = self.groups().all();
         let first = self.peer().status().group_id;
-        // The first range first, or last for a removal.
-        let removal = matches!(change, Change::Remove { .. });
+        // The first range first, or last for a change that removes a
+        // node: the node's address is the first range's to keep, and the
+        // other ranges' changes may have to be sent to it (it may lead
+        // one of them until it hands it over).
+        let removal = matches!(change, Change::Remove { .. } | Change::Replace { .. });
         ranges.sort_by_key(|g| (g.status().group_id == first) == removal);
         let pending: Vec<_> = ranges
             .into_iter()
