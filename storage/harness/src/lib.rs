@@ -31,6 +31,7 @@ pub mod gateway;
 pub mod jaeger;
 pub mod load_runner;
 pub mod local;
+mod operator;
 pub mod otlp;
 pub mod run_dir;
 pub mod tls;

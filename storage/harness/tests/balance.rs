@@ -5,21 +5,18 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
 use serde_json::Value;
 use strata_harness::Cluster;
 
 const SPLITS: [&str; 5] = ["b", "d", "f", "h", "j"];
 
 async fn ranges(c: &Cluster) -> Vec<Value> {
-    let st: Value = reqwest::get(format!("{}/v1/cluster/status", c.gateway_url()))
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    st["ranges"].as_array().cloned().unwrap_or_default()
+    c.status_json().await["ranges"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// How many ranges each node leads; `None` while some range names no
@@ -33,27 +30,10 @@ fn leaders_per_node(ranges: &[Value]) -> Option<BTreeMap<u64, usize>> {
     Some(count)
 }
 
-/// The `strata` command line with `args` against the gateway, as admin;
-/// whether it succeeded, and its output.
-fn strata(c: &Cluster, args: &[&str]) -> (bool, String) {
-    let out = std::process::Command::new(strata_harness::workspace_binary("strata").unwrap())
-        .args(["--endpoint", &c.gateway_url(), "--token", c.admin_token()])
-        .args(args)
-        .env_remove("STRATA_ENDPOINT")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
-}
-
 /// The `event: range` events of one event stream through the gateway,
 /// gathered in the background from now on.
 async fn range_events(c: &Cluster) -> Arc<Mutex<Vec<Value>>> {
-    let mut resp = reqwest::get(format!("{}/v1/cluster/events", c.gateway_url()))
+    let resp = reqwest::get(format!("{}/v1/cluster/events", c.gateway_url()))
         .await
         .unwrap()
         .error_for_status()
@@ -61,16 +41,12 @@ async fn range_events(c: &Cluster) -> Arc<Mutex<Vec<Value>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let into = seen.clone();
     tokio::spawn(async move {
-        let mut text = String::new();
-        while let Ok(Some(chunk)) = resp.chunk().await {
-            text.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = text.find("\n\n") {
-                let frame: String = text.drain(..end + 2).collect();
-                if let Some(data) = frame.strip_prefix("event: range\ndata: ") {
-                    into.lock()
-                        .unwrap()
-                        .push(serde_json::from_str(data.trim()).unwrap());
-                }
+        let mut events = resp.bytes_stream().eventsource();
+        while let Some(Ok(e)) = events.next().await {
+            if e.event == "range" {
+                into.lock()
+                    .unwrap()
+                    .push(serde_json::from_str(&e.data).unwrap());
             }
         }
     });
@@ -90,8 +66,7 @@ async fn leaders_piled_on_one_node_are_spread_across_the_nodes() {
     c.wait_leader(Duration::from_secs(10)).await.unwrap();
     let events = range_events(&c).await;
     for key in SPLITS {
-        let (ok, out) = strata(&c, &["range", "split", key]);
-        assert!(ok, "splitting at {key}: {out}");
+        c.strata(&["range", "split", key]);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     let ids: Vec<u64> = loop {
@@ -106,9 +81,8 @@ async fn leaders_piled_on_one_node_are_spread_across_the_nodes() {
     // Pile every leadership on node 1, as a restart or a run of
     // elections can.
     for id in &ids {
-        let (ok, out) = strata(&c, &["leader", "transfer", "1", "--range", &id.to_string()]);
-        assert!(ok, "moving range {id} to node 1: {out}");
-        assert!(out.contains("leader is now node 1"), "{out}");
+        let out = c.strata(&["leader", "transfer", "1", "--range", &id.to_string()]);
+        assert!(out.contains("leader is now node 1"), "range {id}: {out}");
     }
     let piled = leaders_per_node(&ranges(&c).await);
     eprintln!("leaders per node after piling them on node 1: {piled:?}");

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use eventsource_stream::Eventsource;
+use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use strata_harness::Cluster;
@@ -217,25 +219,31 @@ async fn replacing_or_removing_the_leader_hands_leadership_over_first() {
     }
 }
 
+/// The events of `resp`'s event stream, until it ends (or breaks).
+fn events(resp: reqwest::Response) -> impl Stream<Item = eventsource_stream::Event> + Unpin {
+    Box::pin(
+        resp.bytes_stream()
+            .eventsource()
+            .take_while(|e| std::future::ready(e.is_ok()))
+            .filter_map(|e| std::future::ready(e.ok())),
+    )
+}
+
 /// The first `event: status` of an event stream, read within 5 s.
-async fn first_status(resp: &mut reqwest::Response) -> Value {
-    let mut text = String::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Some(at) = text.find("event: status\ndata: ") {
-            let rest = &text[at + "event: status\ndata: ".len()..];
-            if let Some(end) = rest.find('\n') {
-                return serde_json::from_str(&rest[..end]).unwrap();
+async fn first_status(
+    events: &mut (impl Stream<Item = eventsource_stream::Event> + Unpin),
+) -> Value {
+    let first = async {
+        while let Some(e) = events.next().await {
+            if e.event == "status" {
+                return serde_json::from_str(&e.data).unwrap();
             }
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        let chunk = tokio::time::timeout(left, resp.chunk())
-            .await
-            .expect("a status event within 5 s")
-            .unwrap()
-            .expect("the stream ended before its first status event");
-        text.push_str(&String::from_utf8_lossy(&chunk));
-    }
+        panic!("the stream ended before its first status event")
+    };
+    tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .expect("a status event within 5 s")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,13 +257,14 @@ async fn a_removed_node_that_still_runs_refuses_to_speak_for_the_cluster() {
     let c = Cluster::start(3).await.unwrap();
     let leader = c.wait_leader(Duration::from_secs(10)).await.unwrap();
     let gone = c.node_ids().into_iter().find(|id| *id != leader).unwrap();
-    let mut stream = c
+    let resp = c
         .http()
         .get(format!("{}/v1/cluster/events", c.node_url(gone)))
         .send()
         .await
         .unwrap();
-    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(resp.status(), StatusCode::OK);
+    let mut stream = events(resp);
     first_status(&mut stream).await;
 
     let r = delete(&c, &format!("/v1/cluster/members/{gone}")).await;
@@ -264,7 +273,7 @@ async fn a_removed_node_that_still_runs_refuses_to_speak_for_the_cluster() {
     // The stream it was serving ends (status events come at least every
     // second, so within a few of the removal).
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        while stream.chunk().await.ok().flatten().is_some() {}
+        while stream.next().await.is_some() {}
     })
     .await;
     assert!(
@@ -306,14 +315,14 @@ async fn a_removed_node_that_still_runs_refuses_to_speak_for_the_cluster() {
 
     // Through the gateway, every new stream is a member's.
     for _ in 0..10 {
-        let mut s = c
+        let resp = c
             .http()
             .get(format!("{}/v1/cluster/events", c.gateway_url()))
             .send()
             .await
             .unwrap();
-        assert_eq!(s.status(), StatusCode::OK);
-        let status = first_status(&mut s).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let status = first_status(&mut events(resp)).await;
         let listed: Vec<u64> = status["nodes"]
             .as_array()
             .unwrap()

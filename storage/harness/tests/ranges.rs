@@ -10,32 +10,12 @@ use strata_client::{Client, ScanSelector, WatchSelector};
 use strata_harness::Cluster;
 
 async fn status(c: &Cluster) -> Value {
-    reqwest::get(format!("{}/v1/cluster/status", c.gateway_url()))
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    c.status_json().await
 }
 
 /// `strata range list` (with `args`) against the gateway; its output.
 fn range_list(c: &Cluster, args: &[&str]) -> String {
-    strata(c, &[&["range", "list"], args].concat())
-}
-
-/// The `strata` command line with `args` against the gateway, as admin;
-/// its output.
-fn strata(c: &Cluster, args: &[&str]) -> String {
-    let out = std::process::Command::new(strata_harness::workspace_binary("strata").unwrap())
-        .args(["--endpoint", &c.gateway_url(), "--token", c.admin_token()])
-        .args(args)
-        .env_remove("STRATA_ENDPOINT")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    c.strata(&[&["range", "list"], args].concat())
 }
 
 /// Waits until the status's one range satisfies `ok`; the range.
@@ -170,12 +150,13 @@ async fn a_range_split_off_is_served_by_every_node_and_outlives_its_leader() {
         want.insert(key, value);
     }
 
-    let out = strata(&c, &["range", "split", "k/100", "--json"]);
+    let out = c.strata(&["range", "split", "k/100", "--json"]);
     let split: Value = serde_json::from_str(&out).unwrap();
     let child = split["ranges"][0]["id"].as_u64().unwrap();
     assert_eq!(split["ranges"][0]["start"], "k/100", "{out}");
     assert!(
-        strata(&c, &["range", "split", "k/100"]).contains("nothing split"),
+        c.strata(&["range", "split", "k/100"])
+            .contains("nothing split"),
         "a second split at the same key splits nothing"
     );
     let ranges = ranges_led(&c, 2).await;

@@ -364,6 +364,28 @@ mod tests {
         Stamped { message: m, stamp }
     }
 
+    /// The raft indexes of `batch`'s messages, in order.
+    fn indexes(batch: &RaftBatch) -> Vec<u64> {
+        batch
+            .messages
+            .iter()
+            .map(|b| strata_raft::decode_message(b).unwrap().index)
+            .collect()
+    }
+
+    /// Feeds `first` and what `rx` queues into `batches` on a stream that
+    /// never answers, until the queue closes.
+    fn spawn_feed(
+        first: Stamped,
+        mut rx: mpsc::Receiver<Stamped>,
+        batches: mpsc::Sender<RaftBatch>,
+    ) -> tokio::task::JoinHandle<Ended> {
+        tokio::spawn(async move {
+            let answer = pending::<Answer>();
+            feed(first, &mut rx, &batches, answer, HEADER, STALL_TIMEOUT).await
+        })
+    }
+
     type Answer = Result<tonic::Response<RaftAck>, tonic::Status>;
 
     #[tokio::test]
@@ -371,23 +393,12 @@ mod tests {
         // Proves: what is queued when a batch starts goes in that batch, with
         // the header and the stamp; later messages go in later batches on the same stream;
         // closing the queue ends the feed without a failure.
-        let (tx, mut rx) = mpsc::channel(16);
+        let (tx, rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
         for i in 2..=4 {
             tx.try_send(stamped(message(i), STAMP)).unwrap();
         }
-        let feeding = tokio::spawn(async move {
-            let ended = feed(
-                stamped(message(1), STAMP),
-                &mut rx,
-                &batches,
-                pending::<Answer>(),
-                HEADER,
-                STALL_TIMEOUT,
-            )
-            .await;
-            (ended, batches)
-        });
+        let feeding = spawn_feed(stamped(message(1), STAMP), rx, batches);
         let first = out.recv().await.unwrap();
         assert_eq!((first.group_id, first.from_node, first.to_node), (1, 1, 2));
         assert_eq!(
@@ -401,18 +412,12 @@ mod tests {
             (11, true, 22, true, 33),
             "the batch carries the stamp"
         );
-        let indexes: Vec<u64> = first
-            .messages
-            .iter()
-            .map(|b| strata_raft::decode_message(b).unwrap().index)
-            .collect();
-        assert_eq!(indexes, vec![1, 2, 3, 4]);
+        assert_eq!(indexes(&first), vec![1, 2, 3, 4]);
         tx.send(stamped(message(5), STAMP)).await.unwrap();
         let second = out.recv().await.unwrap();
         assert_eq!(second.messages.len(), 1);
         drop(tx);
-        let (ended, _batches) = feeding.await.unwrap();
-        assert_eq!(ended, Ended::QueueClosed);
+        assert_eq!(feeding.await.unwrap(), Ended::QueueClosed);
     }
 
     #[tokio::test]
@@ -433,28 +438,12 @@ mod tests {
             vouched: false,
             ..STAMP
         };
-        let (tx, mut rx) = mpsc::channel(16);
+        let (tx, rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
         tx.try_send(stamped(message(2), old_life)).unwrap();
         tx.try_send(stamped(message(3), new_life)).unwrap();
         tx.try_send(stamped(message(4), new_life)).unwrap();
-        let feeding = tokio::spawn(async move {
-            feed(
-                stamped(message(1), old_life),
-                &mut rx,
-                &batches,
-                pending::<Answer>(),
-                HEADER,
-                STALL_TIMEOUT,
-            )
-            .await
-        });
-        let indexes = |b: &RaftBatch| -> Vec<u64> {
-            b.messages
-                .iter()
-                .map(|m| strata_raft::decode_message(m).unwrap().index)
-                .collect()
-        };
+        let feeding = spawn_feed(stamped(message(1), old_life), rx, batches);
         let first = out.recv().await.unwrap();
         assert_eq!((indexes(&first), first.to_incarnation), (vec![1, 2], 22));
         assert!(first.vouched);
@@ -485,24 +474,14 @@ mod tests {
         // message may carry, which would stall replication) go in several
         // batches, each at most MAX_BATCH_BYTES but for a lone message,
         // in order and none lost.
-        let (tx, mut rx) = mpsc::channel(16);
+        let (tx, rx) = mpsc::channel(16);
         let (batches, mut out) = mpsc::channel(STREAM_BUFFER);
         for i in 2..=4 {
             tx.try_send(stamped(append(i, 16 << 20), STAMP)).unwrap();
         }
-        let feeding = tokio::spawn(async move {
-            feed(
-                stamped(append(1, 16 << 20), STAMP),
-                &mut rx,
-                &batches,
-                pending::<Answer>(),
-                HEADER,
-                STALL_TIMEOUT,
-            )
-            .await
-        });
-        let mut indexes = Vec::new();
-        while indexes.len() < 4 {
+        let feeding = spawn_feed(stamped(append(1, 16 << 20), STAMP), rx, batches);
+        let mut seen = Vec::new();
+        while seen.len() < 4 {
             let batch = out.recv().await.expect("a batch");
             let frame = prost::Message::encoded_len(&batch);
             assert!(
@@ -516,11 +495,9 @@ mod tests {
                 "{} messages of {payload} bytes in one batch",
                 batch.messages.len()
             );
-            for b in &batch.messages {
-                indexes.push(strata_raft::decode_message(b).unwrap().index);
-            }
+            seen.extend(indexes(&batch));
         }
-        assert_eq!(indexes, vec![1, 2, 3, 4]);
+        assert_eq!(seen, vec![1, 2, 3, 4]);
         drop(tx);
         assert_eq!(feeding.await.unwrap(), Ended::QueueClosed);
     }
